@@ -1,0 +1,51 @@
+"""The ``txmq`` command: run the whole pipeline, simulate, validate, check the spec.
+
+Each sub-command lives with the code it drives; this module only wires them up and turns user errors
+into one-line messages with their exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from txmq.errors import TxmqError
+
+# (module, function) pairs whose ``register(subparsers)`` adds sub-commands.
+_COMMAND_MODULES = (
+    "txmq.pipeline",
+    "txmq.sim.cli",
+    "spark_validation.cli",
+    "txmq.tla.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every available sub-command registered."""
+    parser = argparse.ArgumentParser(prog="txmq", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in _COMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except TxmqError as exc:
+        print(f"txmq: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("txmq: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the console script
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Trace format v1 — the public contract between the broker and every validator.
+
+One row per event, ordered by ``seq``. The column list, the event names and the END_TX results are
+defined once here; the broker emits them, the Spark validator and the TLA+ trace validation read them.
+See ``shared/DESIGN.md`` ("Trace format v1") for the prose version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from dataclasses_json import dataclass_json
+
+FORMAT_NAME = "txmq-trace"
+FORMAT_VERSION = 1
+
+# Event names.
+LOCAL_TX = "LOCAL_TX"
+HALF_PUT = "HALF_PUT"
+HALF_RENEW = "HALF_RENEW"
+END_TX = "END_TX"
+REAL_PUT = "REAL_PUT"
+OP_PUT = "OP_PUT"
+CHECK = "CHECK"
+DISCARD = "DISCARD"
+DELIVER = "DELIVER"
+CRASH = "CRASH"
+RESTART = "RESTART"
+EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART)
+
+# Actions (END_TX, LOCAL_TX, CHECK answers).
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
+UNKNOWN = "UNKNOWN"
+ACTIONS = (COMMIT, ROLLBACK, UNKNOWN)
+
+# END_TX results.
+OK = "OK"
+NOT_FOUND = "NOT_FOUND"
+GROUP_MISMATCH = "GROUP_MISMATCH"
+OFFSET_MISMATCH = "OFFSET_MISMATCH"
+ALREADY_RESOLVED = "ALREADY_RESOLVED"
+IMMUNITY_REJECTED = "IMMUNITY_REJECTED"
+STORE_ERROR = "STORE_ERROR"
+IGNORED_UNKNOWN = "IGNORED_UNKNOWN"
+END_TX_RESULTS = (
+    OK, NOT_FOUND, GROUP_MISMATCH, OFFSET_MISMATCH, ALREADY_RESOLVED, IMMUNITY_REJECTED, STORE_ERROR,
+    IGNORED_UNKNOWN,
+)
+
+# CHECK results: whether a producer of the group received the check request.
+CHECK_SENT = "SENT"
+CHECK_NO_PRODUCER = "NO_PRODUCER"
+# HALF_RENEW results: why the copy was written.
+RENEW_FOR_CHECK = "CHECK"
+RENEW_IMMUNITY = "IMMUNITY"
+RENEW_RESUME = "RESUME"
+# DISCARD results: why.
+DISCARD_CHECK_MAX = "CHECK_MAX"
+DISCARD_RETENTION = "RETENTION"
+
+# Column name -> Arrow type, in file order.
+COLUMNS: dict[str, pa.DataType] = {
+    "seq": pa.int64(),
+    "ts": pa.int64(),
+    "event": pa.string(),
+    "txn": pa.string(),
+    "producer_group": pa.string(),
+    "producer": pa.string(),
+    "half_offset": pa.int64(),
+    "prev_half_offset": pa.int64(),
+    "commitlog_offset": pa.int64(),
+    "topic": pa.string(),
+    "queue_id": pa.int32(),
+    "queue_offset": pa.int64(),
+    "action": pa.string(),
+    "from_check": pa.bool_(),
+    "result": pa.string(),
+    "check_count": pa.int32(),
+    "op_offset": pa.int64(),
+    "half_offsets": pa.list_(pa.int64()),
+    "consumer_group": pa.string(),
+    "body_crc": pa.int64(),
+}
+COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
+ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])
+# Columns every row must carry (the rest are null where not applicable).
+REQUIRED_COLUMNS = ("seq", "ts", "event")
+
+
+@dataclass_json
+@dataclass
+class TraceHeader:
+    """What travels with a trace: Parquet file metadata, or the first NDJSON line.
+
+    ``config`` holds the broker settings that the invariants need (``transaction_timeout_ms``,
+    ``check_max``, ``check_interval_ms``...) and ``consumer_groups``: group -> subscribed topics.
+    """
+
+    mode: str
+    seed: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    format: str = FORMAT_NAME
+    version: int = FORMAT_VERSION
