@@ -47,3 +47,9 @@ class ToolMissingError(TxmqError):
     """An external tool (Java, tla2tools.jar, Spark) is not available; the message says how to get it."""
 
     exit_code = 7
+
+
+class BrokerUnavailableError(TxmqError):
+    """The broker is down (crashed and not restarted, or closed): the request did not arrive."""
+
+    exit_code = 8

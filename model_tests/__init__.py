@@ -1,0 +1,1 @@
+"""Property-based and linearizability tests of the broker against its sequential specification."""

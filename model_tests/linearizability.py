@@ -1,0 +1,432 @@
+"""Linearizability checker for histories of commit/rollback against the per-transaction register model.
+
+Why a register: in ``strict`` mode a transaction resolves once. Each transaction is a write-once register
+(pending -> committed | rolled back | discarded); end-transactions, check answers and discards are
+``resolve`` operations whose response says whether they were the one that resolved it, and
+``transaction_state`` or a consumer observing visibility are ``read`` operations. If every transaction's
+history is linearizable against that sequential specification, concurrent clients can never tell the
+threaded broker from one that applies resolutions atomically, one at a time.
+
+How, following Porcupine (Athalye) and Lowe's "Testing for linearizability":
+
+- P-compositionality: registers of different transactions are independent objects, so the history is
+  linearizable iff each transaction's sub-history is. Partitions are checked one by one; most have 2-10
+  operations, which keeps the search trivial where it would be exponential on the whole history.
+- Per partition, the Wing-Gong search: repeatedly linearize one *minimal* operation (one that no
+  unlinearized completed operation precedes in real time) that is legal in the current state, and
+  backtrack on dead ends. Lowe's memoisation prunes every revisit of a (linearized set, state) pair; the
+  set is an ``int`` bitset so a configuration is a single small int.
+- A partial-order reduction, sound for any model: a minimal operation that is legal and leaves the state
+  unchanged (a read, an ``ALREADY_RESOLVED``) is linearized at once instead of being branched on - in any
+  linearization of the rest it can be moved to the front, since it changes nothing and nothing unlinearized
+  must precede it. For a write-once register this leaves branching only over which resolve wins.
+- Operations whose response never arrived (lost: ``returned`` is ``None`` or ``inf``) may or may not have
+  taken effect, as in Knossos: they may be linearized anywhere after their invocation, with any response,
+  or not at all. A lost read constrains nothing and is dropped.
+- Real time: ``a`` precedes ``b`` iff ``a.returned < b.invoked``; equal stamps count as concurrent, as in
+  Porcupine, so coarse clocks can only make the checker more lenient, never report a false violation.
+- A wall-clock timeout bounds a call: partitions not finished when it expires are reported ``unknown``
+  rather than hanging on a pathological partition.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from itertools import accumulate
+from operator import attrgetter, lt, or_
+
+from txmq.errors import TraceError
+
+
+class MalformedHistoryError(TraceError):
+    """An operation is not one the register model knows (bad response for its kind, return before call)."""
+
+
+class OpKind(StrEnum):
+    """The two operations on a transaction's register."""
+
+    RESOLVE = "RESOLVE"
+    READ = "READ"
+
+
+class Resolution(StrEnum):
+    """What a ``resolve`` asks the register to become."""
+
+    COMMIT = "COMMIT"
+    ROLLBACK = "ROLLBACK"
+    DISCARD = "DISCARD"
+
+
+class State(StrEnum):
+    """Values of the register; also the response of a ``read``."""
+
+    PENDING = "PENDING"
+    COMMITTED = "COMMITTED"
+    ROLLED_BACK = "ROLLED_BACK"
+    DISCARDED = "DISCARDED"
+
+
+class Outcome(StrEnum):
+    """Response of a ``resolve``: it resolved the register, or the register already held a value."""
+
+    OK = "OK"
+    ALREADY_RESOLVED = "ALREADY_RESOLVED"
+
+
+class Verdict(StrEnum):
+    """Result for a partition or a whole history."""
+
+    OK = "ok"
+    ILLEGAL = "illegal"
+    UNKNOWN = "unknown"
+
+
+RESOLVED_STATE: dict[Resolution, State] = {
+    Resolution.COMMIT: State.COMMITTED,
+    Resolution.ROLLBACK: State.ROLLED_BACK,
+    Resolution.DISCARD: State.DISCARDED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One invocation on one transaction's register, with its response and real-time interval.
+
+    ``response`` is an ``Outcome`` for a resolve and a ``State`` for a read; ``held`` optionally carries
+    the value an ``ALREADY_RESOLVED`` resolve found. ``returned`` is ``None`` (or ``inf``) when the response
+    never came; ``response`` is then ignored. Times are any comparable numbers on one clock.
+    """
+
+    client: Hashable
+    txn: Hashable
+    kind: OpKind
+    arg: Resolution | None
+    response: Outcome | State | None
+    invoked: float
+    returned: float | None
+    held: State | None = None
+
+    @classmethod
+    def resolve(
+        cls,
+        client: Hashable,
+        txn: Hashable,
+        resolution: Resolution,
+        outcome: Outcome | None,
+        invoked: float,
+        returned: float | None,
+        held: State | None = None,
+    ) -> Operation:
+        """A resolve (end-transaction, check answer, discard); ``outcome=None`` with ``returned=None``."""
+        return cls(client, txn, OpKind.RESOLVE, resolution, outcome, invoked, returned, held)
+
+    @classmethod
+    def read(
+        cls, client: Hashable, txn: Hashable, observed: State | None, invoked: float, returned: float | None
+    ) -> Operation:
+        """A read of the register (``transaction_state``, or a consumer observing visibility)."""
+        return cls(client, txn, OpKind.READ, None, observed, invoked, returned)
+
+    @property
+    def lost(self) -> bool:
+        """True when the response never came, so the operation may or may not have taken effect."""
+        return self.returned is None or self.returned == math.inf
+
+    def describe(self) -> str:
+        """One line for violation reports: ``client c: RESOLVE(COMMIT) -> OK  [3, 7]``."""
+        call = f"{self.kind}({self.arg})" if self.arg is not None else f"{self.kind}()"
+        if self.lost:
+            return f"client {self.client}: {call} -> (lost)  [{self.invoked}, -]"
+        held = f" (held {self.held})" if self.held is not None else ""
+        return f"client {self.client}: {call} -> {self.response}{held}  [{self.invoked}, {self.returned}]"
+
+
+def spec_step(state: State, op: Operation) -> State | None:
+    """The sequential specification: the state after ``op`` runs alone in ``state``, or None if its
+    response is impossible there. A lost operation's response is unknown, so any response is accepted."""
+    if op.kind == OpKind.READ:
+        return state if op.lost or op.response == state else None
+    assert op.arg is not None
+    if state is State.PENDING:
+        new, expected = RESOLVED_STATE[op.arg], Outcome.OK
+    else:
+        new, expected = state, Outcome.ALREADY_RESOLVED
+    if op.lost:
+        return new
+    if op.response != expected or (op.held is not None and op.held != state):
+        return None
+    return new
+
+
+# The search runs on ints: state i is _STATES[i], and each operation becomes a 4-tuple "next state index
+# from state i, or -1 if illegal", derived from spec_step once so the model is stated in one place only.
+_STATES: tuple[State, ...] = tuple(State)
+_INDEX = {s: i for i, s in enumerate(_STATES)}
+_Transitions = tuple[int, int, int, int]
+
+
+def _transitions(op: Operation) -> _Transitions:
+    nexts = [spec_step(s, op) for s in _STATES]
+    return tuple(-1 if n is None else _INDEX[n] for n in nexts)  # type: ignore[return-value]
+
+
+def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions | None]]:
+    """Every well-formed (kind, arg, response, held) of a completed op, and (kind, arg) of a lost one."""
+    completed: dict[tuple, _Transitions] = {}
+    lost: dict[tuple, _Transitions | None] = {(OpKind.READ, None): None}  # None: a lost read is dropped
+    for s in State:
+        completed[(OpKind.READ, None, s, None)] = _transitions(Operation.read(0, 0, s, 0, 0))
+    for r in Resolution:
+        lost[(OpKind.RESOLVE, r)] = _transitions(Operation.resolve(0, 0, r, None, 0, None))
+        for outcome, helds in ((Outcome.OK, [None]), (Outcome.ALREADY_RESOLVED, [None, *_STATES[1:]])):
+            for h in helds:
+                op = Operation.resolve(0, 0, r, outcome, 0, 0, h)
+                completed[(OpKind.RESOLVE, r, outcome, h)] = _transitions(op)
+    return completed, lost
+
+
+_COMPLETED, _LOST = _valid_shapes()
+_BY_INVOCATION = attrgetter("invoked")
+# The clock is read once per this many operations' worth of search work, so that checking is cheap and,
+# for a given history, where a timeout can strike is deterministic.
+_CLOCK_EVERY = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A transaction whose sub-history has no linearization.
+
+    ``core`` is a smaller witness: the partition with every non-mutating completed operation (reads,
+    ``ALREADY_RESOLVED``) removed that can be, while staying non-linearizable. Removing such operations
+    from a linearizable history keeps it linearizable, so the core alone proves the violation.
+    """
+
+    txn: Hashable
+    operations: tuple[Operation, ...]
+    core: tuple[Operation, ...]
+
+    def explain(self) -> str:
+        """Multi-line text for a failing test: the transaction and its core, in invocation order."""
+        lines = [f"transaction {self.txn!r}: these {len(self.core)} of its {len(self.operations)} "
+                 "operations have no linearization:"]
+        lines += ["  " + op.describe() for op in self.core]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of ``check_history``: the overall verdict, one per transaction, and the witnesses."""
+
+    verdict: Verdict
+    verdicts: dict[Hashable, Verdict]
+    violations: tuple[Violation, ...]
+    operations: int
+    elapsed_s: float
+    counts: Counter[Verdict] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", Counter(self.verdicts.values()))
+
+    @property
+    def unknown(self) -> list[Hashable]:
+        """Transactions whose search the timeout cut short."""
+        return [t for t, v in self.verdicts.items() if v is Verdict.UNKNOWN]
+
+    def explain(self) -> str:
+        """Summary line plus every violation, for assertion messages."""
+        head = (f"{self.verdict}: {self.operations} operations, "
+                + ", ".join(f"{self.counts[v]} {v}" for v in Verdict) + " transactions")
+        return "\n".join([head, *(v.explain() for v in self.violations)])
+
+
+class _Deadline:
+    """Wall-clock budget shared by all partitions of one call; read only every ``_CLOCK_EVERY`` units."""
+
+    __slots__ = ("at", "credit")
+
+    def __init__(self, timeout_s: float | None) -> None:
+        self.at = math.inf if timeout_s is None else time.monotonic() + timeout_s
+        self.credit = _CLOCK_EVERY
+
+    def expired(self) -> bool:
+        """Read the clock; ``_search`` calls this only when its credit of work runs out."""
+        return time.monotonic() >= self.at
+
+
+_Encoded = tuple[list[Operation], list[float], list[float], list[_Transitions], int]
+
+
+def _encode(ops: list[Operation]) -> _Encoded:
+    """Sort a partition by invocation and turn it into parallel lists for the search: operations, call
+    times, return times, transitions, and the bitset of completed operations. The common case, every
+    operation completed and well-formed, is recognised with C-level list operations only."""
+    ops.sort(key=_BY_INVOCATION)
+    invs = [op.invoked for op in ops]
+    rets = [op.returned for op in ops]
+    trans = [_COMPLETED.get((op.kind, op.arg, op.response, op.held)) for op in ops]
+    if None in trans or None in rets or math.inf in rets or any(map(lt, rets, invs)):
+        return _encode_with_lost(ops)
+    return ops, invs, rets, trans, (1 << len(ops)) - 1  # type: ignore[return-value]
+
+
+def _encode_with_lost(ops: list[Operation]) -> _Encoded:
+    """``_encode`` for partitions with lost operations, or malformed ones (then with a one-line error)."""
+    kept: list[Operation] = []
+    invs: list[float] = []
+    rets: list[float] = []
+    trans: list[_Transitions] = []
+    completed = 0
+    for op in ops:
+        if op.lost:
+            t = _LOST.get((op.kind, op.arg), ())
+            if t is None:
+                continue
+            ret = math.inf
+        else:
+            t = _COMPLETED.get((op.kind, op.arg, op.response, op.held), ())
+            ret = op.returned  # type: ignore[assignment]
+            if ret < op.invoked:
+                raise MalformedHistoryError(f"operation returns before it is invoked: {op}")
+            completed |= 1 << len(kept)
+        if not t:
+            raise MalformedHistoryError(f"not a register operation (kind, argument, response): {op}")
+        kept.append(op)
+        invs.append(op.invoked)
+        rets.append(ret)
+        trans.append(t)  # type: ignore[arg-type]
+    return kept, invs, rets, trans, completed
+
+
+def _search(
+    invs: list[float], rets: list[float], trans: list[_Transitions], completed: int, deadline: _Deadline
+) -> bool | None:
+    """Wing-Gong search with memoisation on one partition sorted by invocation: True if linearizable,
+    False if not, None if the deadline passed first. ``completed``: bitset of the operations that must be
+    linearized; the others are lost and optional."""
+    n = len(invs)
+    if n == 1:
+        return not completed or trans[0][0] >= 0
+    # preceded[i]: completed operations returning before i is invoked. Invocations are sorted, so these
+    # masks grow with i (a prefix-OR); an unlinearized i is minimal iff preceded[i] is already linearized.
+    # A lost operation "returns" at inf, so it lands in first[n], past every invocation.
+    first = [0] * (n + 1)
+    for j, ret in enumerate(rets):
+        first[bisect_right(invs, ret)] |= 1 << j
+    preceded = list(accumulate(first, or_))
+    seen: set[int] = set()
+    stack = [(0, 0)]  # (linearized bitset, state index); state 0 is PENDING
+    credit = deadline.credit
+    while stack:
+        lin, s = stack.pop()
+        credit -= n
+        if credit <= 0:
+            credit = deadline.credit = _CLOCK_EVERY
+            if deadline.expired():
+                return None
+        branches = []
+        for i in range(n):
+            bit = 1 << i
+            if lin & bit:
+                continue
+            p = preceded[i]
+            if p & lin != p:
+                break  # i is not minimal, and neither is anything invoked after it
+            nxt = trans[i][s]
+            if nxt == s:
+                lin |= bit  # legal and changes nothing: linearize now (see module docstring)
+            elif nxt >= 0:
+                branches.append((bit, nxt))
+        if lin & completed == completed:
+            deadline.credit = credit
+            return True
+        for bit, nxt in branches:
+            key = (lin | bit) << 2 | nxt
+            if key not in seen:
+                seen.add(key)
+                stack.append((lin | bit, nxt))
+    deadline.credit = credit
+    return False
+
+
+def _core(
+    ops: list[Operation],
+    invs: list[float],
+    rets: list[float],
+    trans: list[_Transitions],
+    completed: int,
+    deadline: _Deadline,
+) -> tuple[Operation, ...]:
+    """Drop removable operations one at a time while the rest stays non-linearizable (see ``Violation``);
+    gives up shrinking, keeping what it has, if the deadline passes."""
+    keep = list(range(len(ops)))
+    for i in range(len(ops)):
+        removable = completed >> i & 1 and all(t in (s, -1) for s, t in enumerate(trans[i]))
+        if not removable:
+            continue
+        trial = [j for j in keep if j != i]
+        trial_completed = sum(1 << k for k, j in enumerate(trial) if completed >> j & 1)
+        verdict = _search(
+            [invs[j] for j in trial], [rets[j] for j in trial], [trans[j] for j in trial], trial_completed, deadline
+        )
+        if verdict is None:
+            break
+        if verdict is False:
+            keep = trial
+    return tuple(ops[j] for j in keep)
+
+
+def partition(ops: Iterable[Operation]) -> dict[Hashable, list[Operation]]:
+    """Group operations by transaction, keeping first-appearance order of transactions."""
+    groups: dict[Hashable, list[Operation]] = {}
+    for op in ops:
+        group = groups.get(op.txn)
+        if group is None:
+            groups[op.txn] = [op]
+        else:
+            group.append(op)
+    return groups
+
+
+def check_history(ops: Iterable[Operation], timeout_s: float | None = None) -> CheckResult:
+    """Check a history of register operations for linearizability, one transaction at a time.
+
+    ``timeout_s`` bounds the whole call (wall clock, checked every few thousand operations' worth of
+    work); transactions not finished by then are ``unknown``. The overall verdict is ``illegal`` if any
+    transaction is (that alone disproves linearizability), else ``unknown`` if any is, else ``ok``.
+    Raises ``MalformedHistoryError`` for operations the model cannot express.
+    """
+    started = time.monotonic()
+    deadline = _Deadline(timeout_s)
+    verdicts: dict[Hashable, Verdict] = {}
+    violations: list[Violation] = []
+    total = 0
+    expired = False
+    for txn, group in partition(ops).items():
+        total += len(group)
+        if expired:
+            verdicts[txn] = Verdict.UNKNOWN
+            continue
+        kept, invs, rets, trans, completed = _encode(group)
+        found = _search(invs, rets, trans, completed, deadline)
+        if found is None:
+            expired = True
+            verdicts[txn] = Verdict.UNKNOWN
+        elif found:
+            verdicts[txn] = Verdict.OK
+        else:
+            verdicts[txn] = Verdict.ILLEGAL
+            core = _core(kept, invs, rets, trans, completed, deadline)
+            violations.append(Violation(txn, tuple(kept), core))
+    if violations:
+        verdict = Verdict.ILLEGAL
+    elif expired:
+        verdict = Verdict.UNKNOWN
+    else:
+        verdict = Verdict.OK
+    return CheckResult(verdict, verdicts, tuple(violations), total, time.monotonic() - started)

@@ -1,0 +1,142 @@
+"""Everything about the input that can be checked in Python before paying for a JVM, and the loader.
+
+The header and the column list are cheap to read (Parquet footer, first NDJSON lines), so a wrong file
+fails in milliseconds with a one-line message instead of a Spark stack trace. Row-level problems
+(unknown event names, missing values) need a scan and are found by the first Spark pass (``stats``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spark_validation.errors import (
+    NotATraceError,
+    TraceColumnsError,
+    TraceMissingError,
+    TraceVersionError,
+)
+from txmq.trace import schema
+from txmq.trace.reader import TraceFormatError, read_header
+
+# Header settings the invariants need; there is no safe default for them.
+REQUIRED_CONFIG = ("transaction_timeout_ms", "check_interval_ms", "check_max")
+
+
+@dataclass(frozen=True)
+class TraceInput:
+    """A trace file whose header and columns have been verified."""
+
+    path: Path
+    kind: str  # "parquet" or "ndjson"
+    header: schema.TraceHeader
+
+    @property
+    def mode(self) -> str:
+        return self.header.mode
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.header.config
+
+    def setting(self, key: str) -> int:
+        return int(self.header.config[key])
+
+    @property
+    def consumer_groups(self) -> dict[str, list[str]]:
+        return {g: list(t) for g, t in (self.header.config.get("consumer_groups") or {}).items()}
+
+
+def _header(path: Path) -> schema.TraceHeader:
+    """``read_header`` with its single error type split into the exit codes of ``errors``."""
+    try:
+        return read_header(path)
+    except TraceFormatError as exc:
+        # read_header says "trace format version ..." for a version mismatch and something else for
+        # every other problem; its message is kept verbatim.
+        if "trace format version" in str(exc):
+            raise TraceVersionError(str(exc)) from None
+        raise NotATraceError(str(exc)) from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise NotATraceError(f"{path}: not a txmq trace ({exc.__class__.__name__})") from None
+
+
+def _check_parquet_columns(path: Path) -> None:
+    found = pq.read_schema(path)
+    names = set(found.names)
+    missing = [c for c in schema.COLUMN_NAMES if c not in names]
+    if missing:
+        raise TraceColumnsError(f"{path}: missing trace column(s) {', '.join(missing)}")
+    for name, typ in schema.COLUMNS.items():
+        got = found.field(name).type
+        if got != typ and not (pa.types.is_dictionary(got) and got.value_type == typ):
+            raise TraceColumnsError(f"{path}: column {name} has type {got}, trace format v1 says {typ}")
+
+
+def _check_ndjson_columns(path: Path) -> None:
+    """The first event line names every column (NdjsonSink writes them all, nulls included)."""
+    with open(path, encoding="utf-8") as f:
+        f.readline()
+        for line in f:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise NotATraceError(f"{path}: line 2 is not JSON ({exc.msg})") from None
+                if not isinstance(row, dict):
+                    raise NotATraceError(f"{path}: line 2 is not a JSON object")
+                missing = [c for c in schema.COLUMN_NAMES if c not in row]
+                if missing:
+                    raise TraceColumnsError(f"{path}: missing trace column(s) {', '.join(missing)}")
+                return
+
+
+def open_trace(path: str | Path) -> TraceInput:
+    """Verify existence, header (format, version, needed settings) and columns; no Spark involved."""
+    path = Path(path)
+    if not path.is_file():
+        raise TraceMissingError(f"{path}: no such file")
+    header = _header(path)
+    kind = "parquet" if path.suffix.lower() == ".parquet" else "ndjson"
+    if kind == "parquet":
+        _check_parquet_columns(path)
+    else:
+        _check_ndjson_columns(path)
+    missing = [k for k in REQUIRED_CONFIG if not isinstance(header.config.get(k), int)]
+    if missing:
+        raise TraceColumnsError(f"{path}: header config lacks integer setting(s) {', '.join(missing)}")
+    groups = header.config.get("consumer_groups") or {}
+    if not isinstance(groups, dict) or not all(isinstance(t, list) for t in groups.values()):
+        raise TraceColumnsError(f"{path}: header config consumer_groups must map group -> list of topics")
+    return TraceInput(path=path, kind=kind, header=header)
+
+
+def _spark_schema() -> str:
+    """The v1 columns as a Spark DDL string, for reading NDJSON without type inference."""
+    ddl = {
+        pa.int64(): "BIGINT", pa.int32(): "INT", pa.string(): "STRING", pa.bool_(): "BOOLEAN",
+        pa.list_(pa.int64()): "ARRAY<BIGINT>",
+    }
+    return ", ".join(f"`{name}` {ddl[typ]}" for name, typ in schema.COLUMNS.items())
+
+
+CORRUPT = "_corrupt_record"
+
+
+def load_events(spark: Any, trace: TraceInput) -> Any:
+    """The events as a DataFrame with the v1 columns plus ``_corrupt_record`` (NDJSON lines Spark
+    could not parse; always null for Parquet)."""
+    from pyspark.sql import functions as F
+
+    if trace.kind == "parquet":
+        df = spark.read.parquet(str(trace.path))
+        return df.select(*schema.COLUMN_NAMES, F.lit(None).cast("string").alias(CORRUPT))
+    # The header line parses too (its "format" key is set and every event column is null): drop it.
+    reader = spark.read.schema(f"{_spark_schema()}, `format` STRING, `{CORRUPT}` STRING")
+    df = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(str(trace.path))
+    return df.filter(F.col("format").isNull()).drop("format")

@@ -1,0 +1,53 @@
+"""The half-message cache of the RIP-50 proposal (not in upstream RocketMQ; a txmq extension).
+
+It answers the proposal's problem (2): an end-transaction that arrives before the half is readable from
+the log. Halves are cached by commit-log offset when written; an end-transaction reads *and deletes*
+its entry; when full, the eldest entry is evicted; a restart starts empty.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from txmq.store.message import StoredMessage
+
+
+class HalfCache:
+    """Bounded, insertion-ordered map commit-log offset -> half message, with hit/miss counters."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[int, StoredMessage] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, message: StoredMessage) -> None:
+        """Cache a half just written; evicts the eldest entry when full."""
+        entries = self._entries
+        entries[message.commitlog_offset] = message
+        if len(entries) > self.capacity:
+            entries.popitem(last=False)
+            self.evictions += 1
+
+    def take(self, commitlog_offset: int) -> StoredMessage | None:
+        """Read-and-delete: the cached half at this offset, or None (counted as a miss)."""
+        message = self._entries.pop(commitlog_offset, None)
+        if message is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return message
+
+    def clear(self) -> None:
+        """Forget everything (a crash); counters are kept, they describe the whole run."""
+        self._entries.clear()
+
+    @property
+    def hit_ratio(self) -> float | None:
+        """Hits over lookups, or None before the first lookup."""
+        lookups = self.hits + self.misses
+        return self.hits / lookups if lookups else None

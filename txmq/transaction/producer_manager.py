@@ -1,0 +1,59 @@
+"""Which producers of a group can receive a check (upstream ``ProducerManager``).
+
+A check may go to any live producer of the half's group, not necessarily the one that sent it
+(scenario S19). Selection starts at a rotating counter and takes the first active channel among at most
+three, as upstream does.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from txmq.client.message import CheckTransactionStateRequest
+
+MAX_CHANNEL_TRIES = 3
+
+
+class ProducerChannel(Protocol):
+    """How the broker reaches one producer."""
+
+    producer_id: str
+
+    @property
+    def active(self) -> bool:
+        """False once the producer has shut down or crashed."""
+        ...
+
+    def check_transaction_state(self, request: CheckTransactionStateRequest) -> None:
+        """One-way: deliver a check; errors are the producer's problem."""
+        ...
+
+
+class ProducerManager:
+    """Registered producer channels by group."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[str, ProducerChannel]] = {}
+        self._counter = 0
+
+    def register(self, group: str, channel: ProducerChannel) -> None:
+        """A producer of ``group`` is online (upstream: its heartbeat arrived)."""
+        self._groups.setdefault(group, {})[channel.producer_id] = channel
+
+    def unregister(self, group: str, producer_id: str) -> None:
+        """A producer went away."""
+        channels = self._groups.get(group)
+        if channels is not None:
+            channels.pop(producer_id, None)
+
+    def select(self, group: str) -> ProducerChannel | None:
+        """A live channel of ``group`` or None: rotating start, at most three tries."""
+        channels = list(self._groups.get(group, {}).values())
+        if not channels:
+            return None
+        for _ in range(min(MAX_CHANNEL_TRIES, len(channels))):
+            self._counter += 1
+            channel = channels[self._counter % len(channels)]
+            if channel.active:
+                return channel
+        return None
