@@ -385,7 +385,7 @@ class Broker:
         with self._lock:
             self._require_up()
             if self.resolution is None:
-                raise ClientError("transaction_state is defined in strict mode only; this broker runs rocketmq")
+                raise ClientError("transaction_state is defined in strict mode only; this broker is rocketmq")
             state = self.resolution.lookup(txn)
             if state is None:
                 raise ClientError(f"no transaction {txn!r} is known to this broker")

@@ -37,7 +37,8 @@ class PullConsumer:
         """The next messages of one queue; commit them with ``commit`` once processed."""
         if topic not in self.topics:
             raise ClientError(f"consumer group {self.group} is not subscribed to {topic}")
-        messages = self.broker.pull(self.group, topic, queue_id, self._position(topic, queue_id), max_messages)
+        position = self._position(topic, queue_id)
+        messages = self.broker.pull(self.group, topic, queue_id, position, max_messages)
         if messages:
             self._next[(topic, queue_id)] = messages[-1].queue_offset + 1
         return messages

@@ -98,7 +98,8 @@ class TransactionProducer:
     def send_half(self, message: Message, uniq_key: str | None = None) -> SendResult:
         """Store a half only (step one of ``send_message_in_transaction``; also for retries, S33)."""
         self._require_started()
-        return self.broker.send_half(message, self.group, self.producer_id, uniq_key or self.next_message_id())
+        key = uniq_key or self.next_message_id()
+        return self.broker.send_half(message, self.group, self.producer_id, key)
 
     def send_message_in_transaction(self, message: Message, arg: Any = None) -> TransactionSendResult:
         """Send a half, run the local transaction, end it one-way with the listener's answer."""

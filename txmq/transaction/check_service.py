@@ -188,7 +188,9 @@ class CheckService:
         if original is not None and int(original) in view.remove:
             view.mark_resolved(int(original))
             return
-        extra = {} if original is not None else {PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET: str(half.queue_offset)}
+        extra = {}
+        if original is None:
+            extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
         copy = self._renewed(half, count, **extra)
         self.broker.trace_renew(copy, half, ev.RENEW_IMMUNITY)
 
