@@ -35,11 +35,11 @@ import math
 import time
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import accumulate
-from operator import attrgetter, lt, or_
+from operator import lt, or_
 
 from txmq.errors import TraceError
 
@@ -176,10 +176,11 @@ def _transitions(op: Operation) -> _Transitions:
     return tuple(-1 if n is None else _INDEX[n] for n in nexts)  # type: ignore[return-value]
 
 
-def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions | None]]:
-    """Every well-formed (kind, arg, response, held) of a completed op, and (kind, arg) of a lost one."""
+def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions]]:
+    """Every well-formed (kind, arg, response, held) of a completed op, and (kind, arg) of a lost one.
+    A lost read comes out legal everywhere and changing nothing: it constrains nothing."""
     completed: dict[tuple, _Transitions] = {}
-    lost: dict[tuple, _Transitions | None] = {(OpKind.READ, None): None}  # None: a lost read is dropped
+    lost = {(OpKind.READ, None): _transitions(Operation.read(0, 0, None, 0, None))}
     for s in State:
         completed[(OpKind.READ, None, s, None)] = _transitions(Operation.read(0, 0, s, 0, 0))
     for r in Resolution:
@@ -192,7 +193,6 @@ def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions
 
 
 _COMPLETED, _LOST = _valid_shapes()
-_BY_INVOCATION = attrgetter("invoked")
 # The clock is read once per this many operations' worth of search work, so that checking is cheap and,
 # for a given history, where a timeout can strike is deterministic.
 _CLOCK_EVERY = 4096
@@ -202,7 +202,7 @@ _CLOCK_EVERY = 4096
 class Violation:
     """A transaction whose sub-history has no linearization.
 
-    ``core`` is a smaller witness: the partition with every non-mutating completed operation (reads,
+    ``core`` is a smaller witness: the partition with every non-mutating operation (reads,
     ``ALREADY_RESOLVED``) removed that can be, while staying non-linearizable. Removing such operations
     from a linearizable history keeps it linearizable, so the core alone proves the violation.
     """
@@ -259,52 +259,51 @@ class _Deadline:
         return time.monotonic() >= self.at
 
 
-_Encoded = tuple[list[Operation], list[float], list[float], list[_Transitions], int]
+# An encoded operation: (invoked, returned or inf if lost, transitions, position in the history). Tuples
+# so that a partition sorts by invocation with a plain ``list.sort`` and transposes with one ``zip``.
+_Row = tuple[float, float, _Transitions, int]
 
 
-def _encode(ops: list[Operation]) -> _Encoded:
-    """Sort a partition by invocation and turn it into parallel lists for the search: operations, call
-    times, return times, transitions, and the bitset of completed operations. The common case, every
-    operation completed and well-formed, is recognised with C-level list operations only."""
-    ops.sort(key=_BY_INVOCATION)
-    invs = [op.invoked for op in ops]
-    rets = [op.returned for op in ops]
-    trans = [_COMPLETED.get((op.kind, op.arg, op.response, op.held)) for op in ops]
-    if None in trans or None in rets or math.inf in rets or any(map(lt, rets, invs)):
-        return _encode_with_lost(ops)
-    return ops, invs, rets, trans, (1 << len(ops)) - 1  # type: ignore[return-value]
+def _encode(history: list[Operation]) -> tuple[list[_Row], bool]:
+    """Validate and encode the whole history in a few list passes, before partitioning; also say whether
+    any operation is lost. Doing this once for all operations, rather than per partition, keeps the
+    per-operation cost to a handful of C-level steps (the common case has no lost or malformed one)."""
+    invs = [op.invoked for op in history]
+    rets = [op.returned for op in history]
+    trans = [_COMPLETED.get((op.kind, op.arg, op.response, op.held)) for op in history]
+    has_lost = None in rets or math.inf in rets
+    if has_lost:
+        for i, op in enumerate(history):
+            if op.lost:
+                rets[i] = math.inf
+                trans[i] = _LOST.get((op.kind, op.arg))
+    if None in trans:
+        op = history[trans.index(None)]
+        raise MalformedHistoryError(f"not a register operation (kind, argument, response): {op}")
+    if any(map(lt, rets, invs)):
+        op = next(op for op, ret, inv in zip(history, rets, invs, strict=True) if ret < inv)
+        raise MalformedHistoryError(f"operation returns before it is invoked: {op}")
+    return list(zip(invs, rets, trans, range(len(history)), strict=True)), has_lost  # type: ignore[arg-type]
 
 
-def _encode_with_lost(ops: list[Operation]) -> _Encoded:
-    """``_encode`` for partitions with lost operations, or malformed ones (then with a one-line error)."""
-    kept: list[Operation] = []
-    invs: list[float] = []
-    rets: list[float] = []
-    trans: list[_Transitions] = []
-    completed = 0
-    for op in ops:
-        if op.lost:
-            t = _LOST.get((op.kind, op.arg), ())
-            if t is None:
-                continue
-            ret = math.inf
+def _partition(history: list[Operation], rows: list[_Row]) -> dict[Hashable, list[_Row]]:
+    """Group encoded operations by transaction, keeping first-appearance order of transactions."""
+    groups: dict[Hashable, list[_Row]] = {}
+    for txn, row in zip([op.txn for op in history], rows, strict=True):
+        group = groups.get(txn)
+        if group is None:
+            groups[txn] = [row]
         else:
-            t = _COMPLETED.get((op.kind, op.arg, op.response, op.held), ())
-            ret = op.returned  # type: ignore[assignment]
-            if ret < op.invoked:
-                raise MalformedHistoryError(f"operation returns before it is invoked: {op}")
-            completed |= 1 << len(kept)
-        if not t:
-            raise MalformedHistoryError(f"not a register operation (kind, argument, response): {op}")
-        kept.append(op)
-        invs.append(op.invoked)
-        rets.append(ret)
-        trans.append(t)  # type: ignore[arg-type]
-    return kept, invs, rets, trans, completed
+            group.append(row)
+    return groups
 
 
 def _search(
-    invs: list[float], rets: list[float], trans: list[_Transitions], completed: int, deadline: _Deadline
+    invs: Sequence[float],
+    rets: Sequence[float],
+    trans: Sequence[_Transitions],
+    completed: int,
+    deadline: _Deadline,
 ) -> bool | None:
     """Wing-Gong search with memoisation on one partition sorted by invocation: True if linearizable,
     False if not, None if the deadline passed first. ``completed``: bitset of the operations that must be
@@ -354,65 +353,53 @@ def _search(
     return False
 
 
+def _completed_mask(rets: Sequence[float]) -> int:
+    return sum(1 << k for k, ret in enumerate(rets) if ret != math.inf)
+
+
 def _core(
-    ops: list[Operation],
-    invs: list[float],
-    rets: list[float],
-    trans: list[_Transitions],
-    completed: int,
-    deadline: _Deadline,
-) -> tuple[Operation, ...]:
-    """Drop removable operations one at a time while the rest stays non-linearizable (see ``Violation``);
-    gives up shrinking, keeping what it has, if the deadline passes."""
-    keep = list(range(len(ops)))
-    for i in range(len(ops)):
-        removable = completed >> i & 1 and all(t in (s, -1) for s, t in enumerate(trans[i]))
-        if not removable:
+    invs: Sequence[float], rets: Sequence[float], trans: Sequence[_Transitions], deadline: _Deadline
+) -> list[int]:
+    """Positions, in a non-linearizable partition, of a smaller witness (see ``Violation``): drop
+    non-mutating operations one at a time while the rest stays non-linearizable. Gives up shrinking,
+    keeping what it has, if the deadline passes."""
+    keep = list(range(len(invs)))
+    for i in range(len(invs)):
+        if any(t not in (s, -1) for s, t in enumerate(trans[i])):
             continue
         trial = [j for j in keep if j != i]
-        trial_completed = sum(1 << k for k, j in enumerate(trial) if completed >> j & 1)
-        verdict = _search(
-            [invs[j] for j in trial], [rets[j] for j in trial], [trans[j] for j in trial], trial_completed, deadline
-        )
+        sub_rets = [rets[j] for j in trial]
+        verdict = _search([invs[j] for j in trial], sub_rets, [trans[j] for j in trial],
+                          _completed_mask(sub_rets), deadline)
         if verdict is None:
             break
         if verdict is False:
             keep = trial
-    return tuple(ops[j] for j in keep)
-
-
-def partition(ops: Iterable[Operation]) -> dict[Hashable, list[Operation]]:
-    """Group operations by transaction, keeping first-appearance order of transactions."""
-    groups: dict[Hashable, list[Operation]] = {}
-    for op in ops:
-        group = groups.get(op.txn)
-        if group is None:
-            groups[op.txn] = [op]
-        else:
-            group.append(op)
-    return groups
+    return keep
 
 
 def check_history(ops: Iterable[Operation], timeout_s: float | None = None) -> CheckResult:
     """Check a history of register operations for linearizability, one transaction at a time.
 
-    ``timeout_s`` bounds the whole call (wall clock, checked every few thousand operations' worth of
+    ``timeout_s`` bounds the whole call (wall clock, read every few thousand operations' worth of search
     work); transactions not finished by then are ``unknown``. The overall verdict is ``illegal`` if any
     transaction is (that alone disproves linearizability), else ``unknown`` if any is, else ``ok``.
-    Raises ``MalformedHistoryError`` for operations the model cannot express.
+    Raises ``MalformedHistoryError``, before any search, for operations the model cannot express.
     """
     started = time.monotonic()
     deadline = _Deadline(timeout_s)
+    history = ops if isinstance(ops, list) else list(ops)
+    rows, has_lost = _encode(history)
     verdicts: dict[Hashable, Verdict] = {}
     violations: list[Violation] = []
-    total = 0
     expired = False
-    for txn, group in partition(ops).items():
-        total += len(group)
+    for txn, group in _partition(history, rows).items():
         if expired:
             verdicts[txn] = Verdict.UNKNOWN
             continue
-        kept, invs, rets, trans, completed = _encode(group)
+        group.sort()
+        invs, rets, trans, positions = zip(*group, strict=True)
+        completed = _completed_mask(rets) if has_lost else (1 << len(group)) - 1
         found = _search(invs, rets, trans, completed, deadline)
         if found is None:
             expired = True
@@ -421,12 +408,14 @@ def check_history(ops: Iterable[Operation], timeout_s: float | None = None) -> C
             verdicts[txn] = Verdict.OK
         else:
             verdicts[txn] = Verdict.ILLEGAL
-            core = _core(kept, invs, rets, trans, completed, deadline)
-            violations.append(Violation(txn, tuple(kept), core))
+            core = _core(invs, rets, trans, deadline)
+            violations.append(Violation(
+                txn, tuple(history[i] for i in positions), tuple(history[positions[j]] for j in core)
+            ))
     if violations:
         verdict = Verdict.ILLEGAL
     elif expired:
         verdict = Verdict.UNKNOWN
     else:
         verdict = Verdict.OK
-    return CheckResult(verdict, verdicts, tuple(violations), total, time.monotonic() - started)
+    return CheckResult(verdict, verdicts, tuple(violations), len(history), time.monotonic() - started)

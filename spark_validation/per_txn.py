@@ -14,7 +14,7 @@ from typing import Any
 
 from spark_validation.inputs import TraceInput
 from spark_validation.stats import TraceStats
-from spark_validation.tally import Tally, read_tallies, tally_columns
+from spark_validation.tally import Tally, read_tallies, tally_columns, txn_key
 from txmq.trace import schema as S
 
 CHECKS = [
@@ -166,7 +166,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, undelivered: Any, lim
         metrics.append(F.sum(F.when(cond, 1).otherwise(0)).alias(f"vb_{i}"))
         lower = upper
     metrics.append(F.sum(F.when(vis > lower, 1).otherwise(0)).alias("vb_open"))
-    row = flagged.agg(*metrics, *tally_columns(CHECKS, c("txn"), "txn", limit)).collect()[0]
+    row = flagged.agg(*metrics, *tally_columns(CHECKS, txn_key(c("txn")), limit)).collect()[0]
 
     checks_per_txn = {k: int(row[f"chk_{k}"] or 0) for k in range(check_max + 1)}
     if row["chk_more"]:

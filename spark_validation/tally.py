@@ -11,9 +11,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# A sample is either a transaction id or, for records that belong to no transaction (an OP_PUT entry),
-# the seq of the offending event.
-SampleKey = tuple[str, Any]
+# A sample key is "txn:<id>" or, for a record that belongs to no transaction (an OP_PUT entry that names
+# no half), "seq:<seq>" of the offending event: one string type keeps the sampling a single aggregate.
+SampleKey = str
+TXN_PREFIX = "txn:"
+SEQ_PREFIX = "seq:"
+
+
+def txn_key(txn: Any) -> Any:
+    """Sample key column for a transaction id column."""
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit(TXN_PREFIX), txn)
+
+
+def seq_key(seq: Any) -> Any:
+    """Sample key column for an event seq column."""
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit(SEQ_PREFIX), seq.cast("string"))
 
 
 @dataclass
@@ -33,7 +49,7 @@ def _dedupe(keys: list[SampleKey]) -> list[SampleKey]:
     return list(dict.fromkeys(keys))
 
 
-def tally_columns(check_ids: list[str], key: Any, key_kind: str, limit: int) -> list[Any]:
+def tally_columns(check_ids: list[str], key: Any, limit: int) -> list[Any]:
     """Aggregate expressions counting ``v_<id>``/``e_<id>`` and sampling ``key`` for each check."""
     from pyspark.sql import functions as F
 
@@ -46,15 +62,13 @@ def tally_columns(check_ids: list[str], key: Any, key_kind: str, limit: int) -> 
             F.slice(F.array_sort(F.collect_set(F.when(v & ~e, key))), 1, limit).alias(f"su_{cid}"),
             F.slice(F.array_sort(F.collect_set(F.when(v & e, key))), 1, limit).alias(f"se_{cid}"),
         ]
-    cols.append(F.lit(key_kind).alias("key_kind"))
     return cols
 
 
 def read_tallies(row: Any, check_ids: list[str], limit: int) -> dict[str, Tally]:
     """The tallies from a row produced by ``tally_columns``."""
-    kind = row["key_kind"]
     out = {}
     for cid in check_ids:
-        keys = [(kind, k) for k in (row[f"su_{cid}"] or [])] + [(kind, k) for k in (row[f"se_{cid}"] or [])]
+        keys = list(row[f"su_{cid}"] or []) + list(row[f"se_{cid}"] or [])
         out[cid] = Tally(int(row[f"n_{cid}"] or 0), int(row[f"x_{cid}"] or 0), keys[:limit])
     return out

@@ -34,7 +34,7 @@ def read_header(path: str | Path) -> TraceHeader:
         raise TraceFormatError(f"{path}: no such file")
     if path.suffix.lower() == ".parquet":
         try:
-            metadata = pq.read_schema(path).metadata or {}
+            metadata = pq.ParquetFile(path).metadata.metadata or {}
         except Exception as exc:  # pyarrow raises several types for a non-Parquet file
             raise TraceFormatError(f"{path}: not a Parquet file ({exc})") from exc
         if HEADER_METADATA_KEY not in metadata:

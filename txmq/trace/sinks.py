@@ -1,12 +1,17 @@
 """Where trace events go: nowhere, a list in memory, NDJSON, or Parquet streamed in row groups.
 
 Every sink numbers events itself (``seq`` 0, 1, 2, ...) in the order ``emit`` is called, which is the
-order the broker applied them: the broker calls ``emit`` while it holds its lock.
+order the broker applied them: the broker calls ``emit`` while it holds its lock. The header may be
+amended until ``close`` (a simulation adds its final broker statistics); file sinks write the final
+header when they close.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +31,13 @@ class TraceSink:
     def __init__(self, header: TraceHeader | None = None) -> None:
         self.header = header or TraceHeader(mode="strict")
         self.seq = 0
+        self.counts: Counter[str] = Counter()
 
     def emit(self, event: str, ts: int, **fields: Any) -> None:
         """Record one event; ``fields`` are trace columns, absent ones are null."""
         seq = self.seq
         self.seq = seq + 1
+        self.counts[event] += 1
         self._write(seq, ts, event, fields)
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
@@ -79,20 +86,34 @@ class MemorySink(TraceSink):
         return [e for e in self.events if e["event"] == event]
 
 
+def _header_json(header: TraceHeader) -> str:
+    return json.dumps(header.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
 class NdjsonSink(TraceSink):
-    """One JSON object per line; the first line is the header."""
+    """One JSON object per line; the first line is the header.
+
+    Events go to ``<path>.events.tmp`` first; ``close`` writes the final header and the events to
+    ``path``, so a half-written file never looks like a complete trace.
+    """
 
     def __init__(self, path: str | Path, header: TraceHeader) -> None:
         super().__init__(header)
-        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._file.write(json.dumps(header.to_dict(), sort_keys=True) + "\n")
+        self._path = Path(path)
+        self._tmp = self._path.with_name(self._path.name + ".events.tmp")
+        self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
         self._file.write(json.dumps(_row(seq, ts, event, fields), separators=(",", ":")) + "\n")
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
+        if self._file.closed:
+            return
+        self._file.close()
+        with open(self._path, "w", encoding="utf-8") as out, open(self._tmp, encoding="utf-8") as events:
+            out.write(_header_json(self.header) + "\n")
+            shutil.copyfileobj(events, out)
+        os.unlink(self._tmp)
 
 
 class ParquetSink(TraceSink):
@@ -100,38 +121,36 @@ class ParquetSink(TraceSink):
 
     def __init__(self, path: str | Path, header: TraceHeader, row_group_size: int = 200_000) -> None:
         super().__init__(header)
-        metadata = {HEADER_METADATA_KEY: json.dumps(header.to_dict(), sort_keys=True).encode()}
+        metadata = {HEADER_METADATA_KEY: _header_json(header).encode()}
         self._schema = ARROW_SCHEMA.with_metadata(metadata)
         self._writer = pq.ParquetWriter(str(path), self._schema, compression="zstd")
         self._row_group_size = row_group_size
-        self._columns: dict[str, list[Any]] = {name: [] for name in COLUMN_NAMES}
-        self._other = [(name, self._columns[name]) for name in COLUMN_NAMES[3:]]
-        self._pending = 0
+        self._rows: list[tuple[int, int, str, dict[str, Any]]] = []
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
-        cols = self._columns
-        cols["seq"].append(seq)
-        cols["ts"].append(ts)
-        cols["event"].append(event)
-        get = fields.get
-        for name, column in self._other:
-            column.append(get(name))
-        self._pending += 1
-        if self._pending >= self._row_group_size:
+        # Rows are kept as given and turned into columns once per row group: far cheaper per event
+        # than appending to twenty column lists.
+        rows = self._rows
+        rows.append((seq, ts, event, fields))
+        if len(rows) >= self._row_group_size:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._pending:
+        rows = self._rows
+        if not rows:
             return
-        table = pa.Table.from_pydict(self._columns, schema=self._schema)
-        self._writer.write_table(table)
-        for column in self._columns.values():
-            column.clear()
-        self._pending = 0
+        columns: dict[str, list[Any]] = {
+            "seq": [r[0] for r in rows], "ts": [r[1] for r in rows], "event": [r[2] for r in rows],
+        }
+        for name in COLUMN_NAMES[3:]:
+            columns[name] = [r[3].get(name) for r in rows]
+        self._writer.write_table(pa.Table.from_pydict(columns, schema=self._schema))
+        rows.clear()
 
     def close(self) -> None:
         if self._writer is not None:
             self._flush()
+            self._writer.add_key_value_metadata({HEADER_METADATA_KEY: _header_json(self.header).encode()})
             self._writer.close()
             self._writer = None
 

@@ -1,0 +1,45 @@
+# Shared set-up for scripts/run.sh and scripts/test.sh (sourced, not run): finds Python >= 3.11,
+# creates .venv beside the project, and installs txmq with the extras named in $TXMQ_EXTRAS.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PYTHON=""
+for candidate in "${TXMQ_PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 &&
+        "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+        PYTHON="$candidate"
+        break
+    fi
+done
+if [ -z "$PYTHON" ]; then
+    echo "txmq needs Python >= 3.11 (set TXMQ_PYTHON to its path)." >&2
+    exit 2
+fi
+
+if ! command -v java >/dev/null 2>&1; then
+    echo "note: Java 17+ is not installed; Spark validation and TLC need it." >&2
+    echo "      Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless" >&2
+    JAVA_MISSING=1
+else
+    JAVA_MISSING=0
+fi
+export JAVA_MISSING
+
+VENV="${TXMQ_VENV:-$ROOT/.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "creating $VENV" >&2
+    "$PYTHON" -m venv "$VENV"
+fi
+# Re-installing is cheap when nothing changed; the first run builds pyspark (about a minute).
+stamp="$VENV/.txmq-installed-$(cat pyproject.toml | cksum | cut -d' ' -f1)-${TXMQ_EXTRAS}"
+if [ ! -f "$stamp" ]; then
+    echo "installing txmq[${TXMQ_EXTRAS}] into $VENV (first run takes a few minutes: pyspark is large)" >&2
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
+    "$VENV/bin/python" -m pip install --quiet -e ".[${TXMQ_EXTRAS}]" >&2
+    touch "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"
+export PYSPARK_PYTHON="$VENV/bin/python"
+export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"

@@ -1,0 +1,185 @@
+"""The validation job: verify the input, start Spark, run the passes, assemble the report.
+
+Also a script for ``spark-submit [--master URL] spark_validation/job.py TRACE [--report F] ...``; it
+produces the same report as ``txmq validate``. Plan (four scans, however many checks):
+  1. stats   — row validity, event counts, last ts, CRASH seqs, Op entries (one global aggregation)
+  2. per-txn — one grouped aggregation per transaction + one global aggregation (ten checks, metrics)
+  3. ops     — Op entries exploded and joined to half copies and CHECKs (two checks)
+  4. queues  — positions and deliveries, windows for gaps and order (three checks)
+and a fifth, filtered scan for the sample transactions' events only when something is violated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spark_validation import ops, per_txn, queues, samples
+from spark_validation.catalogue import CHECK_IDS
+from spark_validation.errors import SparkFailedError
+from spark_validation.inputs import TraceInput, load_events, open_trace
+from spark_validation.report import Report, check_result
+from spark_validation.session import start_session
+from spark_validation.stats import TraceStats, collect_stats
+from spark_validation.tally import Tally
+from txmq.errors import TxmqError
+from txmq.trace import schema as S
+
+DEFAULT_SAMPLES = 5
+
+
+def _progress(message: str) -> None:
+    print(f"txmq validate: {message}", file=sys.stderr, flush=True)
+
+
+def _half_cache_ratio(trace: TraceInput) -> float | None:
+    """Hits / (hits + misses) from header config ``broker_stats``; END_TX rows carry no hit flag."""
+    stats = trace.config.get("broker_stats") or {}
+    hits, misses = stats.get("half_cache_hits"), stats.get("half_cache_misses")
+    if not isinstance(hits, int) or not isinstance(misses, int) or hits + misses == 0:
+        return None
+    return hits / (hits + misses)
+
+
+def _metrics(trace: TraceInput, stats: TraceStats, txns: per_txn.TxnResult) -> dict[str, Any]:
+    ops_records = stats.by_event[S.OP_PUT]
+    dist = txns.checks_per_txn
+    return {
+        "halves_per_op_record": stats.op_entries / ops_records if ops_records else None,
+        "half_cache_hit_ratio": _half_cache_ratio(trace),
+        "checks_per_transaction": {
+            "mean": stats.by_event[S.CHECK] / txns.transactions if txns.transactions else 0.0,
+            "max": max((k for k, n in dist.items() if n), default=0),
+            "distribution": {str(k): n for k, n in dist.items()},
+        },
+        "time_to_visibility": txns.visibility,
+    }
+
+
+def _run_passes(spark: Any, trace: TraceInput, limit: int,
+                progress: Callable[[str], None]) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
+    events = load_events(spark, trace)
+    t = time.perf_counter()
+    stats = collect_stats(events, trace)
+    progress(f"pass 1/4 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
+    tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
+
+    t = time.perf_counter()
+    txns = per_txn.run(events, trace, stats, queues.undelivered(spark, events, trace), limit)
+    progress(f"pass 2/4 per-transaction: {txns.transactions:,} transactions ({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    op_tallies = ops.run(events, trace, limit)
+    progress(f"pass 3/4 op references ({time.perf_counter() - t:.1f} s)")
+    t = time.perf_counter()
+    queue_tallies = queues.run(events, limit)
+    progress(f"pass 4/4 queues and deliveries ({time.perf_counter() - t:.1f} s)")
+    for part in (txns.tallies, op_tallies, queue_tallies):
+        for cid, tally in part.items():
+            tallies[cid].add(tally, limit)
+    return stats, txns, tallies, events
+
+
+def validate(path: str, master: str | None = None, limit: int = DEFAULT_SAMPLES,
+             progress: Callable[[str], None] = _progress) -> Report:
+    """Validate one trace file; raises a TraceError subclass for unusable input."""
+    trace = open_trace(path)
+    progress(f"{trace.path} ({trace.kind}, mode {trace.mode}): header and columns ok; starting Spark")
+    t0 = time.perf_counter()
+    spark = start_session(master)
+    session_s = time.perf_counter() - t0
+    progress(f"Spark {spark.version} on {spark.sparkContext.master} ({session_s:.1f} s)")
+    t1 = time.perf_counter()
+    try:
+        stats, txns, tallies, events = _run_passes(spark, trace, limit, progress)
+        wanted = {k for t in tallies.values() for k in t.samples}
+        found = samples.fetch(events, wanted) if wanted else {}
+    except TxmqError:
+        raise
+    except Exception as exc:  # a Spark/JVM failure on this input: one line, not a Java stack trace
+        raise SparkFailedError(f"{trace.path}: Spark failed: {str(exc).strip().splitlines()[0][:300]}") from None
+    job_s = time.perf_counter() - t1
+
+    results = [
+        check_result(cid, t.violations, t.expected, [{"key": k, "events": found.get(k, [])} for k in t.samples])
+        for cid, t in tallies.items()
+    ]
+    config = trace.config
+    return Report(
+        trace=str(trace.path),
+        mode=trace.mode,
+        seed=trace.header.seed,
+        settings={
+            "transaction_timeout_ms": config["transaction_timeout_ms"],
+            "check_interval_ms": config["check_interval_ms"],
+            "check_max": config["check_max"],
+            "consumer_groups": trace.consumer_groups,
+        },
+        events=stats.events,
+        events_by_type=stats.by_event,
+        transactions=txns.transactions,
+        liveness={
+            "horizon_ms": trace.setting("transaction_timeout_ms")
+            + (trace.setting("check_max") + 2) * trace.setting("check_interval_ms"),
+            "last_ts": stats.last_ts,
+            "judged": txns.judged,
+            "too_young": txns.too_young,
+        },
+        checks=results,
+        metrics=_metrics(trace, stats, txns),
+        timings={
+            "session_start_s": round(session_s, 3),
+            "job_s": round(job_s, 3),
+            "events_per_s": round(stats.events / job_s) if job_s else 0.0,
+        },
+    )
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options shared by ``txmq validate`` and the spark-submit script."""
+    parser.add_argument("trace", metavar="TRACE", help="trace file (.parquet, or NDJSON with a header line)")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (local[*], spark://host:7077, yarn...); default local[*], "
+                             "or the one spark-submit was given")
+    parser.add_argument("--report", metavar="FILE", help="write the report as JSON")
+    parser.add_argument("--plot", metavar="FILE", help="write a PNG of checks per transaction and time to "
+                                                       "visibility")
+    parser.add_argument("--samples", type=_count, default=DEFAULT_SAMPLES, metavar="N",
+                        help=f"sample transactions per violated check (default {DEFAULT_SAMPLES})")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Validate, print the table, write the requested files; the exit code is 1 on any violation."""
+    report = validate(args.trace, master=args.master, limit=args.samples)
+    print(report.render())
+    if args.report:
+        report.write_json(args.report)
+    if args.plot:
+        from spark_validation.plot import plot_report
+
+        plot_report(report, args.plot)
+    return report.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="validate", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args)
+    except TxmqError as exc:
+        print(f"txmq validate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

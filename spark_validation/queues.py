@@ -1,0 +1,99 @@
+"""Pass 4: real-topic queues and deliveries, keyed by (topic, queue_id, queue_offset).
+
+REAL_PUTs are grouped per queue position and DELIVERs per (consumer group, position); a window per
+queue finds gaps and repeats (QueueContiguity), a window per (group, queue) checks the order of first
+deliveries, and a join of deliveries to positions checks what was delivered (DeliveryIntegrity) and that
+it had been put (the DELIVER half of NoUncommittedVisible). ``undelivered`` is the anti-join that
+EventuallyDelivered needs; the per-transaction pass consumes it so that liveness is judged by age there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_validation.inputs import TraceInput
+from spark_validation.tally import Tally, read_tallies, tally_columns, txn_key
+from txmq.trace import schema as S
+
+CHECKS = ["QueueContiguity", "DeliveryIntegrity", "NoUncommittedVisible"]
+POSITION = ["topic", "queue_id", "queue_offset"]
+
+
+def _positions(events: Any) -> Any:
+    """One row per real-queue position: how many REAL_PUTs landed there, and the first one's facts."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    return (
+        events.filter(c("event") == S.REAL_PUT)
+        .groupBy(*POSITION)
+        .agg(
+            F.count(F.lit(1)).alias("reals"),
+            F.min(F.struct("seq", "txn", "body_crc")).alias("r"),
+        )
+        .select(*POSITION, "reals", c("r.seq").alias("r_seq"), c("r.txn").alias("r_txn"),
+                c("r.body_crc").alias("r_crc"))
+    )
+
+
+def _deliveries(events: Any) -> Any:
+    """One row per (consumer group, position): first delivery seq and the range of what was delivered."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    return (
+        events.filter(c("event") == S.DELIVER)
+        .groupBy("consumer_group", *POSITION)
+        .agg(
+            F.min("seq").alias("d_seq"),
+            F.min("txn").alias("d_txn"), F.max("txn").alias("d_txn_max"),
+            F.min("body_crc").alias("d_crc"), F.max("body_crc").alias("d_crc_max"),
+            F.count("body_crc").alias("d_crcs"), F.count(F.lit(1)).alias("d_n"),
+        )
+    )
+
+
+def undelivered(spark: Any, events: Any, trace: TraceInput) -> Any:
+    """(txn, missing): per transaction, subscribed (group, REAL_PUT) pairs without any DELIVER."""
+    from pyspark.sql import functions as F
+
+    pairs = [(g, t) for g, topics in sorted(trace.consumer_groups.items()) for t in topics]
+    subs = spark.createDataFrame(pairs, "consumer_group string, topic string")
+    expected = _positions(events).join(F.broadcast(subs), "topic")
+    missing = expected.join(_deliveries(events), ["consumer_group", *POSITION], "left_anti")
+    return missing.groupBy(F.col("r_txn").alias("txn")).agg(F.count(F.lit(1)).alias("missing"))
+
+
+def run(events: Any, limit: int) -> dict[str, Tally]:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    c = F.col
+    no = F.lit(False)
+    positions = _positions(events)
+    per_queue = Window.partitionBy("topic", "queue_id").orderBy("queue_offset")
+    gap = c("queue_offset") - F.coalesce(F.lag("queue_offset").over(per_queue), F.lit(-1)) - 1
+    queue_rows = positions.select(
+        txn_key(c("r_txn")).alias("key"),
+        ((c("reals") > 1) | (gap != 0)).alias("v_QueueContiguity"), no.alias("e_QueueContiguity"),
+        no.alias("v_DeliveryIntegrity"), no.alias("e_DeliveryIntegrity"),
+        no.alias("v_NoUncommittedVisible"), no.alias("e_NoUncommittedVisible"),
+    )
+
+    per_group_queue = Window.partitionBy("consumer_group", "topic", "queue_id").orderBy("d_seq")
+    out_of_order = F.coalesce(F.lag("queue_offset").over(per_group_queue) > c("queue_offset"), no)
+    delivered = _deliveries(events).join(
+        positions.select(*POSITION, "r_seq", "r_txn", "r_crc"), POSITION, "left")
+    put = c("r_seq").isNotNull()
+    # body_crc may be null (another implementation may not fill it); then it must be null on both sides.
+    crc_matches = (c("d_crc").eqNullSafe(c("r_crc")) & c("d_crc_max").eqNullSafe(c("r_crc"))
+                   & ((c("d_crcs") == c("d_n")) | c("r_crc").isNull()))
+    mismatch = put & ((c("d_txn") != c("r_txn")) | (c("d_txn_max") != c("r_txn")) | ~crc_matches)
+    delivery_rows = delivered.select(
+        txn_key(c("d_txn")).alias("key"),
+        no.alias("v_QueueContiguity"), no.alias("e_QueueContiguity"),
+        (mismatch | out_of_order).alias("v_DeliveryIntegrity"), no.alias("e_DeliveryIntegrity"),
+        (~put | (c("r_seq") > c("d_seq"))).alias("v_NoUncommittedVisible"), no.alias("e_NoUncommittedVisible"),
+    )
+    row = queue_rows.unionByName(delivery_rows).agg(*tally_columns(CHECKS, c("key"), limit)).collect()[0]
+    return read_tallies(row, CHECKS, limit)

@@ -1,0 +1,113 @@
+"""The validation report: one result per catalogue check, the metrics, and how to print it.
+
+The JSON form is for machines (and for comparing a cluster run with a local one: everything but
+``timings`` is a function of the trace alone); the table is for people.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
+
+HOLDS = "holds"
+VIOLATED = "violated"
+EXPECTED = "expected in rocketmq mode"
+
+
+@dataclass
+class CheckResult:
+    id: str
+    kind: str
+    status: str
+    violations: int
+    expected: int
+    semantics: str
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    trace: str
+    mode: str
+    seed: int | None
+    settings: dict[str, Any]
+    events: int
+    events_by_type: dict[str, int]
+    transactions: int
+    liveness: dict[str, Any]
+    checks: list[CheckResult]
+    metrics: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=lambda: [LIVENESS_HORIZON, COUNT_UNIT])
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        """Checks with violations that the trace's mode does not explain."""
+        return [c for c in self.checks if c.status == VIOLATED]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["exit_code"] = self.exit_code
+        return out
+
+    def write_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+    def render(self) -> str:
+        """A plain-text table: one line per check, then metrics and one sample per violated check."""
+        width = max(len(c.id) for c in self.checks)
+        lines = [
+            f"trace {self.trace}  mode {self.mode}  seed {self.seed}  events {self.events:,}  "
+            f"transactions {self.transactions:,}",
+            f"liveness: {self.liveness['judged']:,} transactions judged, "
+            f"{self.liveness['too_young']:,} too young to judge (horizon {self.liveness['horizon_ms']:,} ms)",
+            "",
+            f"{'check':<{width}}  {'kind':<8}  {'status':<26}  {'violations':>10}",
+        ]
+        for c in self.checks:
+            count = f"{c.violations:,}" if c.violations else "-"
+            lines.append(f"{c.id:<{width}}  {c.kind:<8}  {c.status:<26}  {count:>10}")
+        m = self.metrics
+        vis = m["time_to_visibility"]
+        lines += [
+            "",
+            f"halves per Op record: {_fmt(m['halves_per_op_record'])}   half-cache hit ratio: "
+            f"{_fmt(m['half_cache_hit_ratio'])}",
+            f"checks per transaction: {m['checks_per_transaction']['mean']:.3f} mean, "
+            f"max {m['checks_per_transaction']['max']}",
+            f"time to visibility (ms): p50 {_fmt(vis['p50_ms'])}  p90 {_fmt(vis['p90_ms'])}  "
+            f"p99 {_fmt(vis['p99_ms'])}  max {_fmt(vis['max_ms'])}  over {vis['transactions']:,} transactions",
+        ]
+        for c in self.checks:
+            if c.samples:
+                first = c.samples[0]
+                events = ", ".join(f"{e['seq']}:{e['event']}" for e in first["events"][:12])
+                lines.append(f"{c.id} sample {first['key']}: {events}")
+        if self.timings:
+            lines.append("timings (s): " + "  ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))
+        verdict = "FAILED: " + ", ".join(c.id for c in self.failed) if self.failed else "OK"
+        lines.append(verdict)
+        return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def check_result(cid: str, violations: int, expected: int, samples: list[dict[str, Any]]) -> CheckResult:
+    """A check's result with its status: expected-only violations do not fail the run."""
+    check = BY_ID[cid]
+    status = HOLDS if violations == 0 else EXPECTED if violations == expected else VIOLATED
+    return CheckResult(cid, check.kind, status, violations, expected, check.semantics, samples)

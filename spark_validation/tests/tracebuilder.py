@@ -1,0 +1,133 @@
+"""A small clean trace, built event by event, that tests can edit before writing it out.
+
+Five transactions in a strict-mode trace with check_max 3 and a 1 s check interval (liveness horizon
+6000 + 5 * 1000 = 11 s): t1 committed, t2 rolled back, t3 unknown then committed by a check answer, t4
+unknown until discarded at the check max, t5 committed late (too young to judge). Committed ones are
+delivered to consumer group cg1, subscribed to topic T.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from txmq.trace import schema as S
+from txmq.trace.sinks import NdjsonSink, ParquetSink
+
+TIMEOUT_MS = 6000
+INTERVAL_MS = 1000
+CHECK_MAX = 3
+TOPIC = "T"
+
+
+@dataclass
+class Trace:
+    """Events in seq order (``seq`` is assigned on write) plus the header fields."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    mode: str = "strict"
+    config: dict[str, Any] = field(default_factory=lambda: {
+        "mode": "strict",
+        "transaction_timeout_ms": TIMEOUT_MS,
+        "check_interval_ms": INTERVAL_MS,
+        "check_max": CHECK_MAX,
+        "consumer_groups": {"cg1": [TOPIC]},
+    })
+
+    def add(self, event: str, ts: int, **fields: Any) -> dict[str, Any]:
+        row = {"event": event, "ts": ts, **fields}
+        self.events.append(row)
+        return row
+
+    def find(self, event: str, txn: str | None = None, nth: int = 0) -> dict[str, Any]:
+        """The nth event of this name (of this transaction)."""
+        hits = [e for e in self.events if e["event"] == event and (txn is None or e.get("txn") == txn)]
+        return hits[nth]
+
+    def index(self, row: dict[str, Any]) -> int:
+        return next(i for i, e in enumerate(self.events) if e is row)
+
+    def move_after(self, row: dict[str, Any], anchor: dict[str, Any]) -> None:
+        """Move ``row`` to just after ``anchor`` in seq order."""
+        self.events.pop(self.index(row))
+        self.events.insert(self.index(anchor) + 1, row)
+
+    def insert_after(self, anchor: dict[str, Any], event: str, ts: int, **fields: Any) -> dict[str, Any]:
+        row = {"event": event, "ts": ts, **fields}
+        self.events.insert(self.index(anchor) + 1, row)
+        return row
+
+    def header(self) -> S.TraceHeader:
+        return S.TraceHeader(mode=self.mode, seed=7, config=dict(self.config, mode=self.mode))
+
+    def write(self, path: str | Path) -> Path:
+        """Write as Parquet (``.parquet``) or NDJSON (anything else) through the real sinks."""
+        path = Path(path)
+        sink = ParquetSink(path, self.header()) if path.suffix == ".parquet" else NdjsonSink(path, self.header())
+        with sink:
+            for row in self.events:
+                fields = {k: v for k, v in row.items() if k not in ("event", "ts")}
+                sink.emit(row["event"], row["ts"], **fields)
+        return path
+
+
+def clean_trace() -> Trace:
+    t = Trace()
+    g, p = "pg", "p1"
+
+    def half(txn: str, ts: int, off: int, crc: int) -> None:
+        t.add(S.HALF_PUT, ts, txn=txn, producer_group=g, producer=p, half_offset=off, commitlog_offset=100 + off,
+              topic=TOPIC, queue_id=0, body_crc=crc)
+
+    def commit(txn: str, ts: int, off: int, qoff: int, crc: int, from_check: bool = False) -> None:
+        t.add(S.END_TX, ts, txn=txn, producer_group=g, producer=p, half_offset=off, action=S.COMMIT,
+              from_check=from_check, result=S.OK)
+        t.add(S.REAL_PUT, ts, txn=txn, producer_group=g, half_offset=off, commitlog_offset=500 + qoff,
+              topic=TOPIC, queue_id=0, queue_offset=qoff, body_crc=crc)
+
+    def deliver(txn: str, ts: int, qoff: int, crc: int) -> None:
+        t.add(S.DELIVER, ts, txn=txn, consumer_group="cg1", topic=TOPIC, queue_id=0, queue_offset=qoff,
+              commitlog_offset=500 + qoff, body_crc=crc)
+
+    def renew_and_check(txn: str, ts: int, prev: int, off: int, count: int, answer: str) -> None:
+        t.add(S.HALF_RENEW, ts, txn=txn, producer_group=g, half_offset=off, prev_half_offset=prev,
+              commitlog_offset=100 + off, check_count=count, result=S.RENEW_FOR_CHECK)
+        t.add(S.CHECK, ts, txn=txn, producer_group=g, producer=p, half_offset=off, commitlog_offset=100 + off,
+              check_count=count, result=S.CHECK_SENT)
+        t.add(S.LOCAL_TX, ts, txn=txn, producer_group=g, producer=p, action=answer, from_check=True,
+              half_offset=off, check_count=count)
+
+    # t1 commits, t2 rolls back, t3 and t4 stay unknown.
+    t.add(S.LOCAL_TX, 0, txn="t1", producer_group=g, producer=p, action=S.COMMIT, from_check=False)
+    half("t1", 0, 0, 11)
+    commit("t1", 0, 0, 0, 11)
+    t.add(S.LOCAL_TX, 5, txn="t2", producer_group=g, producer=p, action=S.ROLLBACK, from_check=False)
+    half("t2", 5, 1, 22)
+    t.add(S.END_TX, 5, txn="t2", producer_group=g, producer=p, half_offset=1, action=S.ROLLBACK,
+          from_check=False, result=S.OK)
+    half("t3", 10, 2, 33)
+    t.add(S.LOCAL_TX, 10, txn="t3", producer_group=g, producer=p, action=S.UNKNOWN, from_check=False)
+    half("t4", 20, 3, 44)
+    t.add(S.LOCAL_TX, 20, txn="t4", producer_group=g, producer=p, action=S.UNKNOWN, from_check=False)
+    deliver("t1", 100, 0, 11)
+    t.add(S.OP_PUT, 3000, op_offset=0, commitlog_offset=900, queue_id=0, half_offsets=[0, 1])
+    # First check run after the timeout: t3 answers COMMIT, t4 UNKNOWN.
+    renew_and_check("t3", 6100, 2, 4, 1, S.COMMIT)
+    t.add(S.END_TX, 6100, txn="t3", producer_group=g, producer=p, half_offset=4, action=S.COMMIT,
+          from_check=True, result=S.OK)
+    t.add(S.REAL_PUT, 6100, txn="t3", producer_group=g, half_offset=4, commitlog_offset=501, topic=TOPIC,
+          queue_id=0, queue_offset=1, body_crc=33)
+    renew_and_check("t4", 6100, 3, 5, 1, S.UNKNOWN)
+    deliver("t3", 6200, 1, 33)
+    renew_and_check("t4", 7100, 5, 6, 2, S.UNKNOWN)
+    renew_and_check("t4", 8100, 6, 7, 3, S.UNKNOWN)
+    t.add(S.DISCARD, 9100, txn="t4", producer_group=g, half_offset=7, commitlog_offset=950, check_count=CHECK_MAX,
+          topic="TRANS_CHECK_MAX_TIME_TOPIC", result=S.DISCARD_CHECK_MAX)
+    t.add(S.OP_PUT, 9100, op_offset=1, commitlog_offset=901, queue_id=0, half_offsets=[4])
+    # t5, late: committed and delivered, too young for the liveness checks.
+    t.add(S.LOCAL_TX, 50_000, txn="t5", producer_group=g, producer=p, action=S.COMMIT, from_check=False)
+    half("t5", 50_000, 8, 55)
+    commit("t5", 50_000, 8, 2, 55)
+    deliver("t5", 50_100, 2, 55)
+    return t

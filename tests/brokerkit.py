@@ -1,0 +1,136 @@
+"""Helpers of the broker tests: an ``Env`` (a broker on a ManualClock with a MemorySink), a listener whose
+answers each test scripts, a transport that holds one-way requests.
+
+Tests drive time by hand (``Env.advance``, ``Env.run_check``) so every timing in a scenario is exact and
+nothing sleeps; they assert on what a user can observe: the consumer view, the discarded topic, the
+strict-mode transaction state, the records in the store and the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from txmq.broker import Broker
+from txmq.client.message import (
+    EndTransactionRequest,
+    LocalTransactionState,
+    Message,
+    MessageExt,
+    SendResult,
+)
+from txmq.client.producer import TransactionProducer
+from txmq.clock import ManualClock
+from txmq.store.message import StoredMessage
+from txmq.trace.sinks import MemorySink
+from txmq.transaction.check_service import CheckRunReport
+from txmq.transaction.constants import HALF_TOPIC, OP_TOPIC
+
+COMMIT = LocalTransactionState.COMMIT_MESSAGE
+ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
+UNKNOW = LocalTransactionState.UNKNOW
+START_MS = 1_000_000
+MODES = ("strict", "rocketmq")
+
+
+class ScriptedListener:
+    """A TransactionListener: the local transaction answers the ``arg`` it is given (UNKNOW if None);
+    checks answer ``answers[txn]`` if scripted, else ``default``. Every check message is recorded."""
+
+    def __init__(self, default: LocalTransactionState = UNKNOW) -> None:
+        self.default = default
+        self.answers: dict[str, LocalTransactionState] = {}
+        self.checked: list[MessageExt] = []
+
+    def execute_local_transaction(self, message: Message, arg: Any) -> LocalTransactionState:
+        return arg if arg is not None else UNKNOW
+
+    def check_local_transaction(self, message: MessageExt) -> LocalTransactionState:
+        self.checked.append(message)
+        return self.answers.get(message.transaction_id or "", self.default)
+
+
+class HeldTransport:
+    """An END_TRANSACTION transport that holds requests until the test releases them (delayed one-ways)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.held: list[EndTransactionRequest] = []
+
+    def __call__(self, request: EndTransactionRequest) -> None:
+        self.held.append(request)
+
+    def release(self, index: int = 0) -> str:
+        """Deliver the ``index``-th held request; returns the broker's result."""
+        return self.broker.end_transaction(self.held.pop(index))
+
+
+@dataclass
+class Env:
+    """One broker under test with its clock, trace and directory."""
+
+    broker: Broker
+    clock: ManualClock
+    sink: MemorySink
+    directory: Path
+    listeners: list[ScriptedListener] = field(default_factory=list)
+
+    def producer(self, group: str = "G", listener: ScriptedListener | None = None,
+                 producer_id: str | None = None, transport: Callable[..., Any] | None = None
+                 ) -> TransactionProducer:
+        """A started producer of ``group`` (with a fresh ScriptedListener unless one is given)."""
+        listener = listener or ScriptedListener()
+        self.listeners.append(listener)
+        return TransactionProducer(self.broker, group, listener, producer_id=producer_id,
+                                   transport=transport).start()
+
+    def advance(self, ms: int) -> int:
+        return self.clock.advance(ms)
+
+    def run_check(self, after_ms: int = 0) -> CheckRunReport:
+        """Advance the clock by ``after_ms``, then one check run."""
+        self.clock.advance(after_ms)
+        return self.broker.run_check_once()
+
+    def visible(self, topic: str = "T") -> list[MessageExt]:
+        """Every message of ``topic`` a new consumer group would read, queue by queue."""
+        out: list[MessageExt] = []
+        for queue_id in self.broker.queue_ids(topic):
+            offset = 0
+            while batch := self.broker.pull("probe", topic, queue_id, offset, 32):
+                out.extend(batch)
+                offset = batch[-1].queue_offset + 1
+        return out
+
+    def bodies(self, topic: str = "T") -> list[bytes]:
+        return [m.body for m in self.visible(topic)]
+
+    def events(self, name: str, **match: Any) -> list[dict[str, Any]]:
+        """Trace events called ``name`` whose columns equal ``match``."""
+        return [e for e in self.sink.of(name) if all(e[k] == v for k, v in match.items())]
+
+    def queue_records(self, topic: str, queue_id: int = 0) -> list[StoredMessage]:
+        """Every record of a (system) queue, straight from the store."""
+        store = self.broker.store
+        found = (store.get_by_queue_offset(topic, queue_id, i)
+                 for i in range(store.max_queue_offset(topic, queue_id)))
+        return [m for m in found if m is not None]
+
+    def halves(self) -> list[StoredMessage]:
+        return self.queue_records(HALF_TOPIC)
+
+    def op_entries(self) -> list[int]:
+        """Half offsets listed by every Op record on disk, in order."""
+        return [int(p) for op in self.queue_records(OP_TOPIC) for p in op.body.decode().split(",") if p]
+
+
+EnvFactory = Callable[..., Env]
+
+
+def send(producer: TransactionProducer, body: bytes, state: LocalTransactionState | None = UNKNOW,
+         topic: str = "T", queue_id: int = 0, **message: Any) -> SendResult:
+    """A transactional send whose local transaction answers ``state``; returns the half's SendResult."""
+    return producer.send_message_in_transaction(Message(topic, body, queue_id=queue_id, **message),
+                                                state).send_result

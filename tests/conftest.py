@@ -1,0 +1,42 @@
+"""Fixtures of the broker tests (helpers live in ``brokerkit``): ``make_env`` builds brokers on a
+ManualClock with a MemorySink under ``tmp_path`` and closes them afterwards; ``mode`` runs a test in both
+modes for behaviour they share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brokerkit import MODES, START_MS, Env, EnvFactory
+
+from txmq.broker import Broker
+from txmq.clock import ManualClock
+from txmq.config import BrokerConfig
+from txmq.trace.sinks import MemorySink
+
+
+@pytest.fixture
+def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
+    """``make_env(mode, **config)``: a fresh broker in its own directory under ``tmp_path``."""
+    made: list[Env] = []
+
+    def factory(mode: str = "strict", start_ms: int = START_MS, **config: Any) -> Env:
+        directory = tmp_path / f"store{len(made)}"
+        clock = ManualClock(start_ms)
+        sink = MemorySink()
+        broker = Broker(directory, BrokerConfig(mode=mode, **config), clock, sink)
+        env = Env(broker, clock, sink, directory)
+        made.append(env)
+        return env
+
+    yield factory
+    for env in made:
+        env.broker.close()
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    """Both modes, for behaviour they share."""
+    return request.param

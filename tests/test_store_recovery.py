@@ -1,0 +1,221 @@
+"""Recovery on open: torn and corrupt tails are cut and reported; damage anywhere else is an error.
+
+The damaged files are built byte by byte from a real store's segment, so the tests exercise exactly the
+bytes a crash (or a bad disk) leaves behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zlib
+
+import pytest
+
+from txmq.errors import CorruptStoreError, StoreError
+from txmq.store import TRANSACTION_PREPARED, MessageStore, StoredMessage
+from txmq.store.codec import FIXED, HEADER, MAGIC, encode_frame, encode_properties, encode_topic
+
+SEGMENT = f"{0:020d}"
+
+
+def clock() -> int:
+    return 7
+
+
+def build(path, count: int = 3, segment_size: int = 64 * 1024) -> list[StoredMessage]:
+    """A closed store at ``path`` holding ``count`` records; returns them with their offsets."""
+    store = MessageStore.open(path, clock=clock, segment_size=segment_size)
+    msgs = [
+        StoredMessage("t", 0, f"payload {i}".encode() * 3, {"i": str(i), "ü": "✓"}, i) for i in range(count)
+    ]
+    for m in msgs:
+        assert store.put_message(m).ok
+    store.close()
+    return msgs
+
+
+def segment_path(store_dir, base: int = 0) -> str:
+    return os.path.join(store_dir, "commitlog", f"{base:020d}")
+
+
+def rewrite(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_torn_tail_cut_at_every_byte_of_the_last_record_is_truncated_and_reported(tmp_path):
+    original = tmp_path / "original"
+    msgs = build(original)
+    data = read(segment_path(original))
+    start = msgs[-1].commitlog_offset
+    assert len(data) - start > 20
+    for cut in range(start + 1, len(data)):
+        work = tmp_path / f"cut{cut}"
+        shutil.copytree(original, work)
+        rewrite(segment_path(work), data[:cut])
+        store = MessageStore.open(work, clock=clock, segment_size=64 * 1024)
+        report = store.recovery
+        assert (report.truncated_bytes, report.segment, report.records) == (cut - start, SEGMENT, 2), cut
+        assert f"truncated {cut - start} bytes of torn tail from segment {SEGMENT}" in str(report)
+        assert os.path.getsize(segment_path(work)) == start
+        assert [m.commitlog_offset for m in store.iterate()] == [m.commitlog_offset for m in msgs[:2]]
+        assert store.get_message(start) is None and store.max_queue_offset("t", 0) == 2
+        again = StoredMessage("t", 0, b"after", {}, 0)
+        assert store.put_message(again).commitlog_offset == start and again.queue_offset == 2
+        store.close()
+        shutil.rmtree(work)
+
+
+def test_any_flipped_byte_in_the_last_record_truncates_it(tmp_path):
+    original = tmp_path / "original"
+    msgs = build(original)
+    data = read(segment_path(original))
+    start = msgs[-1].commitlog_offset
+    for i in range(start, len(data)):
+        work = tmp_path / "work"
+        shutil.copytree(original, work)
+        damaged = bytearray(data)
+        damaged[i] ^= 0xFF
+        rewrite(segment_path(work), bytes(damaged))
+        store = MessageStore.open(work, clock=clock, segment_size=64 * 1024)
+        assert store.recovery.truncated_bytes == len(data) - start, i
+        assert store.recovery.records == 2
+        store.close()
+        shutil.rmtree(work)
+
+
+def test_corrupt_crc_in_the_last_record_is_truncated(tmp_path):
+    msgs = build(tmp_path / "s")
+    path = segment_path(tmp_path / "s")
+    data = bytearray(read(path))
+    data[msgs[-1].commitlog_offset + 4] ^= 0x01  # the CRC field
+    rewrite(path, bytes(data))
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert store.recovery.truncated_bytes == len(data) - msgs[-1].commitlog_offset
+    assert store.get_message(msgs[-1].commitlog_offset) is None
+    store.close()
+
+
+def test_zero_filled_tail_is_treated_as_end(tmp_path):
+    build(tmp_path / "s")
+    path = segment_path(tmp_path / "s")
+    size = os.path.getsize(path)
+    with open(path, "ab") as f:
+        f.write(bytes(4096))
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert (store.recovery.truncated_bytes, store.recovery.records) == (4096, 3)
+    assert store.max_physical_offset == size
+    store.close()
+
+
+def test_any_flipped_byte_in_a_middle_record_is_an_error_naming_file_and_offset(tmp_path):
+    original = tmp_path / "original"
+    msgs = build(original)
+    data = read(segment_path(original))
+    start, stop = msgs[1].commitlog_offset, msgs[2].commitlog_offset
+    for i in range(start, stop):
+        work = tmp_path / "work"
+        shutil.copytree(original, work)
+        damaged = bytearray(data)
+        damaged[i] ^= 0xFF
+        rewrite(segment_path(work), bytes(damaged))
+        with pytest.raises(CorruptStoreError) as info:
+            MessageStore.open(work, clock=clock, segment_size=64 * 1024)
+        text = str(info.value)
+        assert segment_path(work) in text and f"offset {start} " in text, (i, text)
+        assert f"followed by a valid record at offset {stop}" in text and "backup" in text
+        assert read(segment_path(work)) == bytes(damaged)  # nothing was cut
+        shutil.rmtree(work)
+
+
+def test_a_failed_open_releases_the_lock(tmp_path):
+    msgs = build(tmp_path / "s")
+    path = segment_path(tmp_path / "s")
+    data = bytearray(read(path))
+    data[msgs[0].commitlog_offset + 20] ^= 0xFF
+    rewrite(path, bytes(data))
+    for _ in range(2):  # the second attempt would be StoreLockedError if the first kept the lock
+        with pytest.raises(CorruptStoreError):
+            MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+
+
+def test_damage_at_the_end_of_a_segment_that_is_not_the_last_is_an_error(tmp_path):
+    msgs = build(tmp_path / "s", count=12, segment_size=256)
+    assert len(os.listdir(tmp_path / "s" / "commitlog")) > 2
+    first_segment = segment_path(tmp_path / "s")
+    data = read(first_segment)
+    last_in_first = max(m.commitlog_offset for m in msgs if m.commitlog_offset < 256)
+    rewrite(first_segment, data[:-1])
+    with pytest.raises(CorruptStoreError, match="not the last one") as info:
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=256)
+    assert first_segment in str(info.value) and f"offset {last_in_first} " in str(info.value)
+
+
+def test_a_missing_segment_is_an_error(tmp_path):
+    build(tmp_path / "s", count=12, segment_size=256)
+    os.remove(segment_path(tmp_path / "s", 256))
+    with pytest.raises(CorruptStoreError, match=f"expected segment {256:020d}"):
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=256)
+
+
+def test_a_stray_file_in_the_commitlog_directory_is_an_error(tmp_path):
+    build(tmp_path / "s")
+    stray = tmp_path / "s" / "commitlog" / "notes.txt"
+    stray.write_text("hello")
+    with pytest.raises(StoreError, match="notes.txt: not a commit-log segment"):
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+
+
+def append_raw_record(store_dir, msg: StoredMessage, queue_offset: int) -> None:
+    """Append a well-framed record (valid CRC) whose stored queue offset we choose."""
+    frame = encode_frame(msg, encode_topic(msg.topic), encode_properties(msg.properties), 7, queue_offset)
+    with open(segment_path(store_dir), "ab") as f:
+        f.write(frame)
+
+
+@pytest.mark.parametrize(
+    ("sysflag", "queue_offset", "complaint"),
+    [(0, 5, "queue t/0 is at 3, the record says 5"), (TRANSACTION_PREPARED, 3, "has queue offset 3, not -1")],
+)
+def test_a_record_contradicting_its_queue_is_an_error(tmp_path, sysflag, queue_offset, complaint):
+    msgs = build(tmp_path / "s")
+    end = os.path.getsize(segment_path(tmp_path / "s"))
+    append_raw_record(tmp_path / "s", StoredMessage("t", 0, b"x", {}, 0, sysflag), queue_offset)
+    with pytest.raises(CorruptStoreError, match="inconsistent") as info:
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert complaint in str(info.value) and f"offset {end} " in str(info.value) and len(msgs) == 3
+
+
+def test_a_consistent_raw_record_is_accepted(tmp_path):
+    build(tmp_path / "s")
+    append_raw_record(tmp_path / "s", StoredMessage("t", 0, b"x", {}, 0), 3)
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert store.recovery.records == 4 and store.get_by_queue_offset("t", 0, 3).body == b"x"
+    store.close()
+
+
+def test_a_garbage_tail_with_our_magic_byte_in_it_is_truncated(tmp_path):
+    build(tmp_path / "s")
+    garbage = bytes([MAGIC]) * 30 + b"\x00\xa7\x01" * 20
+    with open(segment_path(tmp_path / "s"), "ab") as f:
+        f.write(garbage)
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert (store.recovery.truncated_bytes, store.recovery.records) == (len(garbage), 3)
+    store.close()
+
+
+def test_a_frame_whose_lengths_overrun_its_payload_is_invalid_despite_its_crc(tmp_path):
+    build(tmp_path / "s")
+    payload = FIXED.pack(0, 0, 0, 0, 0, -1, 3, 200, 0) + b"t"  # claims a 200-byte topic
+    frame = HEADER.pack(len(payload), zlib.crc32(payload), MAGIC) + payload
+    with open(segment_path(tmp_path / "s"), "ab") as f:
+        f.write(frame)
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert (store.recovery.truncated_bytes, store.recovery.records) == (len(frame), 3)
+    store.close()

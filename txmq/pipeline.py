@@ -1,0 +1,94 @@
+"""``txmq run``: the main job — simulate, validate with Spark, model-check the spec, one summary.
+
+Each step reports as it goes; a step whose tool is missing (Java, TLC) says how to get it and the
+run continues, so a fresh machine still gets every result it can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from txmq.errors import ConfigError, ToolMissingError
+from txmq.sim.cli import add_workload_arguments, run_simulation, summary_lines
+
+DEFAULT_TRANSACTIONS = 100_000
+
+
+def _say(text: str) -> None:
+    print(f"txmq run: {text}", file=sys.stderr, flush=True)
+
+
+def _validate(trace: Path, out_dir: Path, master: str | None) -> tuple[str, int]:
+    """Run the Spark validation; returns its summary line and exit code."""
+    if shutil.which("java") is None:
+        raise ToolMissingError("Java is not installed; Spark needs it (apt-get install openjdk-17-jre-headless)")
+    from spark_validation.job import validate
+    from spark_validation.plot import plot_report
+
+    report = validate(str(trace), master=master)
+    print(report.render())
+    report.write_json(out_dir / "report.json")
+    plot_report(report, out_dir / "report.png")
+    line = (f"Spark validation: {len(report.checks) - len(report.failed)} of {len(report.checks)} checks "
+            f"pass; report {out_dir / 'report.json'}, plot {out_dir / 'report.png'}")
+    return line, report.exit_code
+
+
+def _model_check() -> tuple[str, int]:
+    """Model-check the CI-sized spec models when TLC is available."""
+    from txmq.tla.cli import check_for_pipeline
+
+    return check_for_pipeline()
+
+
+def _run(args: argparse.Namespace) -> int:
+    out_dir = Path(args.out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out-dir {out_dir}: cannot create it ({exc.strerror})") from exc
+    trace = out_dir / "trace.parquet"
+    started = time.perf_counter()
+    _say(f"1/3 simulating into {trace}")
+    result = run_simulation(args, trace)
+    summary = summary_lines(result)
+    status = 0
+    if args.skip_spark:
+        summary.append("Spark validation: skipped (--skip-spark)")
+    else:
+        _say("2/3 validating the trace with Spark")
+        try:
+            line, code = _validate(trace, out_dir, args.master)
+            summary.append(line)
+            status = max(status, code)
+        except ToolMissingError as exc:
+            summary.append(f"Spark validation: not run: {exc}")
+            status = max(status, exc.exit_code)
+    if args.skip_spec:
+        summary.append("TLA+ model checking: skipped (--skip-spec)")
+    else:
+        _say("3/3 model-checking the spec with TLC")
+        line, code = _model_check()
+        summary.append(line)
+        status = max(status, code)
+    print()
+    print("== txmq run summary " + "=" * 50)
+    print("\n".join(summary))
+    print(f"total {time.perf_counter() - started:.1f} s; exit code {status}")
+    return status
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``run``."""
+    parser = sub.add_parser("run", help="the main job: simulate, validate with Spark, model-check the spec",
+                            description=__doc__)
+    add_workload_arguments(parser, default_transactions=DEFAULT_TRANSACTIONS)
+    parser.add_argument("--out-dir", default="txmq-out", help="where the trace and reports go (default txmq-out)")
+    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument("--skip-spark", action="store_true", help="do not run the Spark validation")
+    parser.add_argument("--skip-spec", action="store_true", help="do not run TLC")
+    parser.set_defaults(handler=_run)
