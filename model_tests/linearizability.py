@@ -39,7 +39,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import accumulate
-from operator import lt, or_
+from operator import attrgetter, lt, or_
 
 from txmq.errors import TraceError
 
@@ -193,6 +193,7 @@ def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions
 
 
 _COMPLETED, _LOST = _valid_shapes()
+_BY_INVOCATION = attrgetter("invoked")
 # The clock is read once per this many operations' worth of search work, so that checking is cheap and,
 # for a given history, where a timeout can strike is deterministic.
 _CLOCK_EVERY = 4096
@@ -259,43 +260,49 @@ class _Deadline:
         return time.monotonic() >= self.at
 
 
-# An encoded operation: (invoked, returned or inf if lost, transitions, position in the history). Tuples
-# so that a partition sorts by invocation with a plain ``list.sort`` and transposes with one ``zip``.
-_Row = tuple[float, float, _Transitions, int]
-
-
-def _encode(history: list[Operation]) -> tuple[list[_Row], bool]:
-    """Validate and encode the whole history in a few list passes, before partitioning; also say whether
-    any operation is lost. Doing this once for all operations, rather than per partition, keeps the
-    per-operation cost to a handful of C-level steps (the common case has no lost or malformed one)."""
-    invs = [op.invoked for op in history]
-    rets = [op.returned for op in history]
-    trans = [_COMPLETED.get((op.kind, op.arg, op.response, op.held)) for op in history]
-    has_lost = None in rets or math.inf in rets
-    if has_lost:
-        for i, op in enumerate(history):
-            if op.lost:
-                rets[i] = math.inf
-                trans[i] = _LOST.get((op.kind, op.arg))
-    if None in trans:
-        op = history[trans.index(None)]
-        raise MalformedHistoryError(f"not a register operation (kind, argument, response): {op}")
-    if any(map(lt, rets, invs)):
-        op = next(op for op, ret, inv in zip(history, rets, invs, strict=True) if ret < inv)
-        raise MalformedHistoryError(f"operation returns before it is invoked: {op}")
-    return list(zip(invs, rets, trans, range(len(history)), strict=True)), has_lost  # type: ignore[arg-type]
-
-
-def _partition(history: list[Operation], rows: list[_Row]) -> dict[Hashable, list[_Row]]:
-    """Group encoded operations by transaction, keeping first-appearance order of transactions."""
-    groups: dict[Hashable, list[_Row]] = {}
-    for txn, row in zip([op.txn for op in history], rows, strict=True):
-        group = groups.get(txn)
+def _partition(ops: Iterable[Operation]) -> dict[Hashable, list[Operation]]:
+    """Group operations by transaction, keeping first-appearance order of transactions."""
+    groups: dict[Hashable, list[Operation]] = {}
+    for op in ops:
+        group = groups.get(op.txn)
         if group is None:
-            groups[txn] = [row]
+            groups[op.txn] = [op]
         else:
-            group.append(row)
+            group.append(op)
     return groups
+
+
+_Encoded = tuple[list[float], list[float], list[_Transitions], int]
+
+
+def _encode(ops: list[Operation]) -> _Encoded:
+    """Sort a partition in place by invocation and turn it into parallel lists for the search: call
+    times, return times (inf if lost), transitions, and the bitset of completed operations. The common
+    case, every operation completed and well-formed, is recognised with C-level list operations only."""
+    ops.sort(key=_BY_INVOCATION)
+    invs = [op.invoked for op in ops]
+    rets = [op.returned for op in ops]
+    trans = [_COMPLETED.get((op.kind, op.arg, op.response, op.held)) for op in ops]
+    if None in trans or None in rets or math.inf in rets or any(map(lt, rets, invs)):
+        return _encode_slowly(ops, invs, rets, trans)
+    return invs, rets, trans, (1 << len(ops)) - 1  # type: ignore[return-value]
+
+
+def _encode_slowly(ops: list[Operation], invs: list[float], rets: list, trans: list) -> _Encoded:
+    """``_encode``'s general case: lost operations get return time inf and the transitions of an unknown
+    response; malformed ones a one-line error."""
+    completed = 0
+    for i, op in enumerate(ops):
+        if op.lost:
+            rets[i] = math.inf
+            trans[i] = _LOST.get((op.kind, op.arg))
+        else:
+            completed |= 1 << i
+        if trans[i] is None:
+            raise MalformedHistoryError(f"not a register operation (kind, argument, response): {op}")
+        if rets[i] < invs[i]:
+            raise MalformedHistoryError(f"operation returns before it is invoked: {op}")
+    return invs, rets, trans, completed
 
 
 def _search(
@@ -381,26 +388,21 @@ def _core(
 def check_history(ops: Iterable[Operation], timeout_s: float | None = None) -> CheckResult:
     """Check a history of register operations for linearizability, one transaction at a time.
 
-    ``timeout_s`` bounds the whole call (wall clock, read every few thousand operations' worth of search
+    ``timeout_s`` bounds the search (wall clock, read every few thousand operations' worth of search
     work); transactions not finished by then are ``unknown``. The overall verdict is ``illegal`` if any
     transaction is (that alone disproves linearizability), else ``unknown`` if any is, else ``ok``.
-    Raises ``MalformedHistoryError``, before any search, for operations the model cannot express.
+    Raises ``MalformedHistoryError`` for operations the model cannot express, wherever they are.
     """
     started = time.monotonic()
     deadline = _Deadline(timeout_s)
-    history = ops if isinstance(ops, list) else list(ops)
-    rows, has_lost = _encode(history)
     verdicts: dict[Hashable, Verdict] = {}
     violations: list[Violation] = []
+    total = 0
     expired = False
-    for txn, group in _partition(history, rows).items():
-        if expired:
-            verdicts[txn] = Verdict.UNKNOWN
-            continue
-        group.sort()
-        invs, rets, trans, positions = zip(*group, strict=True)
-        completed = _completed_mask(rets) if has_lost else (1 << len(group)) - 1
-        found = _search(invs, rets, trans, completed, deadline)
+    for txn, group in _partition(ops).items():
+        total += len(group)
+        invs, rets, trans, completed = _encode(group)
+        found = None if expired else _search(invs, rets, trans, completed, deadline)
         if found is None:
             expired = True
             verdicts[txn] = Verdict.UNKNOWN
@@ -409,13 +411,11 @@ def check_history(ops: Iterable[Operation], timeout_s: float | None = None) -> C
         else:
             verdicts[txn] = Verdict.ILLEGAL
             core = _core(invs, rets, trans, deadline)
-            violations.append(Violation(
-                txn, tuple(history[i] for i in positions), tuple(history[positions[j]] for j in core)
-            ))
+            violations.append(Violation(txn, tuple(group), tuple(group[j] for j in core)))
     if violations:
         verdict = Verdict.ILLEGAL
     elif expired:
         verdict = Verdict.UNKNOWN
     else:
         verdict = Verdict.OK
-    return CheckResult(verdict, verdicts, tuple(violations), len(history), time.monotonic() - started)
+    return CheckResult(verdict, verdicts, tuple(violations), total, time.monotonic() - started)

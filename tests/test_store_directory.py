@@ -36,7 +36,11 @@ def test_new_store_gets_a_marker_and_a_first_segment(tmp_path):
     marker = json.loads((tmp_path / "a" / "b" / MARKER).read_text())
     assert marker == {"format": "txmq-store", "version": 1, "segment_size": 4096}
     assert os.listdir(tmp_path / "a" / "b" / "commitlog") == [f"{0:020d}"]
-    assert (store.flush_mode, store.segment_size, store.directory) == ("async", 4096, str(tmp_path / "a" / "b"))
+    assert (store.flush_mode, store.segment_size, store.directory) == (
+        "async",
+        4096,
+        str(tmp_path / "a" / "b"),
+    )
     store.close()
 
 

@@ -489,7 +489,7 @@ class Broker:
         """Make checkpoints and consumer offsets durable (upstream: every 5 s and at shutdown)."""
         with self._lock:
             self._require_up()
-            self.offsets.persist()
+            self.offsets.persist(durable=self.config.flush == "sync")
 
     def tick(self) -> None:
         """Run every timed service whose time has come (manual-clock drivers call this)."""
@@ -504,7 +504,7 @@ class Broker:
                 self._check.run_once()
                 self._next_check = self.clock.now_ms() + cfg.check_interval_ms
             if now >= self._next_persist:
-                self.offsets.persist()
+                self.offsets.persist(durable=self.config.flush == "sync")
                 self._next_persist = now + cfg.offset_persist_interval_ms
 
     def next_due_ms(self) -> int:

@@ -18,8 +18,9 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
+def atomic_write(path: str | os.PathLike[str], data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; ``durable`` also fsyncs file and directory, which only
+    power loss needs (a killed process keeps what the page cache holds)."""
     path = os.fspath(path)
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -27,8 +28,10 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(os.path.dirname(path) or ".")
+    if durable:
+        fsync_dir(os.path.dirname(path) or ".")

@@ -60,13 +60,13 @@ class OffsetStore:
         with self._lock:
             self._table[(group, topic, queue_id)] = offset
 
-    def persist(self) -> None:
-        """Write the table atomically (tmp file, fsync, rename, fsync of the directory)."""
+    def persist(self, durable: bool = True) -> None:
+        """Write the table atomically (tmp file, rename); ``durable`` adds the fsyncs (sync flush)."""
         with self._lock:
             rows = [[g, t, q, o] for (g, t, q), o in sorted(self._table.items())]
         doc = {"format": OFFSETS_FORMAT, "version": OFFSETS_VERSION, "offsets": rows}
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        atomic_write(self.path, json.dumps(doc).encode())
+        atomic_write(self.path, json.dumps(doc).encode(), durable)
 
     def snapshot(self) -> dict[Key, int]:
         """A copy of the in-memory table."""

@@ -4,7 +4,8 @@ The rule (issue 2, "Store"): damage at the very end of the last segment is what 
 torn write, or an unflushed tail after power loss) and is truncated and reported; damage anywhere a valid
 record still follows, or in a segment that is not the last, means records were lost or altered, and txmq
 refuses to guess. A valid record "follows" if a frame with our magic byte, a plausible length and a
-matching CRC starts at any later byte position.
+matching CRC starts at any later byte position. The rule errs towards refusing: a torn record whose body
+happens to contain a complete valid frame is reported as corruption rather than cut, never the reverse.
 """
 
 from __future__ import annotations

@@ -1,0 +1,398 @@
+"""The invariant catalogue's safety invariants, checked in-process against a live broker.
+
+Each function is named exactly as in DESIGN.md's catalogue, so a failure here can be followed to the TLA+
+operator and the Spark check of the same name. The Spark validator judges a finished trace; these judge
+the trace *and* what clients can observe right now (``transaction_state``, what consumers received, queue
+ends), because the model tests run after every step and a broker whose trace and behaviour disagree must
+not pass on the strength of its trace alone.
+
+Every function takes an ``Observation`` and ``strict`` and returns a list of one-line problems (empty when
+the invariant holds). ``strict=False`` leaves out the parts the catalogue marks "(strict)", which
+``rocketmq`` mode violates by design; the semantics follow ``spark_validation/catalogue.py``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from txmq.broker import Broker
+from txmq.client.message import MessageExt
+from txmq.trace import schema as ev
+from txmq.transaction.resolution import TransactionState
+
+Event = Mapping[str, Any]
+QueueKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Received:
+    """One message a consumer got from ``pull``: where it sat and what it carried."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    txn: str | None
+    body_crc: int
+
+    @classmethod
+    def of(cls, consumer_group: str, message: MessageExt) -> Received:
+        """The consumer's view of a pulled message."""
+        return cls(consumer_group, message.topic, message.queue_id, message.queue_offset,
+                   message.transaction_id, message.body_crc)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything the invariants may look at: the trace so far and the broker's client-visible state.
+
+    ``states`` (strict mode, broker running) is ``transaction_state`` of every transaction with a
+    ``HALF_PUT``; ``queue_ends`` is ``max_offset`` of every queue of the real topics. Both are None when
+    they cannot be asked (rocketmq mode, broker down).
+    """
+
+    events: Sequence[Event]
+    check_max: int
+    transaction_timeout_ms: int
+    received: Sequence[Received] = ()
+    states: Mapping[str, TransactionState] | None = None
+    queue_ends: Mapping[QueueKey, int] | None = None
+
+
+def observe(broker: Broker, events: Sequence[Event], received: Sequence[Received] = ()) -> Observation:
+    """Ask a broker for its observable state (only what a client could ask)."""
+    cfg = broker.config
+    states = ends = None
+    if broker.running:
+        txns = {e["txn"] for e in events if e["event"] == ev.HALF_PUT}
+        topics = {e["topic"] for e in events if e["event"] == ev.HALF_PUT}
+        if cfg.strict:
+            states = {t: broker.transaction_state(t) for t in txns}
+        ends = {(topic, q): broker.max_offset(topic, q) for topic in topics for q in broker.queue_ids(topic)}
+    return Observation(events, cfg.check_max, cfg.transaction_timeout_ms, tuple(received), states, ends)
+
+
+def _real_puts(events: Iterable[Event]) -> dict[tuple[str, int, int], Event]:
+    """REAL_PUT events by their (topic, queue_id, queue_offset)."""
+    return {(e["topic"], e["queue_id"], e["queue_offset"]): e for e in events if e["event"] == ev.REAL_PUT}
+
+
+def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
+    """Per transaction, every action its producers' LOCAL_TX (decision or check answer) said."""
+    actions: dict[str, set[str]] = defaultdict(set)
+    for e in events:
+        if e["event"] == ev.LOCAL_TX:
+            actions[e["txn"]].add(e["action"])
+    return actions
+
+
+def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
+    """A REAL_PUT follows an END_TX COMMIT OK of its transaction; a DELIVER, and anything a consumer
+    received, sits where a REAL_PUT was; in strict mode what a consumer received is COMMITTED."""
+    problems = []
+    committed: set[str] = set()
+    puts: set[tuple[str, int, int]] = set()
+    for e in obs.events:
+        kind = e["event"]
+        if kind == ev.END_TX and e["result"] == ev.OK and e["action"] == ev.COMMIT:
+            committed.add(e["txn"])
+        elif kind == ev.REAL_PUT:
+            if e["txn"] not in committed:
+                problems.append(f"seq {e['seq']}: REAL_PUT of {e['txn']} before any END_TX COMMIT OK")
+            puts.add((e["topic"], e["queue_id"], e["queue_offset"]))
+        elif kind == ev.DELIVER and (e["topic"], e["queue_id"], e["queue_offset"]) not in puts:
+            problems.append(f"seq {e['seq']}: DELIVER of {e['topic']}/{e['queue_id']}@{e['queue_offset']} "
+                            "with no REAL_PUT there")
+    for r in obs.received:
+        if (r.topic, r.queue_id, r.queue_offset) not in puts:
+            problems.append(f"{r.consumer_group} received {r.topic}/{r.queue_id}@{r.queue_offset}, never put")
+        state = obs.states.get(r.txn) if obs.states is not None else None
+        if state is not None and state is not TransactionState.COMMITTED:
+            problems.append(f"{r.consumer_group} received {r.txn}, whose state is {state.name}")
+    return problems
+
+
+def CommitMatchesLocal(obs: Observation, strict: bool = True) -> list[str]:
+    """A transaction's first REAL_PUT (and anything a consumer got of it) comes after a LOCAL_TX COMMIT."""
+    problems = []
+    decided: set[str] = set()
+    seen: set[str] = set()
+    for e in obs.events:
+        if e["event"] == ev.LOCAL_TX and e["action"] == ev.COMMIT:
+            decided.add(e["txn"])
+        elif e["event"] == ev.REAL_PUT and e["txn"] not in seen:
+            seen.add(e["txn"])
+            if e["txn"] not in decided:
+                problems.append(f"seq {e['seq']}: REAL_PUT of {e['txn']}, which no producer decided "
+                                "to commit")
+    problems += [f"{r.consumer_group} received {r.txn}, which no producer decided to commit"
+                 for r in obs.received if r.txn not in decided]
+    return problems
+
+
+def RollbackNeverVisible(obs: Observation, strict: bool = True) -> list[str]:
+    """A transaction any producer decided to roll back has no REAL_PUT and reaches no consumer."""
+    rolled = {t for t, actions in _local_actions(obs.events).items() if ev.ROLLBACK in actions}
+    problems = [f"seq {e['seq']}: REAL_PUT of {e['txn']}, which its producer rolled back"
+                for e in obs.events if e["event"] == ev.REAL_PUT and e["txn"] in rolled]
+    problems += [f"{r.consumer_group} received {r.txn}, which its producer rolled back"
+                 for r in obs.received if r.txn in rolled]
+    return problems
+
+
+_RESOLVED_BY = {ev.COMMIT: TransactionState.COMMITTED, ev.ROLLBACK: TransactionState.ROLLED_BACK}
+
+
+def SingleResolution(obs: Observation, strict: bool = True) -> list[str]:
+    """(strict) A transaction is a write-once register: END_TX OK and DISCARD each resolve it, only a
+    pending one may be resolved (an admin RESUME re-opens a discarded one only), and its
+    ``transaction_state`` is what the trace resolved it to."""
+    if not strict:
+        return []
+    problems = []
+    value: dict[str, TransactionState] = {}
+    how: dict[str, str] = {}
+    for e in obs.events:
+        kind, txn = e["event"], e["txn"]
+        if kind == ev.HALF_PUT:
+            value.setdefault(txn, TransactionState.PENDING)
+            continue
+        if kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
+            if value.get(txn) is TransactionState.DISCARDED:
+                value[txn] = TransactionState.PENDING
+            continue
+        if kind == ev.END_TX and e["result"] == ev.OK:
+            new, label = _RESOLVED_BY[e["action"]], e["action"]
+        elif kind == ev.DISCARD:
+            new, label = TransactionState.DISCARDED, ev.DISCARD
+        else:
+            continue
+        label = f"{label} (seq {e['seq']})"
+        if value.get(txn, TransactionState.PENDING) is not TransactionState.PENDING:
+            problems.append(f"{txn} resolved twice: {how[txn]} then {label}")
+        value[txn], how[txn] = new, label
+    if obs.states is not None:
+        problems += [f"{txn}: transaction_state is {state.name}, the trace resolved it to {value[txn].name}"
+                     for txn, state in obs.states.items() if txn in value and state is not value[txn]]
+    return problems
+
+
+def NoDuplicateReal(obs: Observation, strict: bool = True) -> list[str]:
+    """(strict) At most one REAL_PUT per transaction, and consumers see at most one position of it."""
+    if not strict:
+        return []
+    puts = Counter(e["txn"] for e in obs.events if e["event"] == ev.REAL_PUT)
+    problems = [f"{txn} has {n} REAL_PUTs" for txn, n in puts.items() if n > 1]
+    positions: dict[str | None, set[tuple[str, int, int]]] = defaultdict(set)
+    for r in obs.received:
+        positions[r.txn].add((r.topic, r.queue_id, r.queue_offset))
+    problems += [f"consumers received {txn} at {len(p)} positions: {sorted(p)}"
+                 for txn, p in positions.items() if len(p) > 1]
+    return problems
+
+
+def CheckBound(obs: Observation, strict: bool = True) -> list[str]:
+    """Per transaction, HALF_RENEW counts go 1, 2, ... (a RESUME renewal has count 0 and restarts them),
+    CHECK counts strictly increase, and none exceeds check_max. Outside strict mode a broken sequence is
+    allowed once a CRASH has happened during the transaction (re-checks after restart, #2117)."""
+    problems = []
+    renew: dict[str, int] = {}
+    check: dict[str, int] = {}
+    crashed_since: dict[str, bool] = {}
+    for e in obs.events:
+        kind, txn = e["event"], e["txn"]
+        if kind == ev.CRASH:
+            crashed_since = dict.fromkeys(crashed_since, True)
+            continue
+        if kind not in (ev.HALF_PUT, ev.HALF_RENEW, ev.CHECK):
+            continue
+        crashed_since.setdefault(txn, False)
+        count = e["check_count"]
+        if kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
+            if count != 0:
+                problems.append(f"seq {e['seq']}: RESUME of {txn} with count {count}, not 0")
+            renew[txn] = check[txn] = 0
+            continue
+        if kind == ev.HALF_PUT:
+            continue
+        if count > obs.check_max:
+            problems.append(f"seq {e['seq']}: {kind} of {txn} with count {count} > check_max {obs.check_max}")
+        previous = renew if kind == ev.HALF_RENEW else check
+        broken = count != previous.get(txn, 0) + 1 if kind == ev.HALF_RENEW else count <= check.get(txn, 0)
+        if broken and (strict or not crashed_since[txn]):
+            problems.append(f"seq {e['seq']}: {kind} of {txn} with count {count} "
+                            f"after {previous.get(txn, 0)}")
+        previous[txn] = count
+    return problems
+
+
+def CheckAfterTimeout(obs: Observation, strict: bool = True) -> list[str]:
+    """No CHECK of a transaction younger than the timeout (born: its first HALF_PUT); transactions
+    renewed for immunity are exempt, as their window is not in the trace."""
+    born: dict[str, int] = {}
+    immune: set[str] = set()
+    problems = []
+    for e in obs.events:
+        kind, txn = e["event"], e["txn"]
+        if kind == ev.HALF_PUT:
+            born.setdefault(txn, e["ts"])
+        elif kind == ev.HALF_RENEW and e["result"] == ev.RENEW_IMMUNITY:
+            immune.add(txn)
+        elif kind == ev.CHECK and txn not in immune:
+            age = e["ts"] - born[txn] if txn in born else None
+            if age is None or 0 <= age <= obs.transaction_timeout_ms:
+                problems.append(f"seq {e['seq']}: CHECK of {txn} at age {age} ms "
+                                f"(timeout {obs.transaction_timeout_ms} ms)")
+    return problems
+
+
+def NoCheckAfterDurableOp(obs: Observation, strict: bool = True) -> list[str]:
+    """No CHECK after an OP_PUT covering the copy checked or the copy its renewal replaced."""
+    covered: set[int] = set()
+    replaced: dict[int, int] = {}
+    problems = []
+    for e in obs.events:
+        kind = e["event"]
+        if kind == ev.OP_PUT:
+            covered.update(e["half_offsets"])
+        elif kind == ev.HALF_RENEW and e["prev_half_offset"] is not None:
+            replaced[e["half_offset"]] = e["prev_half_offset"]
+        elif kind == ev.CHECK:
+            concerned = {e["half_offset"], replaced.get(e["half_offset"])} & covered
+            if concerned:
+                problems.append(f"seq {e['seq']}: CHECK of {e['txn']} after an OP_PUT covering "
+                                f"half offset(s) {sorted(concerned)}")
+    return problems
+
+
+def DiscardOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:
+    """A DISCARD happens at check_max (or for retention); (strict) no REAL_PUT follows a DISCARD of the
+    same transaction unless an admin RESUME came in between."""
+    discarded: set[str] = set()
+    problems = []
+    for e in obs.events:
+        kind, txn = e["event"], e["txn"]
+        if kind == ev.DISCARD:
+            at_max = e["result"] == ev.DISCARD_CHECK_MAX and e["check_count"] == obs.check_max
+            if not (at_max or e["result"] == ev.DISCARD_RETENTION):
+                problems.append(f"seq {e['seq']}: DISCARD of {txn} ({e['result']}) "
+                                f"at count {e['check_count']}")
+            discarded.add(txn)
+        elif kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
+            discarded.discard(txn)
+        elif kind == ev.REAL_PUT and strict and txn in discarded:
+            problems.append(f"seq {e['seq']}: REAL_PUT of {txn} after its DISCARD")
+    return problems
+
+
+def OpRefersToHalf(obs: Observation, strict: bool = True) -> list[str]:
+    """Every offset an OP_PUT lists was put earlier as a half copy; (strict) and is listed only once."""
+    put: set[int] = set()
+    listed: set[int] = set()
+    problems = []
+    for e in obs.events:
+        kind = e["event"]
+        if kind in (ev.HALF_PUT, ev.HALF_RENEW):
+            put.add(e["half_offset"])
+        elif kind == ev.OP_PUT:
+            for offset in e["half_offsets"]:
+                if offset not in put:
+                    problems.append(f"seq {e['seq']}: OP_PUT lists half offset {offset}, never put")
+                elif strict and offset in listed:
+                    problems.append(f"seq {e['seq']}: OP_PUT lists half offset {offset} again")
+                listed.add(offset)
+    return problems
+
+
+def DeliveryIntegrity(obs: Observation, strict: bool = True) -> list[str]:
+    """A DELIVER (and a received message) carries the txn and body CRC of the REAL_PUT at its position;
+    per consumer group and queue, first deliveries come in queue-offset order."""
+    puts: dict[tuple[str, int, int], Event] = {}
+    first: dict[tuple[str, str, int], set[int]] = defaultdict(set)
+    problems = []
+    for e in obs.events:
+        kind = e["event"]
+        if kind == ev.REAL_PUT:
+            puts[(e["topic"], e["queue_id"], e["queue_offset"])] = e
+        elif kind == ev.DELIVER:
+            put = puts.get((e["topic"], e["queue_id"], e["queue_offset"]))
+            if put is not None and (put["txn"], put["body_crc"]) != (e["txn"], e["body_crc"]):
+                problems.append(f"seq {e['seq']}: DELIVER of {e['txn']} where {put['txn']} was put")
+            delivered = first[(e["consumer_group"], e["topic"], e["queue_id"])]
+            if e["queue_offset"] not in delivered:
+                if delivered and e["queue_offset"] < max(delivered):
+                    problems.append(f"seq {e['seq']}: first delivery of offset {e['queue_offset']} to "
+                                    f"{e['consumer_group']} after offset {max(delivered)}")
+                delivered.add(e["queue_offset"])
+    for r in obs.received:
+        put = puts.get((r.topic, r.queue_id, r.queue_offset))
+        if put is not None and (put["txn"], put["body_crc"]) != (r.txn, r.body_crc):
+            problems.append(f"{r.consumer_group} received {r.txn} where {put['txn']} was put")
+    return problems
+
+
+def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
+    """REAL_PUT queue offsets per (topic, queue) are 0, 1, 2, ...; a queue's end is its REAL_PUT count."""
+    count: Counter[QueueKey] = Counter()
+    problems = []
+    for e in obs.events:
+        if e["event"] == ev.REAL_PUT:
+            key = (e["topic"], e["queue_id"])
+            if e["queue_offset"] != count[key]:
+                problems.append(f"seq {e['seq']}: REAL_PUT at {key[0]}/{key[1]}@{e['queue_offset']}, "
+                                f"expected @{count[key]}")
+            count[key] += 1
+    if obs.queue_ends is not None:
+        problems += [f"{topic}/{q} ends at {end} but has {count[(topic, q)]} REAL_PUTs"
+                     for (topic, q), end in obs.queue_ends.items() if end != count[(topic, q)]]
+    return problems
+
+
+Invariant = Callable[[Observation, bool], list[str]]
+CATALOGUE: dict[str, Invariant] = {f.__name__: f for f in (
+    NoUncommittedVisible, CommitMatchesLocal, RollbackNeverVisible, SingleResolution, NoDuplicateReal,
+    CheckBound, CheckAfterTimeout, NoCheckAfterDurableOp, DiscardOnlyAtMax, OpRefersToHalf,
+    DeliveryIntegrity, QueueContiguity,
+)}
+
+
+class InvariantViolation(AssertionError):
+    """Raised with every broken invariant's problems, so a test can tell which ones broke."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+    @property
+    def names(self) -> set[str]:
+        """The invariants that broke."""
+        return set(self.problems)
+
+    def __str__(self) -> str:
+        lines = []
+        for name, found in self.problems.items():
+            lines.append(f"{name} violated:")
+            lines += [f"  {p}" for p in found[:10]]
+            if len(found) > 10:
+                lines.append(f"  ... and {len(found) - 10} more")
+        return "\n".join(lines)
+
+
+def check(obs: Observation, strict: bool, names: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """The problems of each named invariant (all by default) that does not hold."""
+    found = {}
+    for name in CATALOGUE if names is None else names:
+        problems = CATALOGUE[name](obs, strict)
+        if problems:
+            found[name] = problems
+    return found
+
+
+def assert_holds(obs: Observation, strict: bool, names: Iterable[str] | None = None) -> None:
+    """Raise ``InvariantViolation`` naming every invariant that does not hold."""
+    found = check(obs, strict, names)
+    if found:
+        raise InvariantViolation(found)

@@ -1,0 +1,359 @@
+"""The rule-based state machine that drives a real broker against the sequential specification.
+
+The schedule (which client does what, which END_TRANSACTION is lost, duplicated or delivered late, when
+the clock moves, when the broker crashes) is data Hypothesis draws, so a failure shrinks to a short
+interleaving. The model is the specification, not a second broker: each transaction is a write-once
+register (PENDING -> COMMITTED | ROLLED_BACK | DISCARDED; an admin resume re-opens a DISCARDED one),
+visibility follows the register, and after every step the catalogue's invariants are checked by name.
+
+Everything a producer sends to the broker one-way goes into ``outbox``, the network: a rule takes one
+message out and delivers it, delivers it and leaves a copy (a duplicate), or drops it. Messages left in
+the outbox are delivered late, possibly after their half was renewed, the broker restarted or the
+transaction was resolved by someone else.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from model_tests.invariants import CATALOGUE, InvariantViolation, Received, assert_holds, observe
+from txmq.broker import Broker
+from txmq.client.consumer import PullConsumer
+from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message, MessageExt, SendResult
+from txmq.client.producer import TransactionProducer
+from txmq.clock import ManualClock
+from txmq.config import BrokerConfig
+from txmq.errors import ClientError
+from txmq.trace import schema as ev
+from txmq.trace.sinks import MemorySink
+from txmq.transaction.resolution import TransactionState
+
+GROUP = "G"
+TOPIC = "T"
+CONSUMER_GROUP = "C"
+MAX_PRODUCERS = 3
+PICK = st.integers(0, 15)  # an index into a list, taken modulo its length: 0 (the oldest) shrinks best
+
+S = LocalTransactionState
+PENDING, COMMITTED = TransactionState.PENDING, TransactionState.COMMITTED
+ROLLED_BACK, DISCARDED = TransactionState.ROLLED_BACK, TransactionState.DISCARDED
+REGISTER_OF = {S.COMMIT_MESSAGE: COMMITTED, S.ROLLBACK_MESSAGE: ROLLED_BACK}
+# What a conflicting end-transaction asks for, given how the transaction was resolved.
+OPPOSITE = {COMMITTED: S.ROLLBACK_MESSAGE, ROLLED_BACK: S.COMMIT_MESSAGE, DISCARDED: S.COMMIT_MESSAGE}
+
+# Small settings reach discards, cache evictions and size-triggered Op flushes within a few steps.
+SMALL_CONFIG = st.fixed_dictionaries({
+    "check_max": st.integers(1, 3),
+    "half_cache_enabled": st.booleans(),
+    "half_cache_capacity": st.sampled_from([1, 8_000]),
+    "op_batch_max_chars": st.sampled_from([4, 4_096]),
+})
+# Clock steps that matter: just either side of the timeout, one Op batch interval, one check interval.
+CLOCK_STEPS = ("1ms", "op_batch_interval", "just_before_timeout", "just_after_timeout", "check_interval")
+
+
+@dataclass
+class Txn:
+    """One transaction as the model knows it."""
+
+    send: SendResult
+    producer: TransactionProducer
+    local: S = S.UNKNOW  # the producer group's local database: write-once
+    ended: bool = False  # the producer ran its local transaction and sent END_TRANSACTION
+    register: TransactionState = PENDING  # the sequential specification's value
+
+
+class SharedListener:
+    """The local database of the producer group: every producer of the group answers checks from it."""
+
+    def __init__(self, txns: dict[str, Txn]) -> None:
+        self.txns = txns
+
+    def execute_local_transaction(self, message: Message, arg: Any) -> S:
+        """Unused: the machine runs local transactions itself, so that it can interleave them."""
+        return arg
+
+    def check_local_transaction(self, message: MessageExt) -> S:
+        """What the local database says now (UNKNOW until decided)."""
+        txn = self.txns.get(message.transaction_id or "")
+        return txn.local if txn is not None else S.UNKNOW
+
+
+class BrokerMachine(RuleBasedStateMachine):
+    """A broker, its producers, one consumer group and the network between them.
+
+    Subclasses pick ``mode``, the settings strategy ``config_values``, whether rogue conflicting
+    end-transactions are sent (``rogue_end_transactions``), and optionally ``hunt``: (invariant, regex)
+    to check only that invariant and fail as soon as one of its problems matches (negative controls).
+    """
+
+    mode = "strict"
+    config_values: st.SearchStrategy[dict[str, Any]] = SMALL_CONFIG
+    rogue_end_transactions = True
+    hunt: tuple[str, str] | None = None
+
+    halves = Bundle("halves")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.directory = tempfile.mkdtemp(prefix="txmq-model-")
+        self.clock = ManualClock(1_000_000)
+        self.sink = MemorySink()
+        self.txns: dict[str, Txn] = {}
+        self.listener = SharedListener(self.txns)
+        self.producers: list[TransactionProducer] = []
+        self.outbox: list[EndTransactionRequest] = []
+        self.received: list[Received] = []
+        self.cursor = 0
+        self.broker: Broker | None = None
+        self.consumer: PullConsumer | None = None
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def strict(self) -> bool:
+        return self.mode == "strict"
+
+    def up(self) -> bool:
+        return self.broker is not None and self.broker.running
+
+    def active(self) -> list[TransactionProducer]:
+        return [p for p in self.producers if p.active]
+
+    def _start_producer(self) -> None:
+        assert self.broker is not None
+        producer = TransactionProducer(self.broker, GROUP, self.listener,
+                                       producer_id=f"P{len(self.producers)}", transport=self.outbox.append)
+        self.producers.append(producer.start())
+
+    def _end(self, request: EndTransactionRequest) -> None:
+        """Deliver one END_TRANSACTION and hold the broker's answer against the register."""
+        assert self.broker is not None
+        if not self.broker.running:
+            return  # one-way to a dead broker: lost
+        result = self.broker.end_transaction(request)
+        txn = self.txns[request.transaction_id]
+        if result == ev.OK:
+            assert not self.strict or txn.register is PENDING, (
+                f"register: {request.transaction_id} resolved by {request.state.action} "
+                f"while {txn.register.name}")
+            txn.register = REGISTER_OF[request.state]
+        elif result == ev.ALREADY_RESOLVED:
+            assert txn.register is not PENDING, (
+                f"register: the broker refused to resolve pending {request.transaction_id}")
+
+    def _copies(self, txn: str) -> list[tuple[int, int]]:
+        """(half offset, commit-log offset) of every copy a producer was told about: its send, its checks."""
+        return [(e["half_offset"], e["commitlog_offset"]) for e in self.sink.events
+                if e["txn"] == txn and e["event"] in (ev.HALF_PUT, ev.CHECK)]
+
+    def _request(self, txn: str, pick: int, state: S, from_check: bool) -> EndTransactionRequest:
+        copies = self._copies(txn)
+        half_offset, commitlog_offset = copies[pick % len(copies)]
+        return EndTransactionRequest(GROUP, half_offset, commitlog_offset, state, from_check, txn,
+                                     self.txns[txn].producer.producer_id)
+
+    def _absorb_trace(self) -> None:
+        """Apply the broker's own resolutions (discards by the check service) to the register."""
+        for e in self.sink.events[self.cursor:]:
+            if e["event"] == ev.DISCARD:
+                txn = self.txns[e["txn"]]
+                assert not self.strict or txn.register is PENDING, (
+                    f"register: {e['txn']} discarded while {txn.register.name}")
+                txn.register = DISCARDED
+        self.cursor = len(self.sink.events)
+
+    # ------------------------------------------------------------------ setup
+    @initialize(data=st.data())
+    def open_broker(self, data: st.DataObject) -> None:
+        values = data.draw(self.config_values, label="config")
+        self.config = BrokerConfig(mode=self.mode, **values)
+        self.broker = Broker(self.directory, self.config, self.clock, self.sink)
+        self.consumer = PullConsumer(self.broker, CONSUMER_GROUP, [TOPIC])
+        self._start_producer()
+
+    def teardown(self) -> None:
+        if self.broker is not None:
+            self.broker.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # ------------------------------------------------------------------ producers
+    @precondition(lambda self: self.up() and self.active())
+    @rule(target=halves, producer=st.integers(0, MAX_PRODUCERS - 1), queue_id=st.integers(0, 1))
+    def send_half(self, producer: int, queue_id: int) -> str:
+        active = self.active()
+        sender = active[producer % len(active)]
+        result = sender.send_half(Message(TOPIC, f"m{len(self.txns)}".encode(), queue_id=queue_id))
+        self.txns[result.msg_id] = Txn(result, sender)
+        return result.msg_id
+
+    @rule(txn=halves, decision=st.sampled_from(S))
+    def local_decision(self, txn: str, decision: S) -> None:
+        """The local transaction decides (or stays unknown). The first outcome is sent as END_TRANSACTION;
+        a decision made after an UNKNOW only changes the local database, which the next check reads."""
+        t = self.txns[txn]
+        if t.local is not S.UNKNOW or (decision is S.UNKNOW and t.ended):
+            return
+        assert self.broker is not None
+        self.broker.record_local_transaction(txn, GROUP, t.producer.producer_id, decision.action, False)
+        t.local = decision
+        if not t.ended and t.producer.active:
+            t.ended = True
+            t.producer.end_transaction(t.send, decision)
+
+    @precondition(lambda self: len(self.producers) < MAX_PRODUCERS)
+    @rule()
+    def start_producer(self) -> None:
+        self._start_producer()
+
+    @precondition(lambda self: self.active())
+    @rule(pick=st.integers(0, MAX_PRODUCERS - 1))
+    def crash_producer(self, pick: int) -> None:
+        active = self.active()
+        active[pick % len(active)].crash()
+
+    # ------------------------------------------------------------------ network
+    @precondition(lambda self: self.outbox)
+    @rule(pick=PICK, fate=st.sampled_from(["deliver", "duplicate", "lose"]))
+    def network(self, pick: int, fate: str) -> None:
+        i = pick % len(self.outbox)
+        request = self.outbox[i] if fate == "duplicate" else self.outbox.pop(i)
+        if fate != "lose":
+            self._end(request)
+
+    @rule(txn=halves, pick=PICK, from_check=st.booleans())
+    def end_for_copy(self, txn: str, pick: int, from_check: bool) -> None:
+        """A late END_TRANSACTION with the local decision for any copy the producer heard of."""
+        state = self.txns[txn].local
+        if state is not S.UNKNOW:
+            self._end(self._request(txn, pick, state, from_check))
+
+    @precondition(lambda self: self.rogue_end_transactions)
+    @rule(txn=halves, pick=PICK, from_check=st.booleans())
+    def conflicting_end(self, txn: str, pick: int, from_check: bool) -> None:
+        """A stale or foreign END_TRANSACTION asking for the opposite of how the transaction resolved."""
+        register = self.txns[txn].register
+        if register is not PENDING:
+            self._end(self._request(txn, pick, OPPOSITE[register], from_check))
+
+    # ------------------------------------------------------------------ time and timed services
+    @rule(step=st.sampled_from(CLOCK_STEPS))
+    def advance_clock(self, step: str) -> None:
+        cfg = self.config
+        self.clock.advance({
+            "1ms": 1, "op_batch_interval": cfg.op_batch_interval_ms,
+            "just_before_timeout": cfg.transaction_timeout_ms - 1,
+            "just_after_timeout": cfg.transaction_timeout_ms + 1, "check_interval": cfg.check_interval_ms,
+        }[step])
+
+    @precondition(lambda self: self.up())
+    @rule(intervals=st.integers(1, 16))
+    def let_time_pass(self, intervals: int) -> None:
+        """What the runtime does while nobody acts: a check interval passes, every due service runs."""
+        assert self.broker is not None
+        for _ in range(intervals):
+            self.clock.advance(self.config.check_interval_ms)
+            self.broker.tick()
+        self._absorb_trace()
+
+    @precondition(lambda self: self.up())
+    @rule()
+    def check_pass(self) -> None:
+        assert self.broker is not None
+        self.broker.run_check_once()
+        self._absorb_trace()
+
+    @precondition(lambda self: self.up())
+    @rule(force=st.booleans())
+    def flush_op_batches(self, force: bool) -> None:
+        assert self.broker is not None
+        self.broker.flush_op_batches(force)
+
+    @precondition(lambda self: self.up())
+    @rule()
+    def persist_offsets(self) -> None:
+        assert self.broker is not None
+        self.broker.persist_offsets()
+
+    # ------------------------------------------------------------------ consumers, faults, admin
+    @precondition(lambda self: self.up())
+    @rule()
+    def poll(self) -> None:
+        """A consumer catches up; in strict mode it has then seen exactly the committed transactions."""
+        assert self.consumer is not None
+        self.received += [Received.of(CONSUMER_GROUP, m) for m in self.consumer.poll(max_messages=1_000)]
+        if self.strict:
+            seen = {r.txn for r in self.received}
+            committed = {t for t, txn in self.txns.items() if txn.register is COMMITTED}
+            assert seen == committed, (
+                f"visibility: consumers saw {sorted(seen)}, committed {sorted(committed)}")
+
+    @precondition(lambda self: self.up())
+    @rule()
+    def crash_broker(self) -> None:
+        assert self.broker is not None
+        self.broker.crash()
+
+    @precondition(lambda self: self.broker is not None and not self.broker.running)
+    @rule()
+    def restart_broker(self) -> None:
+        assert self.broker is not None and self.consumer is not None
+        self.broker.restart()
+        self.consumer.reset()
+
+    @precondition(lambda self: self.up() and self.broker.faults.real_put_failures == 0)
+    @rule()
+    def fail_next_real_put(self) -> None:
+        """The store refuses the next real-message put (S13)."""
+        assert self.broker is not None
+        self.broker.faults.real_put_failures = 1
+
+    @precondition(lambda self: self.up())
+    @rule(pick=PICK)
+    def resume_discarded(self, pick: int) -> None:
+        """Admin resume of a record in TRANS_CHECK_MAX_TIME_TOPIC: re-opens a DISCARDED transaction; a
+        stale record of a transaction resolved since must not re-open it."""
+        assert self.broker is not None
+        discarded = self.broker.discarded_messages()
+        if not discarded:
+            return
+        record = discarded[pick % len(discarded)]
+        txn = self.txns[record.transaction_id or ""]
+        try:
+            self.broker.resume_check_half_message(record.commitlog_offset)
+        except ClientError:
+            assert txn.register is not DISCARDED, "register: resume of a discarded transaction refused"
+            return
+        if txn.register is DISCARDED:
+            txn.register = PENDING
+
+    # ------------------------------------------------------------------ invariants
+    @invariant()
+    def catalogue(self) -> None:
+        """The catalogue's safety invariants, by name (strict-only parts in strict mode only)."""
+        if self.broker is None:
+            return
+        obs = observe(self.broker, self.sink.events, self.received)
+        if self.hunt is None:
+            assert_holds(obs, strict=self.strict)
+            return
+        name, pattern = self.hunt
+        found = [p for p in CATALOGUE[name](obs, True) if re.search(pattern, p)]
+        if found:
+            raise InvariantViolation({name: found})
+
+    @invariant()
+    def register_is_transaction_state(self) -> None:
+        """Strict mode: the broker's ``transaction_state`` is the register's value."""
+        if not (self.strict and self.up() and self.hunt is None):
+            return
+        assert self.broker is not None
+        for name, txn in self.txns.items():
+            state = self.broker.transaction_state(name)
+            assert state is txn.register, f"register: {name} is {txn.register.name}, broker says {state.name}"

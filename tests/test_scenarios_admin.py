@@ -1,0 +1,265 @@
+"""Scenarios S22–S25 (check immunity), S35 (retention discard), S36 (admin resume), and what a commit does
+after a discard (rocketmq-semantics.md §3.6, §3.7, §8)."""
+
+from __future__ import annotations
+
+import pytest
+from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener
+
+from txmq.client.message import Message, SendResult
+from txmq.errors import ClientError
+from txmq.trace import schema as ev
+from txmq.transaction.resolution import TransactionState
+
+TIMEOUT = 6_000
+INTERVAL = 30_000
+IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+
+
+def immune_half(env: Env, seconds: str, listener: ScriptedListener | None = None) -> SendResult:
+    producer = env.producer("G", listener or ScriptedListener(UNKNOW))
+    return producer.send_half(Message("T", b"x", properties={IMMUNITY: seconds}))
+
+
+def renew_results(env: Env, txn: str) -> list[str]:
+    return [e["result"] for e in env.events(ev.HALF_RENEW, txn=txn)]
+
+
+def test_s22_immunity_window_reputs_without_check(make_env: EnvFactory, mode: str) -> None:
+    env = make_env(mode)
+    start = env.clock.now_ms()
+    result = immune_half(env, "60")
+    env.broker.send_half(Message("T", b"old"), "G", "p", "OLD", born_timestamp=start - 20_000)
+
+    env.run_check(10_000)
+    # Re-put without a check, and the scan went on to the old half behind it.
+    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY]
+    assert [e["txn"] for e in env.events(ev.CHECK)] == ["OLD"]
+    copy = env.halves()[2]
+    assert copy.properties["TRAN_PREPARED_QUEUE_OFFSET"] == "0"
+    assert copy.properties["TRANSACTION_CHECK_TIMES"] == "1"
+
+    env.run_check(30_000)
+    env.run_check(20_000)  # age exactly 60 s: still inside the window
+    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY] * 3
+    assert {h.properties.get("TRAN_PREPARED_QUEUE_OFFSET") for h in env.halves()
+            if h.properties["UNIQ_KEY"] == result.msg_id} == {None, "0"}
+    assert env.events(ev.CHECK, txn=result.msg_id) == []
+
+    env.run_check(1)
+    [check] = env.events(ev.CHECK, txn=result.msg_id)
+    assert (check["check_count"], check["ts"]) == (4, start + 60_001)
+
+
+def commit_inside_window(env: Env) -> ScriptedListener:
+    """The producer commits the original at age 20 s, after the first immunity re-put."""
+    listener = ScriptedListener(COMMIT)
+    producer = env.producer("G", listener)
+    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
+    env.run_check(10_000)
+    env.advance(10_000)
+    producer.end_transaction(result, COMMIT)
+    env.broker.flush_op_batches(force=True)
+    assert env.bodies() == [b"x"]
+    return listener
+
+
+def test_s22_commit_inside_window_strict(make_env: EnvFactory) -> None:
+    env = make_env("strict")
+    commit_inside_window(env)
+
+    for _ in range(3):
+        env.run_check(INTERVAL)
+
+    assert len(env.events(ev.HALF_RENEW)) == 1 and env.events(ev.CHECK) == []
+    assert env.bodies() == [b"x"]
+
+
+def test_s22_commit_inside_window_rocketmq(make_env: EnvFactory) -> None:
+    env = make_env("rocketmq")
+    commit_inside_window(env)
+
+    env.run_check(20_000)  # age 40 s: the copy is re-put again, the Op for the original is not seen
+    env.run_check(INTERVAL)  # age 70 s: checked, and the COMMIT answer duplicates
+
+    assert [e["result"] for e in env.events(ev.HALF_RENEW)] == [ev.RENEW_IMMUNITY] * 2 + [ev.RENEW_FOR_CHECK]
+    assert env.bodies() == [b"x", b"x"]
+
+
+@pytest.mark.parametrize(("age", "expected"), [(60_000, ev.OK), (65_000, ev.IMMUNITY_REJECTED)])
+def test_s23_immunity_rejection(make_env: EnvFactory, mode: str, age: int, expected: str) -> None:
+    env = make_env(mode)
+    producer = env.producer("G")
+    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
+    env.advance(age)
+    end = env.broker.store.max_physical_offset
+
+    producer.end_transaction(result, COMMIT)
+
+    assert env.events(ev.END_TX)[-1]["result"] == expected
+    if expected == ev.IMMUNITY_REJECTED:
+        assert env.broker.store.max_physical_offset == end and env.visible() == []
+        # A check answer at the same age is accepted.
+        producer.end_transaction(result, COMMIT, from_check=True)
+        assert env.events(ev.END_TX)[-1]["result"] == ev.OK
+    assert env.bodies() == [b"x"]
+
+
+def test_s24_immunity_longer_than_budget(make_env: EnvFactory, mode: str) -> None:
+    env = make_env(mode)
+    result = immune_half(env, "1800")
+
+    for _ in range(16):
+        env.run_check(INTERVAL)
+
+    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY] * 15
+    assert env.events(ev.CHECK) == []
+    [discard] = env.events(ev.DISCARD)
+    assert (discard["check_count"], discard["result"]) == (15, ev.DISCARD_CHECK_MAX)
+    assert [m.body for m in env.broker.discarded_messages()] == [b"x"]
+
+
+def test_s25_scanner_immunity_has_no_lower_clamp(make_env: EnvFactory) -> None:
+    env = make_env()
+    result = immune_half(env, "1")
+
+    env.run_check(500)  # inside 1 s: re-put
+    env.run_check(1_500)  # age 2 s > 1 s: checked, although younger than the 6 s timeout
+
+    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
+    assert [e["check_count"] for e in env.events(ev.CHECK)] == [2]
+
+
+@pytest.mark.parametrize(("seconds", "age", "expected"), [
+    ("1", 5_000, ev.OK),  # rejection threshold is max(1 s, 6 s)
+    ("1", 6_001, ev.IMMUNITY_REJECTED),
+    ("abc", 6_000, ev.OK),  # unparsable: the timeout
+    ("abc", 6_001, ev.IMMUNITY_REJECTED),
+])
+def test_s25_rejection_threshold_is_clamped(make_env: EnvFactory, seconds: str, age: int,
+                                            expected: str) -> None:
+    env = make_env()
+    producer = env.producer("G")
+    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: seconds}))
+    env.advance(age)
+    producer.end_transaction(result, COMMIT)
+    assert env.events(ev.END_TX)[-1]["result"] == expected
+
+
+def test_s25_unparsable_immunity_in_the_scanner(make_env: EnvFactory) -> None:
+    env = make_env()
+    result = immune_half(env, "abc")
+
+    env.run_check(5_000)  # the timeout stands in for the window: re-put, not a head-of-line stop
+    env.run_check(2_000)  # age 7 s: checked
+
+    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
+
+
+def test_s35_discard_on_age(make_env: EnvFactory, mode: str) -> None:
+    env = make_env(mode)
+    env.producer()
+    reserved = env.broker.config.file_reserved_time_ms
+    now = env.clock.now_ms()
+    env.broker.send_half(Message("T", b"ancient"), "G", "p", "OLD", born_timestamp=now - reserved - 1)
+    env.broker.send_half(Message("T", b"aged"), "G", "p", "EDGE", born_timestamp=now - reserved + 1)
+
+    env.run_check(1)
+
+    [discard] = env.events(ev.DISCARD)
+    assert (discard["txn"], discard["result"], discard["check_count"]) == ("OLD", ev.DISCARD_RETENTION, 0)
+    assert [e["txn"] for e in env.events(ev.CHECK)] == ["EDGE"]
+    assert [m.body for m in env.broker.discarded_messages()] == [b"ancient"]
+    if mode == "strict":
+        assert env.broker.transaction_state("OLD") is TransactionState.DISCARDED
+
+
+def test_s35_discard_on_age_after_checks(make_env: EnvFactory) -> None:
+    env = make_env(file_reserved_time_ms=100_000)
+    env.producer("G").send_half(Message("T", b"x"))
+
+    env.run_check(TIMEOUT + 1)
+    for _ in range(4):
+        env.run_check(INTERVAL)
+
+    assert len(env.events(ev.CHECK)) == 4
+    [discard] = env.events(ev.DISCARD)
+    assert (discard["result"], discard["check_count"]) == (ev.DISCARD_RETENTION, 4)
+
+
+def discard_after_15_checks(env: Env, listener: ScriptedListener) -> SendResult:
+    result = env.producer("G", listener).send_half(Message("T", b"x"))
+    env.run_check(TIMEOUT + 1)
+    for _ in range(15):
+        env.run_check(INTERVAL)
+    assert len(env.events(ev.DISCARD)) == 1
+    return result
+
+
+def test_s36_resume_gives_fifteen_more_checks(make_env: EnvFactory, mode: str) -> None:
+    env = make_env(mode)
+    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
+    [dead] = env.broker.discarded_messages()
+
+    resumed = env.broker.resume_check_half_message(dead.commitlog_offset)
+
+    assert resumed.transaction_id == result.msg_id
+    [renew] = env.events(ev.HALF_RENEW, result=ev.RENEW_RESUME)
+    assert (renew["prev_half_offset"], renew["half_offset"], renew["check_count"]) == (15, 16, 0)
+    assert resumed.queue_offset == 16
+    if mode == "strict":
+        assert env.broker.transaction_state(result.msg_id) is TransactionState.PENDING
+    for _ in range(16):
+        env.run_check(INTERVAL)
+    counts = [e["check_count"] for e in env.events(ev.CHECK)]
+    assert counts == list(range(1, 16)) * 2
+    assert len(env.broker.discarded_messages()) == 2
+
+
+def test_s36_resume_then_commit(make_env: EnvFactory, mode: str) -> None:
+    env = make_env(mode)
+    listener = ScriptedListener(UNKNOW)
+    result = discard_after_15_checks(env, listener)
+    [dead] = env.broker.discarded_messages()
+    env.broker.resume_check_half_message(dead.commitlog_offset)
+    listener.default = COMMIT
+
+    env.run_check(INTERVAL)
+
+    assert env.bodies() == [b"x"]
+    if mode == "strict":
+        assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
+
+
+def test_s36_resume_refuses_a_record_that_is_not_discarded(make_env: EnvFactory) -> None:
+    env = make_env()
+    result = env.producer().send_half(Message("T", b"x"))
+    with pytest.raises(ClientError, match="no discarded half"):
+        env.broker.resume_check_half_message(result.commitlog_offset)
+    with pytest.raises(ClientError, match="no discarded half"):
+        env.broker.resume_check_half_message(10**9)
+
+
+def test_commit_after_discard_strict(make_env: EnvFactory) -> None:
+    env = make_env("strict")
+    producer = env.producer("G", ScriptedListener(UNKNOW))
+    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
+
+    producer.end_transaction(result, COMMIT)
+
+    assert env.events(ev.END_TX)[-1]["result"] == ev.ALREADY_RESOLVED
+    assert env.visible() == []
+    assert env.broker.transaction_state(result.msg_id) is TransactionState.DISCARDED
+
+
+def test_commit_after_discard_rocketmq(make_env: EnvFactory) -> None:
+    env = make_env("rocketmq")
+    producer = env.producer("G", ScriptedListener(UNKNOW))
+    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
+
+    producer.end_transaction(result, COMMIT)
+    env.broker.flush_op_batches(force=True)
+
+    assert env.events(ev.END_TX)[-1]["result"] == ev.OK
+    assert env.bodies() == [b"x"]
+    assert env.op_entries() == [0]
