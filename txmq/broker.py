@@ -103,7 +103,7 @@ class Broker:
         self.config = config or BrokerConfig()
         self.clock = clock or SystemClock()
         self.sink = trace or NullSink()
-        self._tracing = self.sink.enabled
+        self.tracing = self.sink.enabled
         self._lock = threading.RLock()
         self.producers = ProducerManager()
         self.faults = FaultPlan()
@@ -188,7 +188,7 @@ class Broker:
     # ----------------------------------------------------------------- helpers shared by components
     def emit(self, event: str, ts: int, **fields: Any) -> None:
         """Trace one event (nothing at all when tracing is off)."""
-        if self._tracing:
+        if self.tracing:
             self.sink.emit(event, ts, **fields)
 
     @staticmethod
@@ -340,11 +340,12 @@ class Broker:
                 born_timestamp=now if born_timestamp is None else born_timestamp,
             )
             self.append_half(half)
-            self.emit(
-                ev.HALF_PUT, now, txn=uniq_key, producer_group=producer_group, producer=producer,
-                half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset, topic=message.topic,
-                queue_id=message.queue_id, body_crc=self.crc(message.body),
-            )
+            if self.tracing:
+                self.emit(
+                    ev.HALF_PUT, now, txn=uniq_key, producer_group=producer_group, producer=producer,
+                    half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset,
+                    topic=message.topic, queue_id=message.queue_id, body_crc=self.crc(message.body),
+                )
             return SendResult(SendStatus.SEND_OK, uniq_key, half.commitlog_offset, message.queue_id,
                               half.queue_offset, transaction_id=uniq_key)
 
@@ -366,6 +367,8 @@ class Broker:
                                  from_check: bool, half_offset: int | None = None,
                                  check_count: int | None = None) -> None:
         """Trace a producer's local decision (LOCAL_TX) in the broker's event order."""
+        if not self.tracing:
+            return
         with self._lock:
             self.emit(ev.LOCAL_TX, self.clock.now_ms(), txn=txn, producer_group=producer_group,
                       producer=producer, action=action, from_check=from_check, half_offset=half_offset,

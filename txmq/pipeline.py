@@ -25,7 +25,7 @@ def _say(text: str) -> None:
 def _validate(trace: Path, out_dir: Path, master: str | None) -> tuple[str, int]:
     """Run the Spark validation; returns its summary line and exit code."""
     if shutil.which("java") is None:
-        raise ToolMissingError("Java is not installed; Spark needs it (apt-get install openjdk-17-jre-headless)")
+        raise ToolMissingError("no java on PATH; Spark needs Java 17: apt-get install openjdk-17-jre")
     from spark_validation.job import validate
     from spark_validation.plot import plot_report
 
@@ -87,7 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="the main job: simulate, validate with Spark, model-check the spec",
                             description=__doc__)
     add_workload_arguments(parser, default_transactions=DEFAULT_TRANSACTIONS)
-    parser.add_argument("--out-dir", default="txmq-out", help="where the trace and reports go (default txmq-out)")
+    parser.add_argument("--out-dir", default="txmq-out",
+                        help="where the trace and reports go (default txmq-out)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--skip-spark", action="store_true", help="do not run the Spark validation")
     parser.add_argument("--skip-spec", action="store_true", help="do not run TLC")

@@ -46,7 +46,8 @@ class FaultyNetwork:
             self._hold(request)
 
     def _hold(self, request: EndTransactionRequest) -> None:
-        release = self.broker.clock.now_ms() + self.rng.randint(self.workload.late_min_ms, self.workload.late_max_ms)
+        delay = self.rng.randint(self.workload.late_min_ms, self.workload.late_max_ms)
+        release = self.broker.clock.now_ms() + delay
         self._seq += 1
         heapq.heappush(self._delayed, (release, self._seq, request))
 

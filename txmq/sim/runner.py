@@ -46,7 +46,8 @@ class LocalTransactions:
         self.clock = clock
         self.decisions: dict[str, tuple[LocalTransactionState, int]] = {}
 
-    def execute_local_transaction(self, message: Message, arg: LocalTransactionState) -> LocalTransactionState:
+    def execute_local_transaction(self, message: Message, arg: LocalTransactionState
+                                  ) -> LocalTransactionState:
         """The simulation passes the initial answer as ``arg``."""
         return arg
 
@@ -83,7 +84,8 @@ class SimulationResult:
     @property
     def cache_hit_ratio(self) -> float | None:
         """Half-cache hits over lookups."""
-        hits, misses = self.broker_stats.get("half_cache_hits", 0), self.broker_stats.get("half_cache_misses", 0)
+        stats = self.broker_stats
+        hits, misses = stats.get("half_cache_hits", 0), stats.get("half_cache_misses", 0)
         return hits / (hits + misses) if hits + misses else None
 
 
@@ -166,7 +168,8 @@ class Simulation:
         if w.immunity and rng.random() < w.immunity:
             properties[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(w.immunity_seconds)
         offset = index % 256
-        message = Message(topic, self._body[offset:offset + w.body_bytes], queue_id=queue_id, properties=properties)
+        body = self._body[offset:offset + w.body_bytes]
+        message = Message(topic, body, queue_id=queue_id, properties=properties)
         roll = rng.random()
         if roll < w.commit:
             kind, first, final = "commit", COMMIT, COMMIT

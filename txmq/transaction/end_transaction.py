@@ -83,12 +83,13 @@ class EndTransactionProcessor:
         broker = self.broker
         result, half = self._decide(request)
         now = broker.clock.now_ms()
-        broker.emit(
-            ev.END_TX, now, txn=request.transaction_id, producer_group=request.producer_group,
-            producer=request.producer, half_offset=request.tran_state_table_offset,
-            commitlog_offset=request.commit_log_offset, action=request.state.action,
-            from_check=request.from_transaction_check, result=result,
-        )
+        if broker.tracing:
+            broker.emit(
+                ev.END_TX, now, txn=request.transaction_id, producer_group=request.producer_group,
+                producer=request.producer, half_offset=request.tran_state_table_offset,
+                commitlog_offset=request.commit_log_offset, action=request.state.action,
+                from_check=request.from_transaction_check, result=result,
+            )
         if result != ev.OK:
             return result
         assert half is not None
@@ -96,11 +97,12 @@ class EndTransactionProcessor:
         if request.state is LocalTransactionState.COMMIT_MESSAGE:
             real = real_message_of(half)
             put = broker.store.put_message(real)
-            broker.emit(
-                ev.REAL_PUT, now, txn=txn, producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP),
-                half_offset=half.queue_offset, commitlog_offset=put.commitlog_offset, topic=real.topic,
-                queue_id=real.queue_id, queue_offset=put.queue_offset, body_crc=broker.crc(real.body),
-            )
+            if broker.tracing:
+                broker.emit(
+                    ev.REAL_PUT, now, txn=txn, producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP),
+                    half_offset=half.queue_offset, commitlog_offset=put.commitlog_offset, topic=real.topic,
+                    queue_id=real.queue_id, queue_offset=put.queue_offset, body_crc=broker.crc(real.body),
+                )
             if broker.resolution is not None:
                 broker.resolution.resolve(txn, TransactionState.COMMITTED)
         elif broker.resolution is not None:
