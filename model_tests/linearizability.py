@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from itertools import accumulate
+from itertools import accumulate, repeat
 from operator import attrgetter, lt, or_
 
 from txmq.errors import TraceError
@@ -322,8 +322,10 @@ def _search(
     # masks grow with i (a prefix-OR); an unlinearized i is minimal iff preceded[i] is already linearized.
     # A lost operation "returns" at inf, so it lands in first[n], past every invocation.
     first = [0] * (n + 1)
-    for j, ret in enumerate(rets):
-        first[bisect_right(invs, ret)] |= 1 << j
+    bit = 1
+    for position in map(bisect_right, repeat(invs, n), rets):
+        first[position] |= bit
+        bit <<= 1
     preceded = list(accumulate(first, or_))
     seen: set[int] = set()
     stack = [(0, 0)]  # (linearized bitset, state index); state 0 is PENDING
@@ -336,18 +338,18 @@ def _search(
             if deadline.expired():
                 return None
         branches = []
+        bit = 1
         for i in range(n):
-            bit = 1 << i
-            if lin & bit:
-                continue
-            p = preceded[i]
-            if p & lin != p:
-                break  # i is not minimal, and neither is anything invoked after it
-            nxt = trans[i][s]
-            if nxt == s:
-                lin |= bit  # legal and changes nothing: linearize now (see module docstring)
-            elif nxt >= 0:
-                branches.append((bit, nxt))
+            if not lin & bit:
+                p = preceded[i]
+                if p & lin != p:
+                    break  # i is not minimal, and neither is anything invoked after it
+                nxt = trans[i][s]
+                if nxt == s:
+                    lin |= bit  # legal and changes nothing: linearize now (see module docstring)
+                elif nxt >= 0:
+                    branches.append((bit, nxt))
+            bit <<= 1
         if lin & completed == completed:
             deadline.credit = credit
             return True
@@ -361,6 +363,7 @@ def _search(
 
 
 def _completed_mask(rets: Sequence[float]) -> int:
+    """Bitset of the operations whose response came, which every linearization must include."""
     return sum(1 << k for k, ret in enumerate(rets) if ret != math.inf)
 
 

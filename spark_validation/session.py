@@ -16,7 +16,7 @@ from txmq.errors import ToolMissingError
 DEFAULT_MASTER = "local[*]"
 # C1-only JIT and the parallel collector cut ~25 % off short jobs; they only apply when this process
 # launches the driver JVM (under spark-submit pass them with --driver-java-options).
-DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1 -XX:-DontCompileHugeMethods"
 
 
 def _java_available() -> bool:

@@ -8,7 +8,10 @@ strict-mode transaction state, the records in the store and the trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import resource
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,3 +137,23 @@ def send(producer: TransactionProducer, body: bytes, state: LocalTransactionStat
     """A transactional send whose local transaction answers ``state``; returns the half's SendResult."""
     return producer.send_message_in_transaction(Message(topic, body, queue_id=queue_id, **message),
                                                 state).send_result
+
+
+@contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """A real write failure: no file of this process may grow past ``limit`` bytes (RLIMIT_FSIZE, with
+    SIGXFSZ ignored so the write fails with EFBIG instead of killing the process), as on a full disk."""
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+def pad_log(env: Env, size: int = 256 * 1024) -> None:
+    """Grow the commit log past anything else this process writes (pytest's capture files), so that a
+    ``file_size_limit`` at the log's end hits the log first."""
+    env.broker.send_message(Message("PAD", b"\0" * size), "pad")

@@ -4,16 +4,25 @@ Each check run is called at an exact manual-clock time, so the timing boundaries
 6 s + 1 ms: check) are asserted exactly. Not tests here:
 - S38 (a run stops after 60 s on one queue): a txmq run is one atomic step at a single clock instant, so
   there is no elapsed time within a run to limit.
-- S39 (an exception while reading a half aborts the run): the txmq store cannot fail a read of a record
-  it indexed short of a corrupt segment, which opening the store already refuses (tests/test_store_*).
+S39 is made real by a write failure (RLIMIT_FSIZE) during the renewal, the one step of a run that can fail.
 """
 
 from __future__ import annotations
 
 import pytest
-from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, HeldTransport, ScriptedListener
+from brokerkit import (
+    COMMIT,
+    UNKNOW,
+    Env,
+    EnvFactory,
+    HeldTransport,
+    ScriptedListener,
+    file_size_limit,
+    pad_log,
+)
 
 from txmq.client.message import Message
+from txmq.errors import BrokerUnavailableError
 from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
 from txmq.transaction.resolution import TransactionState
@@ -287,6 +296,24 @@ def test_s37_op_checkpoint_contiguity(make_env: EnvFactory, mode: str) -> None:
     assert (report.checks, report.resolved_by_op) == (1, 1)  # op 1 was re-read and resolves half 2
     assert [e["txn"] for e in env.events(ev.CHECK)] == [env.halves()[1].properties["UNIQ_KEY"]]
     assert broker.consumer_offset(CHECKPOINT_GROUP, OP_TOPIC, 0) == 2
+
+
+def test_s39_failure_aborts_the_run_without_saving(make_env: EnvFactory, mode: str) -> None:
+    env = make_env(mode)
+    pad_log(env)
+    producer = env.producer("G", ScriptedListener(UNKNOW))
+    first = producer.send_half(Message("T", b"a"))
+    producer.send_half(Message("T", b"b"))
+    env.advance(TIMEOUT + 1)
+
+    with file_size_limit(env.broker.store.max_physical_offset), pytest.raises(BrokerUnavailableError):
+        env.broker.run_check_once()  # the renewal of the first half cannot be written
+
+    assert env.events(ev.CHECK) == [] and len(env.halves()) == 2
+    assert env.broker.consumer_offset(CHECKPOINT_GROUP, HALF_TOPIC, 0) is None
+    report = env.run_check(1)  # the next run starts from the same checkpoint
+    assert report.checks == 2
+    assert [e["prev_half_offset"] for e in env.events(ev.HALF_RENEW)] == [first.queue_offset, 1]
 
 
 @pytest.mark.parametrize("failure", ["raise", "junk"])

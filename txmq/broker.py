@@ -24,8 +24,9 @@ from txmq.client.message import (
     SendStatus,
 )
 from txmq.clock import Clock, SystemClock
-from txmq.config import BrokerConfig
+from txmq.config import RECORD_HEADROOM, BrokerConfig
 from txmq.errors import BrokerUnavailableError, ClientError
+from txmq.store.codec import IllegalMessage, encode_properties
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore, PutStatus
 from txmq.store.offsets import OffsetStore
@@ -61,6 +62,7 @@ from txmq.transaction.resolution import ResolutionIndex, TransactionState
 
 _TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
 OFFSETS_FILE = "offsets.json"
+MAX_QUEUE_ID = 2**31 - 1  # the store keeps queue ids as int32
 
 
 class FaultPlan:
@@ -227,7 +229,7 @@ class Broker:
         """Append a half record (original or copy); cache it and track its transaction's live copy."""
         put = self.store.put_message(half)
         if put.status is not PutStatus.PUT_OK:
-            raise BrokerUnavailableError(f"the store refused a half record: {put.status.name}")
+            raise BrokerUnavailableError(f"the store refused a half record: {put.status.name} {put.reason}")
         if self.config.half_cache_enabled:
             self.half_cache.put(half)
         if self.resolution is not None:
@@ -277,6 +279,10 @@ class Broker:
             properties={PROPERTY_TAGS: OP_TAG}, born_timestamp=now,
         )
         put = self.store.put_message(op)
+        if not put.ok:  # upstream only logs it: these entries are lost, their halves will be checked
+            self.log(f"an Op record for half offsets {half_offsets} was not stored: {put.reason}")
+            self.stats["op_write_failures"] += 1
+            return
         self.stats["op_records"] += 1
         self.stats["op_entries"] += len(half_offsets)
         self.emit(
@@ -305,6 +311,7 @@ class Broker:
         """Store a plain (non-transactional) message: visible to consumers at once."""
         validate_topic(message.topic)
         props = self._client_properties(message, uniq_key)
+        self._check_size(message.body, props)
         with self._lock:
             self._require_up()
             record = StoredMessage(
@@ -312,6 +319,8 @@ class Broker:
                 born_timestamp=self.clock.now_ms(),
             )
             put = self.store.put_message(record)
+            if not put.ok:
+                raise BrokerUnavailableError(f"the store refused the message: {put.status.name} {put.reason}")
             return SendResult(SendStatus.SEND_OK, uniq_key, put.commitlog_offset, message.queue_id,
                               put.queue_offset)
 
@@ -332,6 +341,7 @@ class Broker:
         props[PROPERTY_REAL_QUEUE_ID] = str(message.queue_id)
         props[PROPERTY_TRANSACTION_ID] = uniq_key
         props[PROPERTY_CLUSTER] = CLUSTER_NAME
+        self._check_size(message.body, props)
         with self._lock:
             self._require_up()
             now = self.clock.now_ms()
@@ -351,8 +361,8 @@ class Broker:
 
     @staticmethod
     def _client_properties(message: Message, uniq_key: str) -> dict[str, str]:
-        if message.queue_id < 0:
-            raise ClientError(f"queue_id must be >= 0, got {message.queue_id}")
+        if type(message.queue_id) is not int or not 0 <= message.queue_id <= MAX_QUEUE_ID:
+            raise ClientError(f"queue_id must be an int from 0 to {MAX_QUEUE_ID}, got {message.queue_id!r}")
         if not isinstance(message.body, bytes | bytearray):
             raise ClientError("message body must be bytes")
         props = dict(message.properties)
@@ -362,6 +372,20 @@ class Broker:
             props[PROPERTY_KEYS] = message.keys
         props[PROPERTY_UNIQ_KEY] = uniq_key
         return props
+
+    def _check_size(self, body: bytes, props: dict[str, str]) -> None:
+        """Refuse, before storing anything, properties the store cannot encode and a message too large
+        for every record derived from it (renewed copies, the real message, a discard) to fit a segment."""
+        try:
+            size = len(body) + len(encode_properties(props))
+        except IllegalMessage as exc:
+            raise ClientError(f"invalid message properties: {exc}") from None
+        limit = self.config.segment_size - RECORD_HEADROOM
+        if size > limit:
+            raise ClientError(
+                f"the message's body and properties take {size} bytes; with segment_size="
+                f"{self.config.segment_size} this broker accepts at most {limit}"
+            )
 
     def record_local_transaction(self, txn: str, producer_group: str, producer: str, action: str,
                                  from_check: bool, half_offset: int | None = None,

@@ -10,6 +10,9 @@ from dataclasses_json import dataclass_json
 from txmq.errors import ConfigError
 
 MODES = ("strict", "rocketmq")
+# Bytes of a segment a record needs beyond a message's body and properties: the frame header, the longest
+# topic name, and the properties the broker adds to derived records. An Op body must fit in the rest too.
+RECORD_HEADROOM = 1024
 FLUSH_POLICIES = ("async", "sync")
 
 
@@ -57,6 +60,12 @@ class BrokerConfig:
         for name, low in minimum.items():
             if getattr(self, name) < low:
                 raise ConfigError(f"{name} must be at least {low}, got {getattr(self, name)}")
+        if self.op_batch_max_chars + RECORD_HEADROOM > self.segment_size:
+            raise ConfigError(
+                f"segment_size={self.segment_size} cannot hold an Op record of op_batch_max_chars="
+                f"{self.op_batch_max_chars}; use a segment_size of at least "
+                f"{self.op_batch_max_chars + RECORD_HEADROOM}"
+            )
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> BrokerConfig:

@@ -82,6 +82,17 @@ class EndTransactionProcessor:
         """Apply one request (the caller holds the broker lock) and trace it."""
         broker = self.broker
         result, half = self._decide(request)
+        commit = request.state is LocalTransactionState.COMMIT_MESSAGE
+        if result == ev.OK and (commit or broker.resolution is not None):
+            # Write the durable record (real message, or strict's rollback marker) before tracing the
+            # answer: a refused put is STORE_ERROR, and then no Op is written, so the half stays pending
+            # and is checked later (§2.2 step 6).
+            assert half is not None
+            record = real_message_of(half) if commit else rollback_marker_of(half)
+            put = broker.store.put_message(record)
+            if not put.ok:
+                broker.log(f"END_TRANSACTION for half {half.queue_offset} not applied: {put.reason}")
+                result = ev.STORE_ERROR
         now = broker.clock.now_ms()
         if broker.tracing:
             broker.emit(
@@ -94,19 +105,16 @@ class EndTransactionProcessor:
             return result
         assert half is not None
         txn = half.properties.get(PROPERTY_TRANSACTION_ID, request.transaction_id)
-        if request.state is LocalTransactionState.COMMIT_MESSAGE:
-            real = real_message_of(half)
-            put = broker.store.put_message(real)
+        if commit:
             if broker.tracing:
                 broker.emit(
                     ev.REAL_PUT, now, txn=txn, producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP),
-                    half_offset=half.queue_offset, commitlog_offset=put.commitlog_offset, topic=real.topic,
-                    queue_id=real.queue_id, queue_offset=put.queue_offset, body_crc=broker.crc(real.body),
+                    half_offset=half.queue_offset, commitlog_offset=put.commitlog_offset, topic=record.topic,
+                    queue_id=record.queue_id, queue_offset=put.queue_offset, body_crc=broker.crc(record.body),
                 )
             if broker.resolution is not None:
                 broker.resolution.resolve(txn, TransactionState.COMMITTED)
         elif broker.resolution is not None:
-            broker.store.put_message(rollback_marker_of(half))
             broker.resolution.resolve(txn, TransactionState.ROLLED_BACK)
         broker.queue_op(half.queue_id, half.queue_offset)
         return result
