@@ -15,7 +15,7 @@ from pathlib import Path
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.sim.cli import add_workload_arguments, run_simulation, summary_lines
 
-DEFAULT_TRANSACTIONS = 100_000
+DEFAULT_TRANSACTIONS = 50_000
 
 
 def _say(text: str) -> None:
