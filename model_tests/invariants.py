@@ -197,23 +197,30 @@ def NoDuplicateReal(obs: Observation, strict: bool = True) -> list[str]:
 def CheckBound(obs: Observation, strict: bool = True) -> list[str]:
     """Per transaction, HALF_RENEW counts go 1, 2, ... (a RESUME renewal has count 0 and restarts them),
     CHECK counts strictly increase, and none exceeds check_max. Outside strict mode a broken sequence is
-    allowed once a CRASH has happened during the transaction (re-checks after restart, #2117)."""
+    allowed once the transaction has two live copies: after a CRASH during it (re-checks after restart,
+    #2117), or after a RESUME while it was not discarded (upstream resumes a stale record as a new copy)."""
     problems = []
     renew: dict[str, int] = {}
     check: dict[str, int] = {}
-    crashed_since: dict[str, bool] = {}
+    forked: dict[str, bool] = {}
+    discarded: set[str] = set()
     for e in obs.events:
         kind, txn = e["event"], e["txn"]
         if kind == ev.CRASH:
-            crashed_since = dict.fromkeys(crashed_since, True)
+            forked = dict.fromkeys(forked, True)
             continue
+        if kind == ev.DISCARD:
+            discarded.add(txn)
         if kind not in (ev.HALF_PUT, ev.HALF_RENEW, ev.CHECK):
             continue
-        crashed_since.setdefault(txn, False)
+        forked.setdefault(txn, False)
         count = e["check_count"]
         if kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
             if count != 0:
                 problems.append(f"seq {e['seq']}: RESUME of {txn} with count {count}, not 0")
+            if txn not in discarded:
+                forked[txn] = True
+            discarded.discard(txn)
             renew[txn] = check[txn] = 0
             continue
         if kind == ev.HALF_PUT:
@@ -222,7 +229,7 @@ def CheckBound(obs: Observation, strict: bool = True) -> list[str]:
             problems.append(f"seq {e['seq']}: {kind} of {txn} with count {count} > check_max {obs.check_max}")
         previous = renew if kind == ev.HALF_RENEW else check
         broken = count != previous.get(txn, 0) + 1 if kind == ev.HALF_RENEW else count <= check.get(txn, 0)
-        if broken and (strict or not crashed_since[txn]):
+        if broken and (strict or not forked[txn]):
             problems.append(f"seq {e['seq']}: {kind} of {txn} with count {count} "
                             f"after {previous.get(txn, 0)}")
         previous[txn] = count

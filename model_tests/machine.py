@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    MultipleResults,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
 
 from model_tests.invariants import CATALOGUE, InvariantViolation, Received, assert_holds, observe
 from txmq.broker import Broker
@@ -56,6 +65,12 @@ SMALL_CONFIG = st.fixed_dictionaries({
     "half_cache_capacity": st.sampled_from([1, 8_000]),
     "op_batch_max_chars": st.sampled_from([4, 4_096]),
 })
+# Strict mode re-opens a COMMITTED transaction when an admin resumes a stale discard record of it (see
+# test_regressions.py::test_resume_of_stale_discard_record_keeps_commit, xfail until fixed). Until then the
+# machine resumes only records of transactions that are DISCARDED now, so that it can look for other bugs;
+# set True once the regression passes.
+STALE_RESUMES = False
+SERVICES = ("check_pass", "flush_due_ops", "flush_all_ops", "persist_offsets", "tick")
 # Stores go to memory when the machine has a tmpfs: a broker's open/close is ~25x faster than on disk.
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
 
@@ -169,13 +184,16 @@ class BrokerMachine(RuleBasedStateMachine):
         self.cursor = len(self.sink.events)
 
     # ------------------------------------------------------------------ setup
-    @initialize(data=st.data())
-    def open_broker(self, data: st.DataObject) -> None:
+    @initialize(target=halves, data=st.data(), decisions=st.lists(st.none() | st.sampled_from(S), max_size=4))
+    def open_broker(self, data: st.DataObject, decisions: list[S | None]) -> MultipleResults[str]:
+        """Open the broker with drawn settings, start one producer and send a first few halves (without
+        them most schedules would spend their steps on an empty broker)."""
         values = data.draw(self.config_values, label="config")
         self.config = BrokerConfig(mode=self.mode, **values)
         self.broker = Broker(self.directory, self.config, self.clock, self.sink)
         self.consumer = PullConsumer(self.broker, CONSUMER_GROUP, [TOPIC])
         self._start_producer()
+        return multiple(*(self.send_half(0, i % 2, decision) for i, decision in enumerate(decisions)))
 
     def teardown(self) -> None:
         if self.broker is not None:
@@ -271,21 +289,19 @@ class BrokerMachine(RuleBasedStateMachine):
             self.broker.tick()
         self._absorb_trace()
 
-    @rule()
-    def check_pass(self) -> None:
+    @rule(service=st.sampled_from(SERVICES))
+    def run_service(self, service: str) -> None:
+        """One run of one timed service, whether due or not (the runtime's threads may run any of them
+        at any moment)."""
         assert self.broker is not None
-        self.broker.run_check_once()
+        {
+            "check_pass": self.broker.run_check_once,
+            "flush_due_ops": self.broker.flush_op_batches,
+            "flush_all_ops": lambda: self.broker.flush_op_batches(force=True),
+            "persist_offsets": self.broker.persist_offsets,
+            "tick": self.broker.tick,
+        }[service]()
         self._absorb_trace()
-
-    @rule(force=st.booleans())
-    def flush_op_batches(self, force: bool) -> None:
-        assert self.broker is not None
-        self.broker.flush_op_batches(force)
-
-    @rule()
-    def persist_offsets(self) -> None:
-        assert self.broker is not None
-        self.broker.persist_offsets()
 
     # ------------------------------------------------------------------ consumers, faults, admin
     @rule()
@@ -322,6 +338,8 @@ class BrokerMachine(RuleBasedStateMachine):
         stale record of a transaction resolved since must not re-open it."""
         assert self.broker is not None
         discarded = self.broker.discarded_messages()
+        if self.strict and not STALE_RESUMES:
+            discarded = [m for m in discarded if self.txns[m.transaction_id or ""].register is DISCARDED]
         if not discarded:
             return
         record = discarded[pick % len(discarded)]

@@ -94,7 +94,7 @@ def validate(path: str, master: str | None = None, limit: int = DEFAULT_SAMPLES,
     t1 = time.perf_counter()
     try:
         stats, txns, tallies, events = _run_passes(spark, trace, limit, progress)
-        wanted = {k for t in tallies.values() for k in t.samples}
+        wanted = {k for t in tallies.values() for k in t.samples(limit)}
         found = samples.fetch(events, wanted) if wanted else {}
     except TxmqError:
         raise
@@ -103,7 +103,7 @@ def validate(path: str, master: str | None = None, limit: int = DEFAULT_SAMPLES,
     job_s = time.perf_counter() - t1
 
     results = [
-        check_result(cid, t.violations, t.expected, [{"key": k, "events": found.get(k, [])} for k in t.samples])
+        check_result(cid, t.violations, t.expected, [{"key": k, "events": found.get(k, [])} for k in t.samples(limit)])
         for cid, t in tallies.items()
     ]
     config = trace.config

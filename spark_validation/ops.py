@@ -10,10 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from spark_validation.inputs import TraceInput
-from spark_validation.tally import Tally, read_tallies, seq_key, tally_columns, txn_key
+from spark_validation.tally import Tally, grouped, masks, read, seq_key, txn_key
 from txmq.trace import schema as S
-
-CHECKS = ["OpRefersToHalf", "NoCheckAfterDurableOp"]
 
 
 def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
@@ -30,14 +28,12 @@ def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
     copies = events.filter(c("event").isin(S.HALF_PUT, S.HALF_RENEW)).select(
         c("half_offset").alias("off"), c("seq").alias("put_seq"), "txn", c("prev_half_offset").alias("prev"))
 
-    # OpRefersToHalf: one row per covered offset; the sample is the copy's txn, else the Op's seq.
+    # OpRefersToHalf: one record per covered offset; the sample is the copy's txn, else the Op's seq.
+    put_before = c("put_seq").isNotNull() & (c("put_seq") < c("op_seq"))
     refs = covered.join(copies.select("off", "put_seq", "txn"), "off", "left").select(
         F.coalesce(txn_key(c("txn")), seq_key(c("op_seq"))).alias("key"),
-        (c("put_seq").isNull() | (c("put_seq") > c("op_seq")) | (c("entries") > 1)).alias("v_OpRefersToHalf"),
         # Only the "at most once" half is strict-only: a missing or later half fails in both modes.
-        (F.lit(rocketmq) & c("put_seq").isNotNull() & (c("put_seq") < c("op_seq"))).alias("e_OpRefersToHalf"),
-        F.lit(False).alias("v_NoCheckAfterDurableOp"),
-        F.lit(False).alias("e_NoCheckAfterDurableOp"),
+        *masks({"OpRefersToHalf": (~put_before | (c("entries") > 1), F.lit(rocketmq) & put_before)}),
     )
 
     # NoCheckAfterDurableOp: each CHECK against the copy checked and the copy its renewal replaced.
@@ -46,14 +42,11 @@ def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
     renewed = copies.filter(c("prev").isNotNull()).select("off", "prev")
     concerned = checks.join(renewed, "off", "left").select(
         "check_seq", "txn", F.explode(F.array_compact(F.array(c("off"), c("prev")))).alias("off"))
-    late = concerned.join(covered.select("off", "op_seq"), "off").groupBy("check_seq", "txn").agg(
-        F.min("op_seq").alias("op_seq"))
-    after = late.select(
-        txn_key(c("txn")).alias("key"),
-        F.lit(False).alias("v_OpRefersToHalf"),
-        F.lit(False).alias("e_OpRefersToHalf"),
-        (c("op_seq") < c("check_seq")).alias("v_NoCheckAfterDurableOp"),
-        F.lit(False).alias("e_NoCheckAfterDurableOp"),
+    late = (
+        concerned.join(covered.select("off", "op_seq"), "off")
+        .groupBy("check_seq", "txn")
+        .agg(F.min("op_seq").alias("op_seq"))
+        .select(txn_key(c("txn")).alias("key"),
+                *masks({"NoCheckAfterDurableOp": (c("op_seq") < c("check_seq"), None)}))
     )
-    row = refs.unionByName(after).agg(*tally_columns(CHECKS, c("key"), limit)).collect()[0]
-    return read_tallies(row, CHECKS, limit)
+    return read(grouped(refs.unionByName(late), c("key"), limit).collect(), limit)

@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from spark_validation.inputs import TraceInput
-from spark_validation.tally import Tally, read_tallies, tally_columns, txn_key
+from spark_validation.tally import Tally, grouped, masks, read, txn_key
 from txmq.trace import schema as S
 
-CHECKS = ["QueueContiguity", "DeliveryIntegrity", "NoUncommittedVisible"]
 POSITION = ["topic", "queue_id", "queue_offset"]
 
 
@@ -69,19 +68,16 @@ def run(events: Any, limit: int) -> dict[str, Tally]:
     from pyspark.sql import functions as F
 
     c = F.col
-    no = F.lit(False)
     positions = _positions(events)
     per_queue = Window.partitionBy("topic", "queue_id").orderBy("queue_offset")
     gap = c("queue_offset") - F.coalesce(F.lag("queue_offset").over(per_queue), F.lit(-1)) - 1
     queue_rows = positions.select(
         txn_key(c("r_txn")).alias("key"),
-        ((c("reals") > 1) | (gap != 0)).alias("v_QueueContiguity"), no.alias("e_QueueContiguity"),
-        no.alias("v_DeliveryIntegrity"), no.alias("e_DeliveryIntegrity"),
-        no.alias("v_NoUncommittedVisible"), no.alias("e_NoUncommittedVisible"),
+        *masks({"QueueContiguity": ((c("reals") > 1) | (gap != 0), None)}),
     )
 
     per_group_queue = Window.partitionBy("consumer_group", "topic", "queue_id").orderBy("d_seq")
-    out_of_order = F.coalesce(F.lag("queue_offset").over(per_group_queue) > c("queue_offset"), no)
+    out_of_order = F.lag("queue_offset").over(per_group_queue) > c("queue_offset")
     delivered = _deliveries(events).join(
         positions.select(*POSITION, "r_seq", "r_txn", "r_crc"), POSITION, "left")
     put = c("r_seq").isNotNull()
@@ -91,9 +87,9 @@ def run(events: Any, limit: int) -> dict[str, Tally]:
     mismatch = put & ((c("d_txn") != c("r_txn")) | (c("d_txn_max") != c("r_txn")) | ~crc_matches)
     delivery_rows = delivered.select(
         txn_key(c("d_txn")).alias("key"),
-        no.alias("v_QueueContiguity"), no.alias("e_QueueContiguity"),
-        (mismatch | out_of_order).alias("v_DeliveryIntegrity"), no.alias("e_DeliveryIntegrity"),
-        (~put | (c("r_seq") > c("d_seq"))).alias("v_NoUncommittedVisible"), no.alias("e_NoUncommittedVisible"),
+        *masks({
+            "DeliveryIntegrity": (mismatch | out_of_order, None),
+            "NoUncommittedVisible": (~put | (c("r_seq") > c("d_seq")), None),
+        }),
     )
-    row = queue_rows.unionByName(delivery_rows).agg(*tally_columns(CHECKS, c("key"), limit)).collect()[0]
-    return read_tallies(row, CHECKS, limit)
+    return read(grouped(queue_rows.unionByName(delivery_rows), c("key"), limit).collect(), limit)

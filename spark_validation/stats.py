@@ -49,50 +49,60 @@ def _null_rules() -> list[tuple[str, str]]:
 
 
 def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
-    """Run the pass; raise a one-line TraceError for the first kind of bad row found."""
+    """Run the pass; raise a one-line TraceError for the first kind of bad row found.
+
+    Grouping by event name keeps it to a handful of aggregates: each row gets the number of the first
+    null-value rule it breaks (or null), and each group keeps the smallest (rule, seq).
+    """
     from pyspark.sql import functions as F
 
     ev = F.col("event")
-    known = ev.isin(*S.EVENTS)
     rules = _null_rules()
-    aggs = [
-        F.count(F.lit(1)).alias("n"),
-        F.count(F.col(CORRUPT)).alias("corrupt"),
-        F.min(F.when(F.col(CORRUPT).isNotNull(), F.col(CORRUPT))).alias("corrupt_example"),
-        F.sum(F.when(ev.isNotNull() & ~known, 1).otherwise(0)).alias("unknown"),
-        F.min(F.when(~known, ev)).alias("unknown_example"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-        F.sort_array(F.collect_list(F.when(ev == S.CRASH, F.col("seq")))).alias("crash_seqs"),
-        F.sum(F.when(ev == S.OP_PUT, F.size("half_offsets")).otherwise(0)).alias("op_entries"),
-    ]
-    aggs += [F.sum(F.when(ev == name, 1).otherwise(0)).alias(f"n_{name}") for name in S.EVENTS]
-    for i, (event, col) in enumerate(rules):
+    broken = F.lit(None).cast("int")
+    for i, (event, col) in reversed(list(enumerate(rules))):
         cond = F.col(col).isNull() if event == "*" else (ev == event) & F.col(col).isNull()
-        aggs.append(F.sum(F.when(cond, 1).otherwise(0)).alias(f"null_{i}"))
-        aggs.append(F.min(F.when(cond, F.col("seq"))).alias(f"null_seq_{i}"))
-    row = events.agg(*aggs).collect()[0]
-
-    if row["corrupt"]:
-        line = str(row["corrupt_example"])[:80]
-        raise NotATraceError(f"{trace.path}: {row['corrupt']} line(s) are not trace events, e.g. {line!r}")
-    if row["unknown"]:
-        raise UnknownEventError(
-            f"{trace.path}: {row['unknown']} row(s) with an unknown event name, e.g. {row['unknown_example']!r}"
+        broken = F.when(cond, F.lit(i)).otherwise(broken)
+    rows = (
+        events.groupBy("event")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.count(F.col(CORRUPT)).alias("corrupt"),
+            F.min(F.col(CORRUPT)).alias("corrupt_example"),
+            F.count(broken).alias("broken"),
+            F.min(F.when(broken.isNotNull(), F.struct(broken.alias("rule"), F.col("seq").alias("seq"))))
+            .alias("first_broken"),
+            F.min("ts").alias("first_ts"),
+            F.max("ts").alias("last_ts"),
+            F.sum(F.size("half_offsets")).alias("entries"),
         )
-    for i, (event, col) in enumerate(rules):
-        if row[f"null_{i}"]:
-            where = "rows" if event == "*" else f"{event} rows"
-            at = row[f"null_seq_{i}"]
-            raise TraceNullError(
-                f"{trace.path}: {row[f'null_{i}']} {where} without {col}"
-                + (f" (first at seq {at})" if at is not None else "")
-            )
+        .collect()
+    )
+    corrupt = sum(r["corrupt"] for r in rows)
+    if corrupt:
+        line = min(str(r["corrupt_example"]) for r in rows if r["corrupt"])[:80]
+        raise NotATraceError(f"{trace.path}: {corrupt} line(s) are not trace events, e.g. {line!r}")
+    unknown = sorted((r["event"], r["n"]) for r in rows if r["event"] is not None and r["event"] not in S.EVENTS)
+    if unknown:
+        names = ", ".join(repr(name) for name, _ in unknown[:3])
+        raise UnknownEventError(f"{trace.path}: {sum(n for _, n in unknown)} row(s) with an unknown event name: "
+                                f"{names}")
+    bad = [r for r in rows if r["broken"]]
+    if bad:
+        first = min(r["first_broken"] for r in bad)
+        event, col = rules[first["rule"]]
+        where = "rows" if event == "*" else f"{event} rows"
+        count = sum(r["broken"] for r in bad)
+        at = f" (first at seq {first['seq']})" if first["seq"] is not None else ""
+        raise TraceNullError(f"{trace.path}: {count} row(s) lack a required value; e.g. {where} without {col}{at}")
+    by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
+    crash_seqs = []
+    if by_event[S.CRASH]:
+        crash_seqs = sorted(r["seq"] for r in events.filter(ev == S.CRASH).select("seq").collect())
     return TraceStats(
-        events=int(row["n"]),
-        by_event={name: int(row[f"n_{name}"]) for name in S.EVENTS},
-        first_ts=row["first_ts"],
-        last_ts=row["last_ts"],
-        crash_seqs=[int(s) for s in row["crash_seqs"]],
-        op_entries=int(row["op_entries"] or 0),
+        events=sum(by_event.values()),
+        by_event=by_event,
+        first_ts=min((r["first_ts"] for r in rows), default=None),
+        last_ts=max((r["last_ts"] for r in rows), default=None),
+        crash_seqs=crash_seqs,
+        op_entries=int(sum(r["entries"] or 0 for r in rows if r["event"] == S.OP_PUT)),
     )

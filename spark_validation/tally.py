@@ -1,21 +1,46 @@
 """What a pass returns per check: how many violations, how many of them rocketmq mode explains, samples.
 
-Every pass turns a DataFrame with one row per checked record and, per check, a ``v_<id>`` (violated) and
-``e_<id>`` (violation expected in this mode) boolean column into tallies with one aggregation:
-``tally_columns`` builds the aggregate expressions and ``read_tallies`` reads them back. Samples are the
-smallest sample keys, so the same trace gives the same report on any cluster.
+Every pass reduces its checked records (transactions, deliveries, Op entries, queue positions) to two
+bit masks, one bit per check: ``mask`` (violated) and ``emask`` (violation expected in this mode), and
+then groups by the masks (plus any metric keys) with a single count and a sample list. Spark evaluates
+one count per group instead of several aggregates per check per record; with dozens of conditional
+aggregates the generated code is large enough to cost seconds per million rows. Samples are the
+smallest keys per group, so the same trace gives the same report on any cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from spark_validation.catalogue import CHECK_IDS
 
 # A sample key is "txn:<id>" or, for a record that belongs to no transaction (an OP_PUT entry that names
 # no half), "seq:<seq>" of the offending event: one string type keeps the sampling a single aggregate.
 SampleKey = str
 TXN_PREFIX = "txn:"
 SEQ_PREFIX = "seq:"
+BIT = {cid: 1 << i for i, cid in enumerate(CHECK_IDS)}
+
+
+@dataclass
+class Tally:
+    violations: int = 0
+    expected: int = 0
+    failing: list[SampleKey] = field(default_factory=list)  # samples of violations that fail the run
+    explained: list[SampleKey] = field(default_factory=list)  # samples of expected-in-rocketmq ones
+
+    def add(self, other: Tally, limit: int) -> None:
+        """Merge another tally of the same check (another group or pass), keeping the smallest keys."""
+        self.violations += other.violations
+        self.expected += other.expected
+        self.failing = sorted(set(self.failing) | set(other.failing))[:limit]
+        self.explained = sorted(set(self.explained) | set(other.explained))[:limit]
+
+    def samples(self, limit: int) -> list[SampleKey]:
+        """Failing samples first, then explained ones."""
+        return (self.failing + self.explained)[:limit]
 
 
 def txn_key(txn: Any) -> Any:
@@ -32,43 +57,40 @@ def seq_key(seq: Any) -> Any:
     return F.concat(F.lit(SEQ_PREFIX), seq.cast("string"))
 
 
-@dataclass
-class Tally:
-    violations: int = 0
-    expected: int = 0
-    samples: list[SampleKey] = field(default_factory=list)
-
-    def add(self, other: Tally, limit: int) -> None:
-        """Merge another pass's tally for the same check, keeping unexpected samples first."""
-        self.violations += other.violations
-        self.expected += other.expected
-        self.samples = _dedupe(self.samples + other.samples)[:limit]
-
-
-def _dedupe(keys: list[SampleKey]) -> list[SampleKey]:
-    return list(dict.fromkeys(keys))
-
-
-def tally_columns(check_ids: list[str], key: Any, limit: int) -> list[Any]:
-    """Aggregate expressions counting ``v_<id>``/``e_<id>`` and sampling ``key`` for each check."""
+def masks(flags: dict[str, tuple[Any, Any]]) -> list[Any]:
+    """``mask`` and ``emask`` columns from {check id: (violated, expected-in-this-mode or None)}."""
     from pyspark.sql import functions as F
 
-    cols = []
-    for cid in check_ids:
-        v, e = F.col(f"v_{cid}"), F.col(f"e_{cid}")
-        cols += [
-            F.sum(F.when(v, 1).otherwise(0)).alias(f"n_{cid}"),
-            F.sum(F.when(v & e, 1).otherwise(0)).alias(f"x_{cid}"),
-            F.slice(F.array_sort(F.collect_set(F.when(v & ~e, key))), 1, limit).alias(f"su_{cid}"),
-            F.slice(F.array_sort(F.collect_set(F.when(v & e, key))), 1, limit).alias(f"se_{cid}"),
-        ]
-    return cols
+    mask = F.lit(0)
+    emask = F.lit(0)
+    for cid, (violated, expected) in flags.items():
+        v = F.coalesce(violated, F.lit(False))
+        mask = mask + F.when(v, BIT[cid]).otherwise(0)
+        e = F.lit(False) if expected is None else F.coalesce(expected, F.lit(False))
+        emask = emask + F.when(v & e, BIT[cid]).otherwise(0)
+    return [mask.alias("mask"), emask.alias("emask")]
 
 
-def read_tallies(row: Any, check_ids: list[str], limit: int) -> dict[str, Tally]:
-    """The tallies from a row produced by ``tally_columns``."""
-    out = {}
-    for cid in check_ids:
-        keys = list(row[f"su_{cid}"] or []) + list(row[f"se_{cid}"] or [])
-        out[cid] = Tally(int(row[f"n_{cid}"] or 0), int(row[f"x_{cid}"] or 0), keys[:limit])
+def grouped(df: Any, key: Any, limit: int, *extra: str, extra_aggs: Iterable[Any] = ()) -> Any:
+    """Group records by (mask, emask, *extra): count, and the smallest ``limit`` keys of violating ones."""
+    from pyspark.sql import functions as F
+
+    samples = F.collect_list(F.when(F.col("mask") != 0, key))
+    return df.groupBy("mask", "emask", *extra).agg(
+        F.count(F.lit(1)).alias("n"), F.slice(F.array_sort(samples), 1, max(limit, 1)).alias("samples"),
+        *extra_aggs)
+
+
+def read(rows: Iterable[Any], limit: int) -> dict[str, Tally]:
+    """Tallies per check from the rows of ``grouped``."""
+    out = {cid: Tally() for cid in CHECK_IDS}
+    for row in rows:
+        mask, emask, n = row["mask"], row["emask"], row["n"]
+        if not mask:
+            continue
+        keys = list(row["samples"] or [])[:limit]
+        for cid, bit in BIT.items():
+            if mask & bit:
+                part = Tally(n, n, [], keys) if emask & bit else Tally(n, 0, keys, [])
+                out[cid].add(part, limit)
     return out

@@ -14,4 +14,25 @@ OneGroup == [p \in Producers |-> "g1"]
 \* Transactions are interchangeable when one producer owns them all.
 TxnSymmetry == Permutations(Txns)
 
+(***************************************************************************)
+(* Scenario isolation for negative controls.  An action constraint only    *)
+(* removes behaviours, so a violation found under it is a violation of the *)
+(* unconstrained spec too; each constraint states the timing assumption    *)
+(* that makes the control's counterexample the named anomaly and nothing   *)
+(* shorter.                                                                *)
+(***************************************************************************)
+
+\* #2117: the Op batcher (3 s) and the network are fast next to the check interval (30 s), and the
+\* local transaction ends before the timeout: the check service examines a half only once every Op
+\* is flushed and every message delivered, and a producer sends its own END_TX only while young.
+FastBatcherAndNetwork ==
+    /\ (cursor' > cursor) => (opBuf = {} /\ net = {})
+    /\ \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => ~aged[m.t]
+
+\* #8158 / #2694: the local transaction is slower than the timeout: checks are answered while its
+\* outcome is still unknown, and the producer's own END_TX leaves after the check answer was applied.
+SlowLocalTransaction ==
+    /\ \A m \in net \ net' : m.type = "check" => local[m.t] = "unknown"
+    /\ \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => net = {}
+
 =============================================================================

@@ -82,6 +82,9 @@ def test_invalid_topic_names(make_env: EnvFactory, topic: Any) -> None:
     ({"body": "text"}, "bytes"),
     ({"properties": {"k": 1}}, "str to str"),
     ({"properties": {"k": "a\x01b"}}, "must not contain"),
+    ({"properties": ["k"]}, "must be a dict"),
+    ({"properties": {"TRANSACTION_CHECK_TIMES": "x"}}, "TRANSACTION_CHECK_TIMES may only be set by"),
+    ({"properties": {"DELAY": "3", "PGROUP": "H"}}, "properties DELAY, PGROUP may only be set"),
 ])
 def test_malformed_messages(make_env: EnvFactory, change: dict[str, Any], message: str) -> None:
     env = make_env()
@@ -196,6 +199,7 @@ CALLS: dict[str, Callable[[Broker], object]] = {
     "max_offset": lambda b: b.max_offset("T", 0),
     "queue_ids": lambda b: b.queue_ids("T"),
     "commit_consumer_offset": lambda b: b.commit_consumer_offset("C", "T", 0, 1),
+    "consumer_offset": lambda b: b.consumer_offset("C", "T", 0),
     "transaction_state": lambda b: b.transaction_state("k"),
     "discarded_messages": lambda b: b.discarded_messages(),
     "resume": lambda b: b.resume_check_half_message(0),
@@ -264,7 +268,7 @@ def test_disk_full_at_commit_is_a_store_error(make_env: EnvFactory, mode: str) -
 def test_disk_full_at_plain_send_acknowledges_nothing(make_env: EnvFactory) -> None:
     env = make_env()
     pad_log(env)
-    with full_disk(env), pytest.raises(BrokerUnavailableError, match="refused"):
+    with full_disk(env), pytest.raises(StoreError, match="refused the message"):
         env.broker.send_message(Message("T", b"lost"), "k")
     assert env.visible() == []
 

@@ -22,7 +22,7 @@ from brokerkit import (
 )
 
 from txmq.client.message import Message
-from txmq.errors import BrokerUnavailableError
+from txmq.errors import StoreError
 from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
 from txmq.transaction.resolution import TransactionState
@@ -135,6 +135,7 @@ def test_s17_unknow_until_the_limit(make_env: EnvFactory, mode: str) -> None:
     [discard] = env.events(ev.DISCARD)
     assert (discard["check_count"], discard["half_offset"]) == (15, 15)
     assert discard["result"] == ev.DISCARD_CHECK_MAX
+    assert (discard["topic"], discard["producer_group"]) == ("TRANS_CHECK_MAX_TIME_TOPIC", "G")
     [dead] = env.broker.discarded_messages()
     assert dead.body == b"never" and dead.commitlog_offset == discard["commitlog_offset"]
     assert dead.properties["REAL_TOPIC"] == "T" and dead.properties["REAL_QID"] == "1"
@@ -306,14 +307,29 @@ def test_s39_failure_aborts_the_run_without_saving(make_env: EnvFactory, mode: s
     producer.send_half(Message("T", b"b"))
     env.advance(TIMEOUT + 1)
 
-    with file_size_limit(env.broker.store.max_physical_offset), pytest.raises(BrokerUnavailableError):
-        env.broker.run_check_once()  # the renewal of the first half cannot be written
+    with file_size_limit(env.broker.store.max_physical_offset):
+        with pytest.raises(StoreError, match="refused a half"):
+            env.broker.run_check_once()  # the renewal of the first half cannot be written
 
     assert env.events(ev.CHECK) == [] and len(env.halves()) == 2
     assert env.broker.consumer_offset(CHECKPOINT_GROUP, HALF_TOPIC, 0) is None
     report = env.run_check(1)  # the next run starts from the same checkpoint
     assert report.checks == 2
     assert [e["prev_half_offset"] for e in env.events(ev.HALF_RENEW)] == [first.queue_offset, 1]
+
+
+def test_a_producer_failing_a_check_does_not_stop_the_scan(make_env: EnvFactory,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    def unreachable(request: object) -> None:
+        raise ConnectionError("channel closed")
+
+    env = make_env()
+    env.producer("G", ScriptedListener(COMMIT), transport=unreachable).send_half(Message("T", b"a"))
+    env.producer("H", ScriptedListener(COMMIT)).send_half(Message("T", b"b"))
+
+    assert env.run_check(TIMEOUT + 1).checks == 2
+    assert env.bodies() == [b"b"]
+    assert "channel closed" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("failure", ["raise", "junk"])

@@ -174,3 +174,13 @@ def test_strict_resolution_survives_restart_after_resume(make_env: EnvFactory) -
     env.broker.restart()
 
     assert env.broker.transaction_state(result.msg_id) is TransactionState.PENDING
+
+
+def test_context_manager_closes_cleanly(make_env: EnvFactory) -> None:
+    env = make_env("strict")
+    with env.broker as broker:
+        send(env.producer(), b"x", COMMIT)
+        assert broker.trace_config()["mode"] == "strict"
+    assert not env.broker.running
+    env.broker.restart()
+    assert env.op_entries() == [0]  # strict's clean shutdown wrote the buffered Op

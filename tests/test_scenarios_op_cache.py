@@ -194,4 +194,15 @@ def test_close_flushes_buffered_ops(make_env: EnvFactory, mode: str, due: bool) 
         env.advance(3_000)  # due: both modes write it
     env.broker.close()
     env.broker.restart()
+    env.broker.flush_op_batches(force=True)  # nothing is left in the buffer to write
     assert env.op_entries() == ([0] if due or mode == "strict" else [])
+
+
+def test_half_cache_is_empty_after_a_clean_restart(make_env: EnvFactory) -> None:
+    env = make_env()
+    producer = env.producer()
+    result = producer.send_half(Message("T", b"x"))
+    env.broker.close()
+    env.broker.restart()
+    producer.end_transaction(result, COMMIT)
+    assert cache_stats(env) == (0, 1, 0)

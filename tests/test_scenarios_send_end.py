@@ -70,9 +70,14 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     stored = env.broker.store.get_message(real.commitlog_offset)
     assert stored.sysflag & TRANSACTION_MASK == TRANSACTION_COMMIT
     assert stored.prepared_transaction_offset == result.commitlog_offset
-    assert end_results(env) == [ev.OK]
+    [end] = env.events(ev.END_TX)
+    assert (end["txn"], end["producer_group"], end["action"]) == (result.msg_id, "G", "COMMIT")
+    assert end["from_check"] is False
+    assert (end["half_offset"], end["commitlog_offset"], end["result"]) == (0, result.commitlog_offset, ev.OK)
     [put] = env.events(ev.REAL_PUT)
     assert (put["half_offset"], put["queue_offset"], put["commitlog_offset"]) == (0, 0, real.commitlog_offset)
+    assert (put["topic"], put["queue_id"], put["body_crc"]) == ("T", 1, real.body_crc)
+    assert (put["seq"], put["ts"]) == (end["seq"] + 1, end["ts"])  # REAL_PUT follows its END_TX at once
     # The Op entry is buffered, not yet on disk; the next batch tick writes "0," with tag d.
     assert env.queue_records(OP_TOPIC) == []
     env.advance(3_000)

@@ -25,14 +25,14 @@ from txmq.client.message import (
 )
 from txmq.clock import Clock, SystemClock
 from txmq.config import RECORD_HEADROOM, BrokerConfig
-from txmq.errors import BrokerUnavailableError, ClientError
+from txmq.errors import BrokerUnavailableError, ClientError, StoreError
 from txmq.store.codec import IllegalMessage, encode_properties
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore, PutStatus
 from txmq.store.offsets import OffsetStore
 from txmq.trace import schema as ev
 from txmq.trace.sinks import NullSink, TraceSink
-from txmq.transaction.check_service import PROPERTY_DISCARDED_HALF_OFFSET, CheckRunReport, CheckService
+from txmq.transaction.check_service import CheckRunReport, CheckService
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     CHECKPOINT_GROUP,
@@ -42,6 +42,7 @@ from txmq.transaction.constants import (
     OP_TAG,
     OP_TOPIC,
     PROPERTY_CLUSTER,
+    PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_KEYS,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_REAL_QUEUE_ID,
@@ -52,6 +53,7 @@ from txmq.transaction.constants import (
     PROPERTY_TRANSACTION_ID,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_KEY,
+    RESERVED_PROPERTIES,
     SYSTEM_TOPICS,
 )
 from txmq.transaction.end_transaction import EndTransactionProcessor
@@ -167,7 +169,8 @@ class Broker:
 
     def close(self) -> None:
         """Clean shutdown: strict flushes every buffered Op; rocketmq flushes only the due ones (§4.2),
-        then checkpoints are persisted and the store closed."""
+        then checkpoints are persisted and the store closed. What stays in memory (the rest of the Op
+        buffer, the half cache) is gone, as after a process exit."""
         with self._lock:
             if not self._up:
                 return
@@ -175,6 +178,8 @@ class Broker:
             self.persist_offsets()
             self.store.close()
             self._up = False
+            self.half_cache.clear()
+            self.op_batcher.clear()
 
     def __enter__(self) -> Broker:
         return self
@@ -229,7 +234,7 @@ class Broker:
         """Append a half record (original or copy); cache it and track its transaction's live copy."""
         put = self.store.put_message(half)
         if put.status is not PutStatus.PUT_OK:
-            raise BrokerUnavailableError(f"the store refused a half record: {put.status.name} {put.reason}")
+            raise StoreError(f"the store refused a half record: {put.status.name} {put.reason}")
         if self.config.half_cache_enabled:
             self.half_cache.put(half)
         if self.resolution is not None:
@@ -320,7 +325,7 @@ class Broker:
             )
             put = self.store.put_message(record)
             if not put.ok:
-                raise BrokerUnavailableError(f"the store refused the message: {put.status.name} {put.reason}")
+                raise StoreError(f"the store refused the message: {put.status.name} {put.reason}")
             return SendResult(SendStatus.SEND_OK, uniq_key, put.commitlog_offset, message.queue_id,
                               put.queue_offset)
 
@@ -365,6 +370,14 @@ class Broker:
             raise ClientError(f"queue_id must be an int from 0 to {MAX_QUEUE_ID}, got {message.queue_id!r}")
         if not isinstance(message.body, bytes | bytearray):
             raise ClientError("message body must be bytes")
+        if not isinstance(message.properties, dict):
+            raise ClientError(f"message properties must be a dict, got {type(message.properties).__name__}")
+        reserved = sorted(RESERVED_PROPERTIES.intersection(message.properties))
+        if reserved:
+            raise ClientError(
+                f"propert{'ies' if len(reserved) > 1 else 'y'} {', '.join(reserved)} may only be set by the "
+                "broker; use Message.tags, Message.keys or another property name"
+            )
         props = dict(message.properties)
         if message.tags:
             props[PROPERTY_TAGS] = message.tags
@@ -460,6 +473,7 @@ class Broker:
     def consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         """The committed offset of a consumer group (None if it never committed)."""
         with self._lock:
+            self._require_up()  # a crashed broker's table holds offsets the crash has already lost
             return self.offsets.get(group, topic, queue_id)
 
     def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:

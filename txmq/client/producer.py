@@ -8,6 +8,7 @@ to the broker — so that simulations and tests can lose, duplicate or delay the
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -24,6 +25,9 @@ from txmq.client.message import (
 from txmq.errors import BrokerUnavailableError, ClientError
 
 EndTransactionTransport = Callable[[EndTransactionRequest], Any]
+# Default producer ids carry a token of this process: transaction ids must never repeat across process
+# lifetimes, or strict mode would take a new transaction for an old, resolved one (and refuse it).
+_PROCESS_TOKEN = uuid.uuid4().hex[:12]
 _instance_ids = itertools.count()
 
 
@@ -51,8 +55,9 @@ def _safe(call: Callable[[], LocalTransactionState]) -> LocalTransactionState:
 class TransactionProducer:
     """A producer of group ``group`` that sends transactional messages to ``broker``.
 
-    ``producer_id`` names the instance in traces and check routing (default: ``<group>-<n>``). Message
-    ids (transaction ids) are ``<producer_id>-<counter>``: deterministic, unique per producer.
+    ``producer_id`` names the instance in traces and check routing (default: ``<group>-<process token>-<n>``,
+    unique across processes). Message ids (transaction ids) are ``<producer_id>-<counter>``: deterministic
+    for a given ``producer_id``, which must therefore never be reused on the same store.
     """
 
     def __init__(self, broker: Broker, group: str, listener: TransactionListener | None = None,
@@ -62,7 +67,7 @@ class TransactionProducer:
         self.broker = broker
         self.group = group
         self.listener = listener
-        self.producer_id = producer_id or f"{group}-{next(_instance_ids)}"
+        self.producer_id = producer_id or f"{group}-{_PROCESS_TOKEN}-{next(_instance_ids)}"
         self.transport: EndTransactionTransport = transport or self._direct
         self._ids = itertools.count()
         self._started = False

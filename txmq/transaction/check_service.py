@@ -20,6 +20,7 @@ from txmq.transaction.constants import (
     HALF_TOPIC,
     OP_TOPIC,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_ID,
@@ -30,8 +31,6 @@ from txmq.transaction.op_batcher import decode_body
 if TYPE_CHECKING:
     from txmq.broker import Broker
 
-# A discarded copy remembers which half it was, for the trace of a later admin resume.
-PROPERTY_DISCARDED_HALF_OFFSET = "TXMQ_DISCARDED_HALF_OFFSET"
 
 
 def scanner_immunity_ms(value: str, timeout_ms: int) -> int:

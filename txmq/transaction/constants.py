@@ -24,4 +24,15 @@ PROPERTY_TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 PROPERTY_CLUSTER = "CLUSTER"
 # txmq's own: marks a half re-appended by an admin resume (strict mode re-opens the transaction).
 PROPERTY_RESUMED = "TXMQ_RESUMED"
+# txmq's own: a discarded copy remembers which half it was, for the trace of a later admin resume.
+PROPERTY_DISCARDED_HALF_OFFSET = "TXMQ_DISCARDED_HALF_OFFSET"
+# Properties only the broker may set: a client value would change what the broker does with the message
+# (a bogus check count, a delay slipped past the transactional-send check...). The check-immunity property
+# is the one transaction property a producer sets on purpose; tags and keys have their Message fields.
+RESERVED_PROPERTIES = frozenset({
+    PROPERTY_DELAY, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_KEY, PROPERTY_TAGS, PROPERTY_KEYS,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, PROPERTY_TRANSACTION_ID, PROPERTY_TRANSACTION_CHECK_TIMES,
+    PROPERTY_CLUSTER, PROPERTY_RESUMED, PROPERTY_DISCARDED_HALF_OFFSET,
+})
 CLUSTER_NAME = "txmq"

@@ -1,0 +1,96 @@
+"""Schedules the stateful machine found, replayed step by step against the broker's public API.
+
+Each test is the shrunk failing schedule, written out so that it keeps failing (or passing) whatever
+Hypothesis's generation does next. Broker bugs not fixed yet are ``xfail(strict=True)``: when the fix
+lands the test passes, the strict xfail turns red, and the marker must go (and ``STALE_RESUMES`` in
+machine.py set True where noted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from model_tests.invariants import Received, check, observe
+from model_tests.machine import CONSUMER_GROUP, GROUP, TOPIC, SharedListener, Txn
+from txmq.broker import Broker
+from txmq.client.consumer import PullConsumer
+from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message
+from txmq.client.producer import TransactionProducer
+from txmq.clock import ManualClock
+from txmq.config import BrokerConfig
+from txmq.errors import ClientError
+from txmq.trace.sinks import MemorySink
+from txmq.transaction.resolution import TransactionState
+
+S = LocalTransactionState
+
+
+class Rig:
+    """One broker on a manual clock, a producer whose END_TRANSACTIONs wait in ``outbox``, a consumer."""
+
+    def __init__(self, directory: str, **settings: int) -> None:
+        self.clock = ManualClock(1_000_000)
+        self.sink = MemorySink()
+        self.config = BrokerConfig(**settings)
+        self.broker = Broker(directory, self.config, self.clock, self.sink)
+        self.txns: dict[str, Txn] = {}
+        self.outbox: list[EndTransactionRequest] = []
+        self.producer = TransactionProducer(self.broker, GROUP, SharedListener(self.txns), producer_id="P0",
+                                            transport=self.outbox.append).start()
+        self.consumer = PullConsumer(self.broker, CONSUMER_GROUP, [TOPIC])
+
+    def send(self, decision: S) -> str:
+        result = self.producer.send_half(Message(TOPIC, b"m"))
+        self.txns[result.msg_id] = Txn(result, self.producer, local=decision)
+        self.producer.end_transaction(result, decision)
+        return result.msg_id
+
+    def let_check_intervals_pass(self, n: int) -> None:
+        for _ in range(n):
+            self.clock.advance(self.config.check_interval_ms)
+            self.broker.tick()
+
+    def problems(self) -> dict[str, list[str]]:
+        received = [Received.of(CONSUMER_GROUP, m) for m in self.consumer.poll(max_messages=1_000)]
+        return check(observe(self.broker, self.sink.events, received), strict=self.config.strict)
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    """Builds rigs in the test's temp dir and closes their brokers afterwards."""
+    built: list[Rig] = []
+
+    def make(**settings: int) -> Rig:
+        built.append(Rig(str(tmp_path / f"broker{len(built)}"), **settings))
+        return built[-1]
+
+    yield make
+    for r in built:
+        r.broker.close()
+
+
+@pytest.mark.xfail(strict=True, reason="strict: an admin resume of a stale discard record re-opens a "
+                                       "COMMITTED transaction (transaction_state goes back to PENDING)")
+def test_resume_of_stale_discard_record_keeps_commit(rig: Callable[..., Rig]) -> None:
+    """Found by TestStrict/TestStrictDefaults (shrunk). The producer's COMMIT is delayed in the network;
+    the half is checked to the max and discarded; an admin resumes it; the delayed COMMIT arrives and
+    commits it; the admin resumes the same (now stale) discard record again. A committed transaction
+    must stay committed: refusing the resume or ignoring it are both fine."""
+    r = rig(check_max=1)
+    txn = r.send(S.COMMIT_MESSAGE)
+    commit = r.outbox.pop()  # delayed
+    r.let_check_intervals_pass(2)  # check 1 (its answer also waits), then the discard
+    assert r.broker.transaction_state(txn) is TransactionState.DISCARDED
+    record = r.broker.discarded_messages()[0]
+    r.broker.resume_check_half_message(record.commitlog_offset)
+    assert r.broker.end_transaction(commit) == "OK"
+    assert r.broker.transaction_state(txn) is TransactionState.COMMITTED
+    try:
+        r.broker.resume_check_half_message(record.commitlog_offset)
+    except ClientError:
+        pass
+    assert r.broker.transaction_state(txn) is TransactionState.COMMITTED
+    assert r.problems() == {}

@@ -1,0 +1,1 @@
+"""Tests of the Spark validation: clean traces, one injected violation per invariant, bad input, cluster."""

@@ -1,0 +1,44 @@
+"""One SparkSession for the whole suite (JVM start-up is seconds; a session per test would dominate).
+
+local[2] with 4 shuffle partitions, and code generation off: on traces of a few dozen events, compiling
+generated code costs far more than interpreting it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_validation.job import validate
+from spark_validation.report import Report
+from spark_validation.tests.tracebuilder import Trace
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from spark_validation.session import start_session
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = start_session("local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "4")
+    session.conf.set("spark.sql.codegen.wholeStage", "false")
+    session.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def run_trace(spark: Any, tmp_path: Path) -> Callable[..., Report]:
+    """Write a trace (Parquet by default) and validate it in the suite's session."""
+
+    def run(trace: Trace, name: str = "trace.parquet", samples: int = 5) -> Report:
+        path = trace.write(tmp_path / name)
+        return validate(str(path), limit=samples, progress=lambda _: None)
+
+    return run

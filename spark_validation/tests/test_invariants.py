@@ -1,0 +1,253 @@
+"""The clean trace holds every invariant; each injection breaks exactly the invariant it names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from spark_validation.catalogue import CHECK_IDS
+from spark_validation.report import EXPECTED, HOLDS, VIOLATED, Report
+from spark_validation.tests.tracebuilder import CHECK_MAX, Trace, clean_trace
+from txmq.trace import schema as S
+
+
+def reported(report: Report) -> dict[str, str]:
+    """Check id -> status, for the checks that do not hold."""
+    return {c.id: c.status for c in report.checks if c.status != HOLDS}
+
+
+def test_clean_trace_holds_everything(run_trace: Callable[..., Report]) -> None:
+    report = run_trace(clean_trace())
+    assert reported(report) == {}
+    assert report.exit_code == 0
+    assert report.transactions == 5
+    assert (report.liveness["judged"], report.liveness["too_young"]) == (4, 1)
+    metrics = report.metrics
+    assert metrics["halves_per_op_record"] == 1.5  # ops list [0, 1] and [4]
+    assert metrics["half_cache_hit_ratio"] is None
+    assert metrics["checks_per_transaction"]["distribution"] == {"0": 3, "1": 1, "2": 0, "3": 1}
+    vis = metrics["time_to_visibility"]
+    assert (vis["transactions"], vis["min_ms"], vis["max_ms"]) == (3, 0, 6090)  # t1, t5 at once; t3 6090
+
+
+def test_ndjson_gives_the_same_report(run_trace: Callable[..., Report]) -> None:
+    parquet = run_trace(clean_trace(), "t.parquet").to_dict()
+    ndjson = run_trace(clean_trace(), "t.ndjson").to_dict()
+    for report in (parquet, ndjson):
+        report.pop("timings")
+        report.pop("trace")
+    assert parquet == ndjson
+
+
+# ------------------------------------------------------------------------------------------ injections
+def commit_before_end(t: Trace) -> None:
+    """t1's REAL_PUT is written before the END_TX that commits it."""
+    t.move_after(t.find(S.END_TX, "t1"), t.find(S.REAL_PUT, "t1"))
+
+
+def deliver_unput_position(t: Trace) -> None:
+    """cg1 receives queue offset 7, where nothing was ever put."""
+    t.add(S.DELIVER, 60_000, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=7, body_crc=11)
+
+
+def commit_without_local_commit(t: Trace) -> None:
+    """t1's producer never said COMMIT, yet its half was committed."""
+    t.find(S.LOCAL_TX, "t1")["action"] = S.UNKNOWN
+
+
+def rollback_then_visible(t: Trace) -> None:
+    """A later check answer for t1 says ROLLBACK although t1 is visible."""
+    t.add(S.LOCAL_TX, 60_000, txn="t1", producer_group="pg", producer="p1", action=S.ROLLBACK, from_check=True,
+          half_offset=0, check_count=1)
+
+
+def second_ok(t: Trace) -> None:
+    """A duplicate END_TX for t1 is accepted a second time (no second REAL_PUT)."""
+    t.add(S.END_TX, 60_000, txn="t1", producer_group="pg", producer="p1", half_offset=0, action=S.COMMIT,
+          from_check=False, result=S.OK)
+
+
+def second_real(t: Trace) -> None:
+    """t1 gets a second REAL_PUT (at the next queue offset, and delivered)."""
+    t.add(S.REAL_PUT, 60_000, txn="t1", producer_group="pg", half_offset=0, topic="T", queue_id=0,
+          queue_offset=3, body_crc=11)
+    t.add(S.DELIVER, 60_100, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=11)
+
+
+def repeated_check_count(t: Trace) -> None:
+    """t4's second CHECK carries count 1 again."""
+    t.find(S.CHECK, "t4", nth=1)["check_count"] = 1
+
+
+def count_above_max(t: Trace) -> None:
+    """t4's last renewal and check carry check_max + 1 (a renewal count 3 went missing)."""
+    t.find(S.HALF_RENEW, "t4", nth=2)["check_count"] = CHECK_MAX + 1
+    t.find(S.CHECK, "t4", nth=2)["check_count"] = CHECK_MAX + 1
+
+
+def early_check(t: Trace) -> None:
+    """t3 is renewed and checked exactly at the timeout (born 10, timeout 6000), not after it."""
+    t.find(S.HALF_RENEW, "t3")["ts"] = 6010
+    t.find(S.CHECK, "t3")["ts"] = 6010
+
+
+def check_after_op(t: Trace) -> None:
+    """An Op record covering t4's half is written, and t4 is checked afterwards anyway."""
+    t.insert_after(t.find(S.HALF_PUT, "t4"), S.OP_PUT, 20, op_offset=9, queue_id=0, half_offsets=[3])
+
+
+def discard_below_max(t: Trace) -> None:
+    """t4 is discarded with count 2, below check_max 3."""
+    t.find(S.DISCARD, "t4")["check_count"] = 2
+
+
+def real_after_discard(t: Trace) -> None:
+    """t4 is committed after its discard (producer answers COMMIT late; the broker accepts)."""
+    t.add(S.LOCAL_TX, 60_000, txn="t4", producer_group="pg", producer="p1", action=S.COMMIT, from_check=True,
+          half_offset=7, check_count=3)
+    t.add(S.END_TX, 60_000, txn="t4", producer_group="pg", producer="p1", half_offset=7, action=S.COMMIT,
+          from_check=True, result=S.OK)
+    t.add(S.REAL_PUT, 60_000, txn="t4", producer_group="pg", half_offset=7, topic="T", queue_id=0,
+          queue_offset=3, body_crc=44)
+    t.add(S.DELIVER, 60_100, txn="t4", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=44)
+
+
+def op_names_unknown_half(t: Trace) -> None:
+    """An Op record lists half offset 99, which was never put."""
+    t.add(S.OP_PUT, 60_000, op_offset=9, queue_id=0, half_offsets=[99])
+
+
+def op_names_half_twice(t: Trace) -> None:
+    """A second Op record lists t1's half again."""
+    t.add(S.OP_PUT, 60_000, op_offset=9, queue_id=0, half_offsets=[0])
+
+
+def wrong_body_delivered(t: Trace) -> None:
+    """cg1 receives t1's position with another body."""
+    t.find(S.DELIVER, "t1")["body_crc"] = 999
+
+
+def deliveries_out_of_order(t: Trace) -> None:
+    """cg1 first receives offset 1 (t3), then offset 0 (t1)."""
+    t.move_after(t.find(S.DELIVER, "t1"), t.find(S.DELIVER, "t3"))
+
+
+def queue_gap(t: Trace) -> None:
+    """t5 lands at queue offset 3: offset 2 is never used."""
+    t.find(S.REAL_PUT, "t5")["queue_offset"] = 3
+    t.find(S.DELIVER, "t5")["queue_offset"] = 3
+
+
+def unresolved(t: Trace) -> None:
+    """t2's rollback never arrives (its Op entry is dropped too)."""
+    t.events.remove(t.find(S.END_TX, "t2"))
+    t.find(S.OP_PUT)["half_offsets"] = [0]
+
+
+def undelivered(t: Trace) -> None:
+    """cg1 never receives t1."""
+    t.events.remove(t.find(S.DELIVER, "t1"))
+
+
+INJECTIONS = [
+    ("NoUncommittedVisible", commit_before_end),
+    ("NoUncommittedVisible", deliver_unput_position),
+    ("CommitMatchesLocal", commit_without_local_commit),
+    ("RollbackNeverVisible", rollback_then_visible),
+    ("SingleResolution", second_ok),
+    ("NoDuplicateReal", second_real),
+    ("CheckBound", repeated_check_count),
+    ("CheckBound", count_above_max),
+    ("CheckAfterTimeout", early_check),
+    ("NoCheckAfterDurableOp", check_after_op),
+    ("DiscardOnlyAtMax", discard_below_max),
+    ("DiscardOnlyAtMax", real_after_discard),
+    ("OpRefersToHalf", op_names_unknown_half),
+    ("OpRefersToHalf", op_names_half_twice),
+    ("DeliveryIntegrity", wrong_body_delivered),
+    ("DeliveryIntegrity", deliveries_out_of_order),
+    ("QueueContiguity", queue_gap),
+    ("EventuallyResolved", unresolved),
+    ("EventuallyDelivered", undelivered),
+]
+
+
+def test_every_invariant_has_an_injection() -> None:
+    assert {cid for cid, _ in INJECTIONS} == set(CHECK_IDS)
+
+
+@pytest.mark.parametrize(("check_id", "inject"), INJECTIONS, ids=[f.__name__ for _, f in INJECTIONS])
+def test_injection_reports_exactly_its_invariant(
+    run_trace: Callable[..., Report], check_id: str, inject: Callable[[Trace], None]
+) -> None:
+    trace = clean_trace()
+    inject(trace)
+    report = run_trace(trace)
+    assert reported(report) == {check_id: VIOLATED}
+    assert report.exit_code == 1
+    result = next(c for c in report.checks if c.id == check_id)
+    assert result.violations >= 1
+    sample = result.samples[0]
+    assert sample["events"], f"sample {sample['key']} came without its events"
+
+
+# ------------------------------------------------------------------------------------------ modes
+STRICT_ONLY = [
+    ("SingleResolution", second_ok),
+    ("NoDuplicateReal", second_real),
+    ("DiscardOnlyAtMax", real_after_discard),
+    ("OpRefersToHalf", op_names_half_twice),
+]
+
+
+@pytest.mark.parametrize(("check_id", "inject"), STRICT_ONLY, ids=[f.__name__ for _, f in STRICT_ONLY])
+def test_strict_only_violations_are_expected_in_rocketmq_mode(
+    run_trace: Callable[..., Report], check_id: str, inject: Callable[[Trace], None]
+) -> None:
+    trace = clean_trace()
+    trace.mode = "rocketmq"
+    inject(trace)
+    report = run_trace(trace)
+    assert reported(report) == {check_id: EXPECTED}
+    assert report.exit_code == 0
+
+
+def test_other_violations_still_fail_in_rocketmq_mode(run_trace: Callable[..., Report]) -> None:
+    trace = clean_trace()
+    trace.mode = "rocketmq"
+    discard_below_max(trace)
+    report = run_trace(trace)
+    assert reported(report) == {"DiscardOnlyAtMax": VIOLATED}
+    assert report.exit_code == 1
+
+
+def restart_recheck(t: Trace) -> None:
+    """A crash after t4's second check; the restarted scanner checks t4 with count 1 again."""
+    second = t.find(S.LOCAL_TX, "t4", nth=2)
+    restart = t.insert_after(second, S.RESTART, 7500, result="truncated_bytes=0")
+    t.insert_after(second, S.CRASH, 7500)
+    t.insert_after(restart, S.HALF_RENEW, 7600, txn="t4", producer_group="pg", half_offset=9, prev_half_offset=3,
+                   check_count=1, result=S.RENEW_FOR_CHECK)
+    renew = t.events[t.index(restart) + 1]
+    t.insert_after(renew, S.CHECK, 7600, txn="t4", producer_group="pg", producer="p1", half_offset=9,
+                   check_count=1, result=S.CHECK_SENT)
+
+
+@pytest.mark.parametrize(("mode", "status"), [("strict", VIOLATED), ("rocketmq", EXPECTED)])
+def test_check_counts_restarting_after_a_crash(run_trace: Callable[..., Report], mode: str, status: str) -> None:
+    trace = clean_trace()
+    trace.mode = mode
+    restart_recheck(trace)
+    assert reported(run_trace(trace)) == {"CheckBound": status}
+
+
+def test_samples_are_limited_and_carry_the_transactions_events(run_trace: Callable[..., Report]) -> None:
+    trace = clean_trace()
+    undelivered(trace)
+    trace.events = [e for e in trace.events if e["event"] != S.DELIVER]
+    report = run_trace(trace, samples=1)
+    result = next(c for c in report.checks if c.id == "EventuallyDelivered")
+    assert result.violations == 2  # t1 and t3 (t5 is too young to judge)
+    assert [s["key"] for s in result.samples] == ["txn:t1"]
+    assert {e["event"] for e in result.samples[0]["events"]} == {S.LOCAL_TX, S.HALF_PUT, S.END_TX, S.REAL_PUT}
