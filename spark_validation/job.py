@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,23 +60,27 @@ def _metrics(trace: TraceInput, stats: TraceStats, txns: per_txn.TxnResult) -> d
     }
 
 
-def _run_passes(spark: Any, trace: TraceInput, limit: int,
-                progress: Callable[[str], None]) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
+def _run_passes(spark: Any, trace: TraceInput, limit: int, progress: Callable[[str], None]) -> tuple[
+        TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
+    """Pass 1, then passes 2-4 as concurrent Spark jobs: each has stages too small to fill the cores."""
     events = load_events(spark, trace)
     t = time.perf_counter()
     stats = collect_stats(events, trace)
     progress(f"pass 1/4 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
-    tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
 
-    t = time.perf_counter()
-    txns = per_txn.run(events, trace, stats, queues.undelivered(spark, events, trace), limit)
-    progress(f"pass 2/4 per-transaction: {txns.transactions:,} transactions ({time.perf_counter() - t:.1f} s)")
-    t = time.perf_counter()
-    op_tallies = ops.run(events, trace, limit)
-    progress(f"pass 3/4 op references ({time.perf_counter() - t:.1f} s)")
-    t = time.perf_counter()
-    queue_tallies = queues.run(events, limit)
-    progress(f"pass 4/4 queues and deliveries ({time.perf_counter() - t:.1f} s)")
+    def timed(name: str, job: Callable[[], Any]) -> Any:
+        t = time.perf_counter()
+        result = job()
+        progress(f"{name} ({time.perf_counter() - t:.1f} s)")
+        return result
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        txns_f = pool.submit(timed, "pass 2/4 per-transaction checks", lambda: per_txn.run(
+            events, trace, stats, queues.undelivered(spark, events, trace), limit))
+        ops_f = pool.submit(timed, "pass 3/4 Op references", lambda: ops.run(events, trace, limit))
+        queues_f = pool.submit(timed, "pass 4/4 queues and deliveries", lambda: queues.run(events, limit))
+        txns, op_tallies, queue_tallies = txns_f.result(), ops_f.result(), queues_f.result()
+    tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
     for part in (txns.tallies, op_tallies, queue_tallies):
         for cid, tally in part.items():
             tallies[cid].add(tally, limit)

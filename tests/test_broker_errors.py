@@ -12,7 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener, file_size_limit, pad_log, send
+from brokerkit import (
+    COMMIT,
+    ROLLBACK,
+    UNKNOW,
+    Env,
+    EnvFactory,
+    ScriptedListener,
+    file_size_limit,
+    pad_log,
+    send,
+)
 
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
@@ -263,6 +273,26 @@ def test_disk_full_at_commit_is_a_store_error(make_env: EnvFactory, mode: str) -
     listener.default = COMMIT
     env.run_check(6_001)
     assert env.bodies() == [b"x"]
+
+
+def test_disk_full_at_rollback(make_env: EnvFactory, mode: str) -> None:
+    """Strict's rollback writes a durable marker, so a full disk fails it; upstream's writes nothing."""
+    env = make_env(mode)
+    pad_log(env)
+    producer = env.producer("G", ScriptedListener(UNKNOW))
+    result = producer.send_half(Message("T", b"x"))
+
+    with full_disk(env):
+        producer.end_transaction(result, ROLLBACK)
+
+    [answer] = env.events(ev.END_TX)
+    assert answer["result"] == (ev.STORE_ERROR if mode == "strict" else ev.OK)
+    if mode == "strict":
+        assert env.broker.transaction_state(result.msg_id) is TransactionState.PENDING
+        producer.end_transaction(result, ROLLBACK)
+        env.broker.crash()
+        env.broker.restart()
+        assert env.broker.transaction_state(result.msg_id) is TransactionState.ROLLED_BACK
 
 
 def test_disk_full_at_plain_send_acknowledges_nothing(make_env: EnvFactory) -> None:

@@ -263,3 +263,43 @@ def test_commit_after_discard_rocketmq(make_env: EnvFactory) -> None:
     assert env.events(ev.END_TX)[-1]["result"] == ev.OK
     assert env.bodies() == [b"x"]
     assert env.op_entries() == [0]
+
+
+def resume_twice(env: Env) -> SendResult:
+    """Discard, resume, commit (the producer's late COMMIT), then the admin resumes the same record again."""
+    producer = env.producer("G", ScriptedListener(UNKNOW))
+    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
+    [dead] = env.broker.discarded_messages()
+    env.broker.resume_check_half_message(dead.commitlog_offset)
+    producer.end_transaction(result, COMMIT, from_check=True)
+    env.broker.flush_op_batches(force=True)
+    return result
+
+
+def test_s36_stale_resume_cannot_reopen_a_commit_strict(make_env: EnvFactory) -> None:
+    env = make_env("strict")
+    result = resume_twice(env)
+    [dead] = env.broker.discarded_messages()
+
+    with pytest.raises(ClientError, match="is COMMITTED now"):
+        env.broker.resume_check_half_message(dead.commitlog_offset)
+
+    env.broker.crash()
+    env.broker.restart()
+    assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
+    for _ in range(3):
+        assert env.run_check(INTERVAL).checks == 0
+    assert env.bodies() == [b"x"]
+
+
+def test_s36_stale_resume_reopens_rocketmq(make_env: EnvFactory) -> None:
+    """Upstream resumes any record of the discard topic: the committed transaction is checked again."""
+    env = make_env("rocketmq")
+    resume_twice(env)
+    [dead] = env.broker.discarded_messages()
+
+    env.broker.resume_check_half_message(dead.commitlog_offset)
+    report = env.run_check(INTERVAL)
+
+    # Both resumed copies are live: the COMMIT named the original half, whose Op the scanner ignores.
+    assert report.checks == 2

@@ -492,13 +492,22 @@ class Broker:
             return [self.message_ext(m) for m in found if m is not None]
 
     def resume_check_half_message(self, commitlog_offset: int) -> SendResult:
-        """Admin RESUME_CHECK_HALF_MESSAGE (S36): re-append a discarded half with check count 0."""
+        """Admin RESUME_CHECK_HALF_MESSAGE (S36): re-append a discarded half with check count 0.
+
+        Strict mode resumes only a transaction that is discarded now: a stale discard record of one that
+        was resumed and resolved since must not re-open it."""
         with self._lock:
             self._require_up()
             record = self.store.get_message(commitlog_offset)
             if record is None or record.topic != CHECK_MAX_TOPIC:
                 raise ClientError(f"no discarded half at commit-log offset {commitlog_offset}")
             props = dict(record.properties)
+            if self.resolution is not None:
+                txn = props.get(PROPERTY_TRANSACTION_ID, "")
+                state = self.resolution.lookup(txn)
+                if state is not TransactionState.DISCARDED:
+                    raise ClientError(f"transaction {txn} is {state.value if state else 'unknown'} now; "
+                                      "only a discarded transaction can be resumed")
             previous = props.pop(PROPERTY_DISCARDED_HALF_OFFSET, None)
             props[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
             props[PROPERTY_RESUMED] = "1"

@@ -22,9 +22,6 @@ class HalfCache:
         self.misses = 0
         self.evictions = 0
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def put(self, message: StoredMessage) -> None:
         """Cache a half just written; evicts the eldest entry when full."""
         entries = self._entries

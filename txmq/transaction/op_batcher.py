@@ -100,13 +100,6 @@ class OpBatcher:
                     break
         return out
 
-    def pending(self, queue_id: int | None = None) -> int:
-        """Number of entries still buffered (one queue, or all)."""
-        if queue_id is not None:
-            ctx = self._contexts.get(queue_id)
-            return len(ctx.entries) if ctx else 0
-        return sum(len(c.entries) for c in self._contexts.values())
-
     def clear(self) -> None:
         """Drop every buffered entry (a crash)."""
         self._contexts.clear()

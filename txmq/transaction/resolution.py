@@ -48,10 +48,11 @@ class ResolutionIndex:
         self.latest_copy: dict[str, int] = {}
 
     def half_written(self, txn: str, half_offset: int, resumed: bool = False) -> None:
-        """A half record (original, renewal or resumed copy) was appended."""
+        """A half record (original, renewal or resumed copy) was appended; a resumed copy re-opens a
+        discarded transaction (and only a discarded one)."""
         self.latest_copy[txn] = half_offset
-        if resumed:
-            self.state.pop(txn, None)
+        if resumed and self.state.get(txn) is TransactionState.DISCARDED:
+            del self.state[txn]
 
     def resolve(self, txn: str, state: TransactionState) -> None:
         """Record a durable resolution."""
