@@ -196,7 +196,7 @@ class Broker:
     def emit(self, event: str, ts: int, **fields: Any) -> None:
         """Trace one event (nothing at all when tracing is off)."""
         if self.tracing:
-            self.sink.emit(event, ts, **fields)
+            self.sink.record(event, ts, fields)
 
     @staticmethod
     def crc(body: bytes) -> int:

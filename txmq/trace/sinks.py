@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from txmq.trace.schema import ARROW_SCHEMA, COLUMN_NAMES, TraceHeader
+from txmq.trace.schema import ARROW_SCHEMA, COLUMN_NAMES, COLUMNS, TraceHeader
 
 HEADER_METADATA_KEY = b"txmq-trace-header"
 
@@ -35,6 +36,10 @@ class TraceSink:
 
     def emit(self, event: str, ts: int, **fields: Any) -> None:
         """Record one event; ``fields`` are trace columns, absent ones are null."""
+        self.record(event, ts, fields)
+
+    def record(self, event: str, ts: int, fields: dict[str, Any]) -> None:
+        """``emit`` with the columns as a dict the sink may keep (saves re-packing keyword arguments)."""
         seq = self.seq
         self.seq = seq + 1
         self.counts[event] += 1
@@ -139,12 +144,33 @@ class ParquetSink(TraceSink):
         rows = self._rows
         if not rows:
             return
-        columns: dict[str, list[Any]] = {
-            "seq": [r[0] for r in rows], "ts": [r[1] for r in rows], "event": [r[2] for r in rows],
-        }
-        for name in COLUMN_NAMES[3:]:
-            columns[name] = [r[3].get(name) for r in rows]
-        self._writer.write_table(pa.Table.from_pydict(columns, schema=self._schema))
+        # One table per event type, with only the columns that type uses (the rest are typed nulls),
+        # then put back in seq order: most columns of most rows are null, so this skips most lookups.
+        by_event: dict[str, list[tuple[int, int, str, dict[str, Any]]]] = {}
+        for row in rows:
+            by_event.setdefault(row[2], []).append(row)
+        tables = []
+        for event, group in by_event.items():
+            dicts = [r[3] for r in group]
+            used = set().union(*map(dict.keys, dicts))
+            arrays = []
+            for name, typ in COLUMNS.items():
+                if name == "seq":
+                    values = pa.array([r[0] for r in group], typ)
+                elif name == "ts":
+                    values = pa.array([r[1] for r in group], typ)
+                elif name == "event":
+                    values = pa.array([event] * len(group), typ)
+                elif name in used:
+                    values = pa.array([d.get(name) for d in dicts], typ)
+                else:
+                    values = pa.nulls(len(group), typ)
+                arrays.append(values)
+            tables.append(pa.Table.from_arrays(arrays, schema=self._schema))
+        table = pa.concat_tables(tables)
+        if len(tables) > 1:
+            table = table.take(pc.sort_indices(table["seq"]))
+        self._writer.write_table(table)
         rows.clear()
 
     def close(self) -> None:
