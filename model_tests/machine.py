@@ -65,11 +65,6 @@ SMALL_CONFIG = st.fixed_dictionaries({
     "half_cache_capacity": st.sampled_from([1, 8_000]),
     "op_batch_max_chars": st.sampled_from([4, 4_096]),
 })
-# Strict mode re-opens a COMMITTED transaction when an admin resumes a stale discard record of it (see
-# test_regressions.py::test_resume_of_stale_discard_record_keeps_commit, xfail until fixed). Until then the
-# machine resumes only records of transactions that are DISCARDED now, so that it can look for other bugs;
-# set True once the regression passes.
-STALE_RESUMES = False
 SERVICES = ("check_pass", "flush_due_ops", "flush_all_ops", "persist_offsets", "tick")
 # Stores go to memory when the machine has a tmpfs: a broker's open/close is ~25x faster than on disk.
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
@@ -338,8 +333,6 @@ class BrokerMachine(RuleBasedStateMachine):
         stale record of a transaction resolved since must not re-open it."""
         assert self.broker is not None
         discarded = self.broker.discarded_messages()
-        if self.strict and not STALE_RESUMES:
-            discarded = [m for m in discarded if self.txns[m.transaction_id or ""].register is DISCARDED]
         if not discarded:
             return
         record = discarded[pick % len(discarded)]

@@ -1,15 +1,15 @@
 """Schedules the stateful machine found, replayed step by step against the broker's public API.
 
-Each test is the shrunk failing schedule, written out so that it keeps failing (or passing) whatever
-Hypothesis's generation does next. Broker bugs not fixed yet are ``xfail(strict=True)``: when the fix
-lands the test passes, the strict xfail turns red, and the marker must go (and ``STALE_RESUMES`` in
-machine.py set True where noted).
+Each test is the shrunk failing schedule, written out so that it keeps guarding the fix whatever
+Hypothesis's generation does next. A broker bug not fixed yet gets ``xfail(strict=True)``: when the fix
+lands the test passes, the strict xfail turns red, and the marker must go.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +31,7 @@ S = LocalTransactionState
 class Rig:
     """One broker on a manual clock, a producer whose END_TRANSACTIONs wait in ``outbox``, a consumer."""
 
-    def __init__(self, directory: str, **settings: int) -> None:
+    def __init__(self, directory: str, **settings: Any) -> None:
         self.clock = ManualClock(1_000_000)
         self.sink = MemorySink()
         self.config = BrokerConfig(**settings)
@@ -63,7 +63,7 @@ def rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
     """Builds rigs in the test's temp dir and closes their brokers afterwards."""
     built: list[Rig] = []
 
-    def make(**settings: int) -> Rig:
+    def make(**settings: Any) -> Rig:
         built.append(Rig(str(tmp_path / f"broker{len(built)}"), **settings))
         return built[-1]
 
@@ -72,13 +72,12 @@ def rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
         r.broker.close()
 
 
-@pytest.mark.xfail(strict=True, reason="strict: an admin resume of a stale discard record re-opens a "
-                                       "COMMITTED transaction (transaction_state goes back to PENDING)")
 def test_resume_of_stale_discard_record_keeps_commit(rig: Callable[..., Rig]) -> None:
-    """Found by TestStrict/TestStrictDefaults (shrunk). The producer's COMMIT is delayed in the network;
-    the half is checked to the max and discarded; an admin resumes it; the delayed COMMIT arrives and
-    commits it; the admin resumes the same (now stale) discard record again. A committed transaction
-    must stay committed: refusing the resume or ignoring it are both fine."""
+    """Found by TestStrict and TestStrictDefaults (shrunk; fixed in the broker: strict now refuses to
+    resume a transaction that is not discarded). The producer's COMMIT is delayed in the network; the
+    half is checked to the max and discarded; an admin resumes it; the delayed COMMIT arrives and commits
+    it; the admin resumes the same, now stale, discard record again. A committed transaction must stay
+    committed: refusing the resume or ignoring it are both fine. The broker used to make it PENDING."""
     r = rig(check_max=1)
     txn = r.send(S.COMMIT_MESSAGE)
     commit = r.outbox.pop()  # delayed
@@ -94,3 +93,19 @@ def test_resume_of_stale_discard_record_keeps_commit(rig: Callable[..., Rig]) ->
         pass
     assert r.broker.transaction_state(txn) is TransactionState.COMMITTED
     assert r.problems() == {}
+
+
+def test_rocketmq_double_resume_runs_two_copies(rig: Callable[..., Rig]) -> None:
+    """Found by TestRocketMQ (shrunk): an admin resumes the same discard record twice. Upstream appends
+    two live copies, both checked, so check counts interleave (1 after 1). That is faithful rocketmq
+    behaviour, so the mode-independent CheckBound allows it; strict mode refuses the second resume."""
+    r = rig(mode="rocketmq", check_max=1)
+    r.send(S.UNKNOW)
+    r.let_check_intervals_pass(2)  # check 1, then the discard
+    record = r.broker.discarded_messages()[0]
+    r.broker.resume_check_half_message(record.commitlog_offset)
+    r.broker.resume_check_half_message(record.commitlog_offset)
+    r.let_check_intervals_pass(1)
+    obs = observe(r.broker, r.sink.events)
+    assert check(obs, strict=True, names=["CheckBound"]), "two live copies should break strict CheckBound"
+    assert check(obs, strict=False) == {}

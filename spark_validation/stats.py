@@ -58,22 +58,23 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
 
     ev = F.col("event")
     rules = _null_rules()
-    broken = F.lit(None).cast("int")
-    for i, (event, col) in reversed(list(enumerate(rules))):
+    broken = None
+    for i, (event, col) in enumerate(rules):
         cond = F.col(col).isNull() if event == "*" else (ev == event) & F.col(col).isNull()
-        broken = F.when(cond, F.lit(i)).otherwise(broken)
+        broken = F.when(cond, F.lit(i)) if broken is None else broken.when(cond, F.lit(i))
     rows = (
-        events.groupBy("event")
+        events.select("event", "seq", "ts", CORRUPT, F.size("half_offsets").alias("entries"),
+                      broken.alias("broken"))
+        .groupBy("event")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.count(F.col(CORRUPT)).alias("corrupt"),
             F.min(F.col(CORRUPT)).alias("corrupt_example"),
-            F.count(broken).alias("broken"),
-            F.min(F.when(broken.isNotNull(), F.struct(broken.alias("rule"), F.col("seq").alias("seq"))))
-            .alias("first_broken"),
+            F.count("broken").alias("broken"),
+            F.min(F.when(F.col("broken").isNotNull(), F.struct("broken", "seq"))).alias("first_broken"),
             F.min("ts").alias("first_ts"),
             F.max("ts").alias("last_ts"),
-            F.sum(F.size("half_offsets")).alias("entries"),
+            F.sum("entries").alias("entries"),
         )
         .collect()
     )
@@ -89,7 +90,7 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
     bad = [r for r in rows if r["broken"]]
     if bad:
         first = min(r["first_broken"] for r in bad)
-        event, col = rules[first["rule"]]
+        event, col = rules[first["broken"]]
         where = "rows" if event == "*" else f"{event} rows"
         count = sum(r["broken"] for r in bad)
         at = f" (first at seq {first['seq']})" if first["seq"] is not None else ""

@@ -1,14 +1,21 @@
-"""The clean trace holds every invariant; each injection breaks exactly the invariant it names."""
+"""The clean trace holds every invariant; each injection breaks exactly the invariant it names.
+
+Every injected scenario is namespaced into one combined trace per mode (``tracebuilder.combine``), which
+is validated once; each test then looks only at the violations attributed to its own scenario.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from spark_validation.catalogue import CHECK_IDS
+from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, VIOLATED, Report
-from spark_validation.tests.tracebuilder import CHECK_MAX, Trace, clean_trace
+from spark_validation.tests.tracebuilder import CHECK_MAX, Trace, clean_trace, combine
 from txmq.trace import schema as S
 
 
@@ -173,55 +180,6 @@ INJECTIONS = [
 ]
 
 
-def test_every_invariant_has_an_injection() -> None:
-    assert {cid for cid, _ in INJECTIONS} == set(CHECK_IDS)
-
-
-@pytest.mark.parametrize(("check_id", "inject"), INJECTIONS, ids=[f.__name__ for _, f in INJECTIONS])
-def test_injection_reports_exactly_its_invariant(
-    run_trace: Callable[..., Report], check_id: str, inject: Callable[[Trace], None]
-) -> None:
-    trace = clean_trace()
-    inject(trace)
-    report = run_trace(trace)
-    assert reported(report) == {check_id: VIOLATED}
-    assert report.exit_code == 1
-    result = next(c for c in report.checks if c.id == check_id)
-    assert result.violations >= 1
-    sample = result.samples[0]
-    assert sample["events"], f"sample {sample['key']} came without its events"
-
-
-# ------------------------------------------------------------------------------------------ modes
-STRICT_ONLY = [
-    ("SingleResolution", second_ok),
-    ("NoDuplicateReal", second_real),
-    ("DiscardOnlyAtMax", real_after_discard),
-    ("OpRefersToHalf", op_names_half_twice),
-]
-
-
-@pytest.mark.parametrize(("check_id", "inject"), STRICT_ONLY, ids=[f.__name__ for _, f in STRICT_ONLY])
-def test_strict_only_violations_are_expected_in_rocketmq_mode(
-    run_trace: Callable[..., Report], check_id: str, inject: Callable[[Trace], None]
-) -> None:
-    trace = clean_trace()
-    trace.mode = "rocketmq"
-    inject(trace)
-    report = run_trace(trace)
-    assert reported(report) == {check_id: EXPECTED}
-    assert report.exit_code == 0
-
-
-def test_other_violations_still_fail_in_rocketmq_mode(run_trace: Callable[..., Report]) -> None:
-    trace = clean_trace()
-    trace.mode = "rocketmq"
-    discard_below_max(trace)
-    report = run_trace(trace)
-    assert reported(report) == {"DiscardOnlyAtMax": VIOLATED}
-    assert report.exit_code == 1
-
-
 def restart_recheck(t: Trace) -> None:
     """A crash after t4's second check; the restarted scanner checks t4 with count 1 again."""
     second = t.find(S.LOCAL_TX, "t4", nth=2)
@@ -234,12 +192,99 @@ def restart_recheck(t: Trace) -> None:
                    check_count=1, result=S.CHECK_SENT)
 
 
-@pytest.mark.parametrize(("mode", "status"), [("strict", VIOLATED), ("rocketmq", EXPECTED)])
-def test_check_counts_restarting_after_a_crash(run_trace: Callable[..., Report], mode: str, status: str) -> None:
-    trace = clean_trace()
+STRICT_ONLY = [
+    ("SingleResolution", second_ok),
+    ("NoDuplicateReal", second_real),
+    ("DiscardOnlyAtMax", real_after_discard),
+    ("OpRefersToHalf", op_names_half_twice),
+]
+# Scenario name -> (mode, injection, what the scenario's own violations must be).
+SCENARIOS: dict[str, tuple[str, Callable[[Trace], None], dict[str, str]]] = {
+    **{f"strict-{f.__name__}": ("strict", f, {cid: VIOLATED}) for cid, f in INJECTIONS},
+    "strict-restart_recheck": ("strict", restart_recheck, {"CheckBound": VIOLATED}),
+    **{f"rocketmq-{f.__name__}": ("rocketmq", f, {cid: EXPECTED}) for cid, f in STRICT_ONLY},
+    "rocketmq-restart_recheck": ("rocketmq", restart_recheck, {"CheckBound": EXPECTED}),
+    "rocketmq-discard_below_max": ("rocketmq", discard_below_max, {"DiscardOnlyAtMax": VIOLATED}),
+    "rocketmq-clean": ("rocketmq", lambda t: None, {}),
+}
+ALL_SAMPLES = 10_000  # large enough that every violating record is listed
+
+
+def _combined_report(mode: str, directory: Path) -> tuple[Report, list[str]]:
+    scenarios = {}
+    for name, (scenario_mode, inject, _) in SCENARIOS.items():
+        if scenario_mode == mode:
+            t = clean_trace()
+            inject(t)
+            scenarios[name] = t
+    trace, owner = combine(scenarios)
     trace.mode = mode
-    restart_recheck(trace)
-    assert reported(run_trace(trace)) == {"CheckBound": status}
+    path = trace.write(directory / f"{mode}.parquet")
+    return validate(str(path), limit=ALL_SAMPLES, progress=lambda _: None), owner
+
+
+@pytest.fixture(scope="module")
+def combined(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Report, list[str]]]:
+    directory = tmp_path_factory.mktemp("combined")
+    return {mode: _combined_report(mode, directory) for mode in ("strict", "rocketmq")}
+
+
+def _scenario_of(key: str, owner: list[str]) -> str:
+    if key.startswith("txn:"):
+        return key[len("txn:"):].split(".", 1)[0]
+    return owner[int(key[len("seq:"):])]
+
+
+def statuses_of(scenario: str, report: Report, owner: list[str]) -> dict[str, str]:
+    """Check id -> status of the violations whose sample keys belong to ``scenario``."""
+    out = {}
+    for check in report.checks:
+        assert len(check.samples) <= check.violations
+        mine = [s for s in check.samples if _scenario_of(s["key"], owner) == scenario]
+        if mine:
+            out[check.id] = EXPECTED if all(s["expected"] for s in mine) else VIOLATED
+    return out
+
+
+def test_every_invariant_has_an_injection() -> None:
+    assert {cid for cid, _ in INJECTIONS} == set(CHECK_IDS)
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_injection_reports_exactly_its_invariant(
+    combined: dict[str, tuple[Report, list[str]]], scenario: str
+) -> None:
+    mode, _, expect = SCENARIOS[scenario]
+    report, owner = combined[mode]
+    assert statuses_of(scenario, report, owner) == expect
+
+
+def test_combined_statuses_and_exit_codes(combined: dict[str, tuple[Report, list[str]]]) -> None:
+    """Strict: every injected invariant fails. rocketmq: strict-only ones are explained, the rest fail."""
+    strict, _ = combined["strict"]
+    assert reported(strict) == dict.fromkeys(CHECK_IDS, VIOLATED)
+    assert strict.exit_code == 1
+    rocketmq, _ = combined["rocketmq"]
+    explained = {cid for cid, _ in STRICT_ONLY} | {"CheckBound"}
+    assert reported(rocketmq) == {**dict.fromkeys(explained, EXPECTED), "DiscardOnlyAtMax": VIOLATED}
+    assert rocketmq.exit_code == 1
+
+
+def test_samples_carry_their_events(combined: dict[str, tuple[Report, list[str]]]) -> None:
+    report, _ = combined["strict"]
+    for check in report.checks:
+        for sample in check.samples:
+            assert sample["events"], f"{check.id}: sample {sample['key']} came without its events"
+
+
+def test_rocketmq_anomalies_alone_exit_zero(run_trace: Callable[..., Report]) -> None:
+    trace = clean_trace()
+    trace.mode = "rocketmq"
+    second_real(trace)
+    second_ok(trace)
+    report = run_trace(trace)
+    assert reported(report) == {"NoDuplicateReal": EXPECTED, "SingleResolution": EXPECTED}
+    assert report.exit_code == 0
 
 
 def test_samples_are_limited_and_carry_the_transactions_events(run_trace: Callable[..., Report]) -> None:

@@ -4,6 +4,10 @@ Five transactions in a strict-mode trace with check_max 3 and a 1 s check interv
 6000 + 5 * 1000 = 11 s): t1 committed, t2 rolled back, t3 unknown then committed by a check answer, t4
 unknown until discarded at the check max, t5 committed late (too young to judge). Committed ones are
 delivered to consumer group cg1, subscribed to topic T.
+
+``combine`` namespaces several (edited) scenarios, a prefix on every transaction id, topic and consumer
+group and a base added to every half offset, and concatenates them into one trace whose scenarios cannot
+touch each other: one Spark validation then serves many tests.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ TIMEOUT_MS = 6000
 INTERVAL_MS = 1000
 CHECK_MAX = 3
 TOPIC = "T"
+GROUP = "cg1"
 
 
 @dataclass
@@ -32,7 +37,7 @@ class Trace:
         "transaction_timeout_ms": TIMEOUT_MS,
         "check_interval_ms": INTERVAL_MS,
         "check_max": CHECK_MAX,
-        "consumer_groups": {"cg1": [TOPIC]},
+        "consumer_groups": {GROUP: [TOPIC]},
     })
 
     def add(self, event: str, ts: int, **fields: Any) -> dict[str, Any]:
@@ -64,7 +69,8 @@ class Trace:
     def write(self, path: str | Path) -> Path:
         """Write as Parquet (``.parquet``) or NDJSON (anything else) through the real sinks."""
         path = Path(path)
-        sink = ParquetSink(path, self.header()) if path.suffix == ".parquet" else NdjsonSink(path, self.header())
+        header = self.header()
+        sink = ParquetSink(path, header) if path.suffix == ".parquet" else NdjsonSink(path, header)
         with sink:
             for row in self.events:
                 fields = {k: v for k, v in row.items() if k not in ("event", "ts")}
@@ -72,13 +78,47 @@ class Trace:
         return path
 
 
+def _namespaced(row: dict[str, Any], prefix: str, base: int) -> dict[str, Any]:
+    row = dict(row)
+    for key in ("txn", "consumer_group"):
+        if row.get(key) is not None:
+            row[key] = prefix + row[key]
+    if row.get("topic") == TOPIC:
+        row["topic"] = prefix + TOPIC
+    for key in ("half_offset", "prev_half_offset"):
+        if row.get(key) is not None:
+            row[key] += base
+    if row.get("half_offsets") is not None:
+        row["half_offsets"] = [o + base for o in row["half_offsets"]]
+    return row
+
+
+SCENARIO_SPAN = 1000  # half offsets reserved per scenario by ``combine``
+
+
+def combine(scenarios: dict[str, Trace]) -> tuple[Trace, list[str]]:
+    """One trace with every scenario namespaced by its name ("<name>." prefix), one after the other,
+    and the scenario of each seq (OP_PUT, CRASH and RESTART rows carry no transaction id)."""
+    out = Trace(mode=next(iter(scenarios.values())).mode)
+    groups: dict[str, list[str]] = {}
+    owner: list[str] = []
+    for i, (name, t) in enumerate(scenarios.items()):
+        prefix = f"{name}."
+        out.events.extend(_namespaced(row, prefix, i * SCENARIO_SPAN) for row in t.events)
+        owner.extend([name] * len(t.events))
+        for group, topics in t.config["consumer_groups"].items():
+            groups[prefix + group] = [prefix + topic for topic in topics]
+    out.config["consumer_groups"] = groups
+    return out, owner
+
+
 def clean_trace() -> Trace:
     t = Trace()
     g, p = "pg", "p1"
 
     def half(txn: str, ts: int, off: int, crc: int) -> None:
-        t.add(S.HALF_PUT, ts, txn=txn, producer_group=g, producer=p, half_offset=off, commitlog_offset=100 + off,
-              topic=TOPIC, queue_id=0, body_crc=crc)
+        t.add(S.HALF_PUT, ts, txn=txn, producer_group=g, producer=p, half_offset=off,
+              commitlog_offset=100 + off, topic=TOPIC, queue_id=0, body_crc=crc)
 
     def commit(txn: str, ts: int, off: int, qoff: int, crc: int, from_check: bool = False) -> None:
         t.add(S.END_TX, ts, txn=txn, producer_group=g, producer=p, half_offset=off, action=S.COMMIT,
@@ -87,7 +127,7 @@ def clean_trace() -> Trace:
               topic=TOPIC, queue_id=0, queue_offset=qoff, body_crc=crc)
 
     def deliver(txn: str, ts: int, qoff: int, crc: int) -> None:
-        t.add(S.DELIVER, ts, txn=txn, consumer_group="cg1", topic=TOPIC, queue_id=0, queue_offset=qoff,
+        t.add(S.DELIVER, ts, txn=txn, consumer_group=GROUP, topic=TOPIC, queue_id=0, queue_offset=qoff,
               commitlog_offset=500 + qoff, body_crc=crc)
 
     def renew_and_check(txn: str, ts: int, prev: int, off: int, count: int, answer: str) -> None:
@@ -122,8 +162,8 @@ def clean_trace() -> Trace:
     deliver("t3", 6200, 1, 33)
     renew_and_check("t4", 7100, 5, 6, 2, S.UNKNOWN)
     renew_and_check("t4", 8100, 6, 7, 3, S.UNKNOWN)
-    t.add(S.DISCARD, 9100, txn="t4", producer_group=g, half_offset=7, commitlog_offset=950, check_count=CHECK_MAX,
-          topic="TRANS_CHECK_MAX_TIME_TOPIC", result=S.DISCARD_CHECK_MAX)
+    t.add(S.DISCARD, 9100, txn="t4", producer_group=g, half_offset=7, commitlog_offset=950,
+          check_count=CHECK_MAX, topic="TRANS_CHECK_MAX_TIME_TOPIC", result=S.DISCARD_CHECK_MAX)
     t.add(S.OP_PUT, 9100, op_offset=1, commitlog_offset=901, queue_id=0, half_offsets=[4])
     # t5, late: committed and delivered, too young for the liveness checks.
     t.add(S.LOCAL_TX, 50_000, txn="t5", producer_group=g, producer=p, action=S.COMMIT, from_check=False)
