@@ -101,7 +101,7 @@ def test_unknown_knob_is_named() -> None:
 def test_cli_simulate_prints_seed_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cli.ndjson"
     code = main(["simulate", "-n", "200", "--seed", "9", "--faults", "none", "--no-progress",
-                 "--set", "unknown_forever=0.5", "--set", "commit=0.25", "--broker", "check_max=2",
+                 "--set", "unknown_forever=0.5", "--set", "commit=0.26", "--broker", "check_max=2",
                  "-o", str(out)])
     captured = capsys.readouterr()
     assert code == 0
