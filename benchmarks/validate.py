@@ -2,9 +2,10 @@
 
     python -m benchmarks.validate [--transactions 100000 1000000] [--seed 1] [--dir /tmp/txmq-bench]
 
-Traces come from ``txmq.sim`` when it is importable (the real broker), otherwise from the vectorised
-synthetic generator below (~5.4 events per transaction: commits, rollbacks, commits decided by a check,
-transactions discarded at the check max, one consumer group); either way they are reused from --dir.
+Traces come from the vectorised synthetic generator below (~5.2 events per transaction: commits,
+rollbacks, commits decided by a check, transactions discarded at the check max, one consumer group; a
+simulated broker takes minutes for 10^6 transactions, this takes seconds) and are reused from --dir. A
+trace from ``txmq simulate`` placed there under the same name is used as is.
 DuckDB runs the same checks in SQL (the baseline a user might pick instead); the figures it is compared
 with are the whole ``txmq validate`` process (session start + job) and the job alone. Target: Spark's
 whole validation within 5x DuckDB's time on 10^6 transactions.
@@ -12,8 +13,12 @@ whole validation within 5x DuckDB's time on 10^6 transactions.
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +46,12 @@ class _Rows:
 
     def add(self, event: str, txn: np.ndarray, ts: np.ndarray, step: int, **cols: np.ndarray | int) -> None:
         n = len(txn)
-        part = {"event": np.full(n, EVENT_CODES[event], np.int8), "txn": txn, "ts": ts.astype(np.int64),
-                "step": np.full(n, step, np.int64)}
+        part = {
+            "event": np.full(n, EVENT_CODES[event], np.int8),
+            "txn": txn,
+            "ts": ts.astype(np.int64),
+            "step": np.full(n, step, np.int64),
+        }
         for name, value in cols.items():
             part[name] = np.broadcast_to(np.asarray(value, dtype=np.int64), (n,)).copy()
         self.parts.append(part)
@@ -51,7 +60,9 @@ class _Rows:
         names = {k for p in self.parts for k in p}
         out = {}
         for name in names:
-            out[name] = np.concatenate([p.get(name, np.full(len(p["txn"]), -1, np.int64)) for p in self.parts])
+            out[name] = np.concatenate(
+                [p.get(name, np.full(len(p["txn"]), -1, np.int64)) for p in self.parts]
+            )
         return out
 
 
@@ -62,8 +73,8 @@ def _strings(values: list[str], index: np.ndarray, valid: np.ndarray) -> pa.Arra
     return pa.DictionaryArray.from_arrays(codes, dictionary).cast(pa.string())
 
 
-def _int(values: np.ndarray, valid: np.ndarray, typ: pa.DataType = pa.int64()) -> pa.Array:
-    return pa.array(values, mask=~valid).cast(typ)
+def _int(values: np.ndarray, valid: np.ndarray, typ: pa.DataType | None = None) -> pa.Array:
+    return pa.array(values, mask=~valid).cast(typ or pa.int64())
 
 
 def generate(n: int, seed: int, path: Path) -> None:
@@ -142,7 +153,7 @@ def generate(n: int, seed: int, path: Path) -> None:
     # Op records: resolved halves in END_TX order, OP_BATCH per record, right after the batch's last END_TX.
     is_ok_end = ev == EVENT_CODES[S.END_TX]
     ends = np.flatnonzero(is_ok_end)
-    batches = [current[ends[i:i + OP_BATCH]] for i in range(0, len(ends), OP_BATCH)]
+    batches = [current[ends[i : i + OP_BATCH]] for i in range(0, len(ends), OP_BATCH)]
     op_after = [ends[min(i + OP_BATCH, len(ends)) - 1] for i in range(0, len(ends), OP_BATCH)]
 
     rows = len(tx)
@@ -162,45 +173,296 @@ def generate(n: int, seed: int, path: Path) -> None:
     ids = pa.array([f"t{i:07d}" for i in range(n)])
     e_is = {name: event == code for name, code in EVENT_CODES.items()}
     answer = e_is[S.LOCAL_TX] & (column(cols["from_check"]) == 1)
-    half_ref = (e_is[S.HALF_PUT] | e_is[S.HALF_RENEW] | e_is[S.CHECK] | e_is[S.END_TX] | e_is[S.REAL_PUT]
-                | e_is[S.DISCARD] | answer)
+    half_ref = (
+        e_is[S.HALF_PUT]
+        | e_is[S.HALF_RENEW]
+        | e_is[S.CHECK]
+        | e_is[S.END_TX]
+        | e_is[S.REAL_PUT]
+        | e_is[S.DISCARD]
+        | answer
+    )
     queue_ev = e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]
     counted = e_is[S.HALF_RENEW] | e_is[S.CHECK] | e_is[S.DISCARD] | answer
     result_codes = np.select(
-        [e_is[S.END_TX], e_is[S.HALF_RENEW], e_is[S.CHECK], e_is[S.DISCARD]], [0, 1, 2, 3], -1)
+        [e_is[S.END_TX], e_is[S.HALF_RENEW], e_is[S.CHECK], e_is[S.DISCARD]], [0, 1, 2, 3], -1
+    )
     op_lists = iter(batches)
     half_offsets = [next(op_lists).tolist() if is_op else None for is_op in e_is[S.OP_PUT]]
     crc = (txn_col * 2654435761) % (2**31)
-    table = pa.table({
-        "seq": pa.array(np.arange(len(event), dtype=np.int64)),
-        "ts": pa.array(ts_col),
-        "event": _strings(list(S.EVENTS), event, np.ones(len(event), bool)),
-        "txn": ids.take(pa.array(np.where(has_txn, txn_col, 0), mask=~has_txn)),
-        "producer_group": _strings(["pg"], np.zeros(len(event), np.int64), has_txn & ~e_is[S.DELIVER]),
-        "producer": _strings(["p1"], np.zeros(len(event), np.int64),
-                             e_is[S.LOCAL_TX] | e_is[S.HALF_PUT] | e_is[S.END_TX] | e_is[S.CHECK]),
-        "half_offset": _int(column(current), half_ref),
-        "prev_half_offset": _int(column(prev), e_is[S.HALF_RENEW]),
-        "commitlog_offset": _int(np.arange(len(event), dtype=np.int64) * 300, ~e_is[S.LOCAL_TX]),
-        "topic": _strings(["T", "TRANS_CHECK_MAX_TIME_TOPIC"], e_is[S.DISCARD].astype(np.int64),
-                          queue_ev | e_is[S.DISCARD]),
-        "queue_id": _int(np.where(e_is[S.OP_PUT], 0, txn_col % QUEUES), queue_ev | e_is[S.OP_PUT], pa.int32()),
-        "queue_offset": _int(column(qoff), e_is[S.REAL_PUT] | e_is[S.DELIVER]),
-        "action": _strings([S.COMMIT, S.ROLLBACK, S.UNKNOWN], column(cols["action"]).clip(0),
-                           column(cols["action"]) >= 0),
-        "from_check": pa.array(column(cols["from_check"]) == 1, mask=column(cols["from_check"]) < 0),
-        "result": _strings([S.OK, S.RENEW_FOR_CHECK, S.CHECK_SENT, S.DISCARD_CHECK_MAX], result_codes.clip(0),
-                           result_codes >= 0),
-        "check_count": _int(column(cols["check_count"]), counted, pa.int32()),
-        "op_offset": _int(np.cumsum(e_is[S.OP_PUT]) - 1, e_is[S.OP_PUT]),
-        "half_offsets": pa.array(half_offsets, pa.list_(pa.int64())),
-        "consumer_group": _strings(["cg1"], np.zeros(len(event), np.int64), e_is[S.DELIVER]),
-        "body_crc": _int(crc, e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]),
-    })
-    header = S.TraceHeader(mode="strict", seed=seed, config={
-        "mode": "strict", "transaction_timeout_ms": TIMEOUT_MS, "check_interval_ms": INTERVAL_MS,
-        "check_max": CHECK_MAX, "consumer_groups": {"cg1": ["T"]}, "workload": {"synthetic": True, "mix": MIX},
-    })
+    table = pa.table(
+        {
+            "seq": pa.array(np.arange(len(event), dtype=np.int64)),
+            "ts": pa.array(ts_col),
+            "event": _strings(list(S.EVENTS), event, np.ones(len(event), bool)),
+            "txn": ids.take(pa.array(np.where(has_txn, txn_col, 0), mask=~has_txn)),
+            "producer_group": _strings(["pg"], np.zeros(len(event), np.int64), has_txn & ~e_is[S.DELIVER]),
+            "producer": _strings(
+                ["p1"],
+                np.zeros(len(event), np.int64),
+                e_is[S.LOCAL_TX] | e_is[S.HALF_PUT] | e_is[S.END_TX] | e_is[S.CHECK],
+            ),
+            "half_offset": _int(column(current), half_ref),
+            "prev_half_offset": _int(column(prev), e_is[S.HALF_RENEW]),
+            "commitlog_offset": _int(np.arange(len(event), dtype=np.int64) * 300, ~e_is[S.LOCAL_TX]),
+            "topic": _strings(
+                ["T", "TRANS_CHECK_MAX_TIME_TOPIC"],
+                e_is[S.DISCARD].astype(np.int64),
+                queue_ev | e_is[S.DISCARD],
+            ),
+            "queue_id": _int(
+                np.where(e_is[S.OP_PUT], 0, txn_col % QUEUES), queue_ev | e_is[S.OP_PUT], pa.int32()
+            ),
+            "queue_offset": _int(column(qoff), e_is[S.REAL_PUT] | e_is[S.DELIVER]),
+            "action": _strings(
+                [S.COMMIT, S.ROLLBACK, S.UNKNOWN], column(cols["action"]).clip(0), column(cols["action"]) >= 0
+            ),
+            "from_check": pa.array(column(cols["from_check"]) == 1, mask=column(cols["from_check"]) < 0),
+            "result": _strings(
+                [S.OK, S.RENEW_FOR_CHECK, S.CHECK_SENT, S.DISCARD_CHECK_MAX],
+                result_codes.clip(0),
+                result_codes >= 0,
+            ),
+            "check_count": _int(column(cols["check_count"]), counted, pa.int32()),
+            "op_offset": _int(np.cumsum(e_is[S.OP_PUT]) - 1, e_is[S.OP_PUT]),
+            "half_offsets": pa.array(half_offsets, pa.list_(pa.int64())),
+            "consumer_group": _strings(["cg1"], np.zeros(len(event), np.int64), e_is[S.DELIVER]),
+            "body_crc": _int(crc, e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]),
+        }
+    )
+    header = S.TraceHeader(
+        mode="strict",
+        seed=seed,
+        config={
+            "mode": "strict",
+            "transaction_timeout_ms": TIMEOUT_MS,
+            "check_interval_ms": INTERVAL_MS,
+            "check_max": CHECK_MAX,
+            "consumer_groups": {"cg1": ["T"]},
+            "workload": {"synthetic": True, "mix": MIX},
+        },
+    )
     meta = {HEADER_METADATA_KEY: json.dumps(header.to_dict(), sort_keys=True).encode()}
     table = table.cast(S.ARROW_SCHEMA).replace_schema_metadata(meta)
     pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
+
+
+# ----------------------------------------------------------------------------------------- DuckDB baseline
+def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
+    """The same checks in DuckDB SQL; violation counts per check id (same counting units as Spark).
+
+    Counts only: which violations rocketmq mode explains, samples and metrics are reporting on top."""
+    import duckdb
+
+    cfg = header.config
+    timeout, check_max = cfg["transaction_timeout_ms"], cfg["check_max"]
+    horizon = timeout + (check_max + 2) * cfg["check_interval_ms"]
+    subs = [(g, t) for g, topics in (cfg.get("consumer_groups") or {}).items() for t in topics] or [("", "")]
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"CREATE VIEW ev AS SELECT * FROM read_parquet('{path}')")
+    con.execute("CREATE TEMP TABLE subs(consumer_group VARCHAR, topic VARCHAR)")
+    con.executemany("INSERT INTO subs VALUES (?, ?)", subs)
+    last_ts = con.execute("SELECT max(ts) FROM ev").fetchone()[0]
+    per_txn = f"""
+    WITH seqd AS (
+      SELECT txn, seq, event, check_count, result,
+        sum(CASE WHEN event = 'HALF_RENEW' AND result = 'RESUME' THEN 1 ELSE 0 END)
+          OVER (PARTITION BY txn ORDER BY seq) AS segment
+      FROM ev WHERE event IN ('CHECK', 'HALF_RENEW', 'DISCARD', 'REAL_PUT')),
+    kinds AS (
+      SELECT *, CASE WHEN event = 'HALF_RENEW' AND result = 'RESUME' THEN 'Z' WHEN event = 'HALF_RENEW'
+                     THEN 'R' WHEN event = 'CHECK' THEN 'C' ELSE 'O' END AS kind
+      FROM seqd),
+    ordered AS (
+      SELECT txn,
+        bool_or(kind IN ('R', 'C') AND check_count > {check_max}) AS exceeded,
+        bool_or(CASE WHEN kind = 'Z' THEN check_count != 0
+                     WHEN kind = 'R' THEN check_count != coalesce(prev, 0) + 1
+                     WHEN kind = 'C' THEN check_count <= coalesce(prev, 0)
+                     ELSE false END) AS broken,
+        bool_or(event = 'REAL_PUT' AND coalesce(last_discard, -1) > coalesce(last_resume, -1))
+          AS after_discard
+      FROM (
+        SELECT *,
+          lag(check_count) OVER (PARTITION BY txn, segment, kind ORDER BY seq) AS prev,
+          max(CASE WHEN event = 'DISCARD' THEN seq END) OVER w AS last_discard,
+          max(CASE WHEN kind = 'Z' THEN seq END) OVER w AS last_resume
+        FROM kinds WINDOW w AS (PARTITION BY txn ORDER BY seq ROWS UNBOUNDED PRECEDING))
+      GROUP BY txn),
+    facts AS (
+      SELECT txn,
+        min(ts) FILTER (WHERE event = 'HALF_PUT') AS born,
+        min(seq) AS min_seq, max(seq) AS max_seq,
+        min(seq) FILTER (WHERE event = 'LOCAL_TX' AND action = 'COMMIT') AS local_commit_seq,
+        count(*) FILTER (WHERE event = 'LOCAL_TX' AND action = 'ROLLBACK') AS local_rollbacks,
+        count(*) FILTER (WHERE event = 'END_TX' AND result = 'OK') AS oks,
+        min(seq) FILTER (WHERE event = 'END_TX' AND result = 'OK' AND action = 'COMMIT') AS commit_ok_seq,
+        count(*) FILTER (WHERE event = 'END_TX' AND result = 'OK' AND action IN ('COMMIT', 'ROLLBACK'))
+          AS resolutions,
+        count(*) FILTER (WHERE event = 'REAL_PUT') AS reals,
+        min(seq) FILTER (WHERE event = 'REAL_PUT') AS real_seq,
+        count(*) FILTER (WHERE event = 'DISCARD') AS discards,
+        count(*) FILTER (WHERE event = 'DISCARD' AND NOT ((result = 'CHECK_MAX' AND check_count = {check_max})
+                                                          OR result = 'RETENTION')) AS bad_discards,
+        count(*) FILTER (WHERE event = 'HALF_RENEW' AND result = 'IMMUNITY') AS immunity,
+        count(*) FILTER (WHERE event = 'CHECK') AS checks,
+        min(ts) FILTER (WHERE event = 'CHECK') AS first_check_ts
+      FROM ev WHERE txn IS NOT NULL AND event != 'DELIVER' GROUP BY txn),
+    positions AS (
+      SELECT topic, queue_id, queue_offset, arg_min(txn, seq) AS r_txn
+      FROM ev WHERE event = 'REAL_PUT' GROUP BY ALL),
+    undelivered AS (
+      SELECT p.r_txn AS txn, count(*) AS missing
+      FROM positions p JOIN subs s USING (topic)
+      WHERE NOT EXISTS (SELECT 1 FROM ev d WHERE d.event = 'DELIVER' AND d.consumer_group = s.consumer_group
+                        AND d.topic = p.topic AND d.queue_id = p.queue_id AND d.queue_offset = p.queue_offset)
+      GROUP BY ALL),
+    j AS (
+      SELECT f.*, o.exceeded, o.broken, o.after_discard, coalesce(u.missing, 0) AS missing,
+        f.born IS NOT NULL AND f.born < {last_ts - horizon} AS judged
+      FROM facts f LEFT JOIN ordered o USING (txn) LEFT JOIN undelivered u USING (txn))
+    SELECT
+      count(*) FILTER (WHERE reals > 0 AND (commit_ok_seq IS NULL OR real_seq < commit_ok_seq)),
+      count(*) FILTER (WHERE reals > 0 AND (local_commit_seq IS NULL OR local_commit_seq > real_seq)),
+      count(*) FILTER (WHERE reals > 0 AND local_rollbacks > 0),
+      count(*) FILTER (WHERE oks > 1),
+      count(*) FILTER (WHERE reals > 1),
+      count(*) FILTER (WHERE coalesce(exceeded, false) OR coalesce(broken, false)),
+      count(*) FILTER (WHERE checks > 0 AND immunity = 0
+                             AND (born IS NULL OR first_check_ts - born <= {timeout})),
+      count(*) FILTER (WHERE bad_discards > 0 OR coalesce(after_discard, false)),
+      count(*) FILTER (WHERE judged AND resolutions + discards = 0),
+      count(*) FILTER (WHERE judged AND missing > 0)
+    FROM j"""
+    names = [
+        "NoUncommittedVisible",
+        "CommitMatchesLocal",
+        "RollbackNeverVisible",
+        "SingleResolution",
+        "NoDuplicateReal",
+        "CheckBound",
+        "CheckAfterTimeout",
+        "DiscardOnlyAtMax",
+        "EventuallyResolved",
+        "EventuallyDelivered",
+    ]
+    counts = dict(zip(names, con.execute(per_txn).fetchone(), strict=True))
+    ops = """
+    WITH covered AS (
+      SELECT off, min(seq) AS op_seq, count(*) AS entries
+      FROM (SELECT seq, unnest(half_offsets) AS off FROM ev WHERE event = 'OP_PUT') GROUP BY off),
+    copies AS (SELECT half_offset AS off, seq AS put_seq, prev_half_offset AS prev, txn FROM ev
+               WHERE event IN ('HALF_PUT', 'HALF_RENEW')),
+    refs AS (SELECT count(*) FILTER (WHERE put_seq IS NULL OR put_seq > op_seq OR entries > 1) AS n
+             FROM covered LEFT JOIN copies USING (off)),
+    checks AS (SELECT c.seq AS check_seq, c.half_offset AS off, r.prev FROM ev c
+               LEFT JOIN copies r ON r.off = c.half_offset AND r.prev IS NOT NULL WHERE c.event = 'CHECK'),
+    concerned AS (SELECT check_seq, off FROM checks UNION ALL
+                  SELECT check_seq, prev FROM checks WHERE prev IS NOT NULL),
+    late AS (SELECT check_seq, min(op_seq) AS op_seq FROM concerned JOIN covered USING (off)
+             GROUP BY check_seq)
+    SELECT (SELECT n FROM refs), (SELECT count(*) FROM late l JOIN checks k USING (check_seq)
+                                  WHERE l.op_seq < k.check_seq)"""
+    counts["OpRefersToHalf"], counts["NoCheckAfterDurableOp"] = con.execute(ops).fetchone()
+    queues = """
+    WITH positions AS (
+      SELECT topic, queue_id, queue_offset, count(*) AS reals, arg_min(seq, seq) AS r_seq,
+             arg_min(txn, seq) AS r_txn, arg_min(body_crc, seq) AS r_crc
+      FROM ev WHERE event = 'REAL_PUT' GROUP BY ALL),
+    gaps AS (SELECT count(*) FILTER (WHERE reals > 1 OR gap != 0) AS n FROM (
+               SELECT reals, queue_offset - coalesce(lag(queue_offset) OVER
+                 (PARTITION BY topic, queue_id ORDER BY queue_offset), -1) - 1 AS gap FROM positions)),
+    deliveries AS (
+      SELECT consumer_group, topic, queue_id, queue_offset, min(seq) AS d_seq, min(txn) AS d_txn,
+             max(txn) AS d_txn_max, min(body_crc) AS d_crc, max(body_crc) AS d_crc_max
+      FROM ev WHERE event = 'DELIVER' GROUP BY ALL),
+    joined AS (
+      SELECT d.*, p.r_seq, p.r_txn, p.r_crc,
+        lag(d.queue_offset) OVER (PARTITION BY consumer_group, d.topic, d.queue_id ORDER BY d_seq)
+          > d.queue_offset AS out_of_order
+      FROM deliveries d LEFT JOIN positions p USING (topic, queue_id, queue_offset))
+    SELECT (SELECT n FROM gaps),
+      count(*) FILTER (WHERE (r_seq IS NOT NULL AND (d_txn != r_txn OR d_txn_max != r_txn
+             OR d_crc IS DISTINCT FROM r_crc OR d_crc_max IS DISTINCT FROM r_crc))
+             OR coalesce(out_of_order, false)),
+      count(*) FILTER (WHERE r_seq IS NULL OR r_seq > d_seq)
+    FROM joined"""
+    gaps, integrity, unput = con.execute(queues).fetchone()
+    counts["QueueContiguity"], counts["DeliveryIntegrity"] = gaps, integrity
+    counts["NoUncommittedVisible"] += unput
+    return counts
+
+
+# ----------------------------------------------------------------------------------------- runner
+def _trace(n: int, seed: int, directory: Path) -> Path:
+    path = directory / f"synthetic-{n}-seed{seed}.parquet"
+    if path.exists():
+        print(f"reusing {path}", file=sys.stderr)
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    t = time.perf_counter()
+    generate(n, seed, tmp)
+    tmp.rename(path)
+    print(f"generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    return path
+
+
+def _spark(path: Path) -> tuple[float, dict[str, object]]:
+    """The whole ``python -m spark_validation`` process (what a user runs), and its JSON report."""
+    report = path.with_suffix(".report.json")
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_validation", str(path), "--report", str(report)],
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - t
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"spark validation failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return wall, json.loads(report.read_text(encoding="utf-8"))
+
+
+def run(n: int, seed: int, directory: Path) -> None:
+    from txmq.trace.reader import read_header
+
+    path = _trace(n, seed, directory)
+    header = read_header(path)
+    t = time.perf_counter()
+    duck = _duckdb_checks(path, header)
+    duck_s = time.perf_counter() - t
+    wall, report = _spark(path)
+    timings = report["timings"]
+    spark_counts = {c["id"]: c["violations"] for c in report["checks"]}
+    events = report["events"]
+    agree = "agree" if spark_counts == duck else f"DISAGREE: spark {spark_counts} duckdb {duck}"
+    print(f"{n:>9,} transactions  {events:>10,} events  {path.stat().st_size / 1e6:6.1f} MB")
+    print(f"  duckdb: {duck_s:6.2f} s  ({events / duck_s:,.0f} events/s)")
+    print(
+        f"  spark:  {wall:6.2f} s whole process = session start {timings['session_start_s']:.2f} s + job "
+        f"{timings['job_s']:.2f} s ({timings['events_per_s']:,.0f} events/s) + interpreter/report"
+    )
+    print(
+        f"  ratio spark/duckdb: whole {wall / duck_s:.1f}x, job only {timings['job_s'] / duck_s:.1f}x "
+        f"(target whole <= 5x at 10^6)"
+    )
+    print(f"  violation counts: {agree}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.validate", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--transactions", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "txmq-bench")
+    args = parser.parse_args(argv)
+    print(f"seed {args.seed}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for n in args.transactions:
+        run(n, args.seed, args.dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

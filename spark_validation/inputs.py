@@ -119,7 +119,10 @@ def open_trace(path: str | Path) -> TraceInput:
 def _spark_schema() -> str:
     """The v1 columns as a Spark DDL string, for reading NDJSON without type inference."""
     ddl = {
-        pa.int64(): "BIGINT", pa.int32(): "INT", pa.string(): "STRING", pa.bool_(): "BOOLEAN",
+        pa.int64(): "BIGINT",
+        pa.int32(): "INT",
+        pa.string(): "STRING",
+        pa.bool_(): "BOOLEAN",
         pa.list_(pa.int64()): "ARRAY<BIGINT>",
     }
     return ", ".join(f"`{name}` {ddl[typ]}" for name, typ in schema.COLUMNS.items())
@@ -138,5 +141,7 @@ def load_events(spark: Any, trace: TraceInput) -> Any:
         return df.select(*schema.COLUMN_NAMES, F.lit(None).cast("string").alias(CORRUPT))
     # The header line parses too (its "format" key is set and every event column is null): drop it.
     reader = spark.read.schema(f"{_spark_schema()}, `format` STRING, `{CORRUPT}` STRING")
-    df = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(str(trace.path))
+    df = (
+        reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(str(trace.path))
+    )
     return df.filter(F.col("format").isNull()).drop("format")

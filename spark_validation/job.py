@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from spark_validation import ops, per_txn, queues, samples
@@ -60,8 +60,9 @@ def _metrics(trace: TraceInput, stats: TraceStats, txns: per_txn.TxnResult) -> d
     }
 
 
-def _run_passes(spark: Any, trace: TraceInput, limit: int, progress: Callable[[str], None]) -> tuple[
-        TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
+def _run_passes(
+    spark: Any, trace: TraceInput, limit: int, progress: Callable[[str], None]
+) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
     """Pass 1, then passes 2-4 as concurrent Spark jobs: each has stages too small to fill the cores."""
     events = load_events(spark, trace)
     t = time.perf_counter()
@@ -75,8 +76,11 @@ def _run_passes(spark: Any, trace: TraceInput, limit: int, progress: Callable[[s
         return result
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        txns_f = pool.submit(timed, "pass 2/4 per-transaction checks", lambda: per_txn.run(
-            events, trace, stats, queues.undelivered(spark, events, trace), limit))
+        txns_f = pool.submit(
+            timed,
+            "pass 2/4 per-transaction checks",
+            lambda: per_txn.run(events, trace, stats, queues.undelivered(spark, events, trace), limit),
+        )
         ops_f = pool.submit(timed, "pass 3/4 Op references", lambda: ops.run(events, trace, limit))
         queues_f = pool.submit(timed, "pass 4/4 queues and deliveries", lambda: queues.run(events, limit))
         txns, op_tallies, queue_tallies = txns_f.result(), ops_f.result(), queues_f.result()
@@ -87,8 +91,12 @@ def _run_passes(spark: Any, trace: TraceInput, limit: int, progress: Callable[[s
     return stats, txns, tallies, events
 
 
-def validate(path: str, master: str | None = None, limit: int = DEFAULT_SAMPLES,
-             progress: Callable[[str], None] = _progress) -> Report:
+def validate(
+    path: str,
+    master: str | None = None,
+    limit: int = DEFAULT_SAMPLES,
+    progress: Callable[[str], None] = _progress,
+) -> Report:
     """Validate one trace file; raises a TraceError subclass for unusable input."""
     trace = open_trace(path)
     progress(f"{trace.path} ({trace.kind}, mode {trace.mode}): header and columns ok; starting Spark")
@@ -104,12 +112,21 @@ def validate(path: str, master: str | None = None, limit: int = DEFAULT_SAMPLES,
     except TxmqError:
         raise
     except Exception as exc:  # a Spark/JVM failure on this input: one line, not a Java stack trace
-        raise SparkFailedError(f"{trace.path}: Spark failed: {str(exc).strip().splitlines()[0][:300]}") from None
+        raise SparkFailedError(
+            f"{trace.path}: Spark failed: {str(exc).strip().splitlines()[0][:300]}"
+        ) from None
     job_s = time.perf_counter() - t1
 
     results = [
-        check_result(cid, t.violations, t.expected, [
-            {"key": k, "expected": k not in t.failing, "events": found.get(k, [])} for k in t.samples(limit)])
+        check_result(
+            cid,
+            t.violations,
+            t.expected,
+            [
+                {"key": k, "expected": k not in t.failing, "events": found.get(k, [])}
+                for k in t.samples(limit)
+            ],
+        )
         for cid, t in tallies.items()
     ]
     config = trace.config
@@ -140,6 +157,7 @@ def validate(path: str, master: str | None = None, limit: int = DEFAULT_SAMPLES,
             "job_s": round(job_s, 3),
             "events_per_s": round(stats.events / job_s) if job_s else 0.0,
         },
+        spark={"master": spark.sparkContext.master, "version": spark.version},
     )
 
 
@@ -153,14 +171,23 @@ def _count(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options shared by ``txmq validate`` and the spark-submit script."""
     parser.add_argument("trace", metavar="TRACE", help="trace file (.parquet, or NDJSON with a header line)")
-    parser.add_argument("--master", default=None,
-                        help="Spark master URL (local[*], spark://host:7077, yarn...); default local[*], "
-                             "or the one spark-submit was given")
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (local[*], spark://host:7077, yarn...); default local[*], "
+        "or the one spark-submit was given",
+    )
     parser.add_argument("--report", metavar="FILE", help="write the report as JSON")
-    parser.add_argument("--plot", metavar="FILE", help="write a PNG of checks per transaction and time to "
-                                                       "visibility")
-    parser.add_argument("--samples", type=_count, default=DEFAULT_SAMPLES, metavar="N",
-                        help=f"sample transactions per violated check (default {DEFAULT_SAMPLES})")
+    parser.add_argument(
+        "--plot", metavar="FILE", help="write a PNG of checks per transaction and time to visibility"
+    )
+    parser.add_argument(
+        "--samples",
+        type=_count,
+        default=DEFAULT_SAMPLES,
+        metavar="N",
+        help=f"sample transactions per violated check (default {DEFAULT_SAMPLES})",
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> int:

@@ -26,7 +26,8 @@ def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
         .agg(F.min("op_seq").alias("op_seq"), F.count(F.lit(1)).alias("entries"))
     )
     copies = events.filter(c("event").isin(S.HALF_PUT, S.HALF_RENEW)).select(
-        c("half_offset").alias("off"), c("seq").alias("put_seq"), "txn", c("prev_half_offset").alias("prev"))
+        c("half_offset").alias("off"), c("seq").alias("put_seq"), "txn", c("prev_half_offset").alias("prev")
+    )
 
     # OpRefersToHalf: one record per covered offset; the sample is the copy's txn, else the Op's seq.
     put_before = c("put_seq").isNotNull() & (c("put_seq") < c("op_seq"))
@@ -38,15 +39,19 @@ def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
 
     # NoCheckAfterDurableOp: each CHECK against the copy checked and the copy its renewal replaced.
     checks = events.filter(c("event") == S.CHECK).select(
-        c("seq").alias("check_seq"), "txn", c("half_offset").alias("off"))
+        c("seq").alias("check_seq"), "txn", c("half_offset").alias("off")
+    )
     renewed = copies.filter(c("prev").isNotNull()).select("off", "prev")
     concerned = checks.join(renewed, "off", "left").select(
-        "check_seq", "txn", F.explode(F.array_compact(F.array(c("off"), c("prev")))).alias("off"))
+        "check_seq", "txn", F.explode(F.array_compact(F.array(c("off"), c("prev")))).alias("off")
+    )
     late = (
         concerned.join(covered.select("off", "op_seq"), "off")
         .groupBy("check_seq", "txn")
         .agg(F.min("op_seq").alias("op_seq"))
-        .select(txn_key(c("txn")).alias("key"),
-                *masks({"NoCheckAfterDurableOp": (c("op_seq") < c("check_seq"), None)}))
+        .select(
+            txn_key(c("txn")).alias("key"),
+            *masks({"NoCheckAfterDurableOp": (c("op_seq") < c("check_seq"), None)}),
+        )
     )
     return read(grouped(refs.unionByName(late), c("key"), limit).collect(), limit)

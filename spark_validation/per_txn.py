@@ -34,7 +34,8 @@ aggregate(
     WHEN e.event = 'HALF_RENEW' AND e.result = 'RESUME' THEN named_struct(
       'renew', 0, 'chk', 0, 'open', CAST(NULL AS BIGINT), 'exceeded', s.exceeded,
       'broken', s.broken OR e.check_count != 0,
-      'windows', IF(s.open IS NULL, s.windows, array_append(s.windows, named_struct('d', s.open, 'r', e.seq))))
+      'windows', IF(s.open IS NULL, s.windows,
+                    array_append(s.windows, named_struct('d', s.open, 'r', e.seq))))
     WHEN e.event = 'HALF_RENEW' THEN named_struct(
       'renew', e.check_count, 'chk', s.chk, 'open', s.open,
       'exceeded', s.exceeded OR e.check_count > {check_max},
@@ -49,7 +50,7 @@ aggregate(
   END,
   s -> named_struct('exceeded', s.exceeded, 'broken', s.broken,
                     'windows', IF(s.open IS NULL, s.windows,
-                                  array_append(s.windows, named_struct('d', s.open, 'r', CAST(NULL AS BIGINT))))))
+                    array_append(s.windows, named_struct('d', s.open, 'r', CAST(NULL AS BIGINT))))))
 """
 
 
@@ -77,7 +78,8 @@ def _facts(events: Any, check_max: int) -> Any:
 
     ok = (ev == S.END_TX) & (res == S.OK)
     discard_ok = ((res == S.DISCARD_CHECK_MAX) & (F.col("check_count") == check_max)) | (
-        res == S.DISCARD_RETENTION)
+        res == S.DISCARD_RETENTION
+    )
     return (
         events.filter(F.col("txn").isNotNull() & (ev != S.DELIVER))
         .groupBy("txn")
@@ -135,35 +137,52 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, undelivered: Any, lim
     check_max = trace.setting("check_max")
     horizon = timeout + (check_max + 2) * trace.setting("check_interval_ms")
     last_ts = stats.last_ts if stats.last_ts is not None else 0
-    crash_seqs = F.array(*[F.lit(s) for s in stats.crash_seqs]) if stats.crash_seqs else F.array().cast(
-        "array<bigint>")
+    crash_seqs = (
+        F.array(*[F.lit(s) for s in stats.crash_seqs])
+        if stats.crash_seqs
+        else F.array().cast("array<bigint>")
+    )
 
     c = F.col
-    facts = (_facts(events, check_max)
-             .join(_order_facts(events, check_max), "txn", "left")
-             .join(undelivered, "txn", "left"))
+    facts = (
+        _facts(events, check_max)
+        .join(_order_facts(events, check_max), "txn", "left")
+        .join(undelivered, "txn", "left")
+    )
     judged = c("born").isNotNull() & (c("born") < F.lit(last_ts - horizon))
     spans_crash = F.exists(crash_seqs, lambda s: (s > c("min_seq")) & (s < c("max_seq")))
     has_real = c("reals") > 0
     exceeded = F.coalesce(c("fold.exceeded"), F.lit(False))
     # A REAL_PUT inside a [DISCARD, RESUME) window. Only the first and last REAL_PUT are looked at: a
     # third one in between matters only to a transaction that already violates NoDuplicateReal.
-    in_window = F.exists(F.coalesce(c("fold.windows"), F.array()), lambda w: (
-        ((c("real_seq") > w["d"]) & (w["r"].isNull() | (c("real_seq") < w["r"])))
-        | ((c("last_real_seq") > w["d"]) & (w["r"].isNull() | (c("last_real_seq") < w["r"])))))
+    in_window = F.exists(
+        F.coalesce(c("fold.windows"), F.array()),
+        lambda w: (
+            ((c("real_seq") > w["d"]) & (w["r"].isNull() | (c("real_seq") < w["r"])))
+            | ((c("last_real_seq") > w["d"]) & (w["r"].isNull() | (c("last_real_seq") < w["r"])))
+        ),
+    )
     flags = {
         "NoUncommittedVisible": (
-            has_real & (c("commit_ok_seq").isNull() | (c("real_seq") < c("commit_ok_seq"))), None),
+            has_real & (c("commit_ok_seq").isNull() | (c("real_seq") < c("commit_ok_seq"))),
+            None,
+        ),
         "CommitMatchesLocal": (
-            has_real & (c("local_commit_seq").isNull() | (c("local_commit_seq") > c("real_seq"))), None),
+            has_real & (c("local_commit_seq").isNull() | (c("local_commit_seq") > c("real_seq"))),
+            None,
+        ),
         "RollbackNeverVisible": (has_real & (c("local_rollbacks") > 0), None),
         "SingleResolution": (c("oks") > 1, F.lit(rocketmq)),
         "NoDuplicateReal": (c("reals") > 1, F.lit(rocketmq)),
         # A count above check_max always fails; a broken sequence is expected only in a rocketmq-mode
         # transaction whose events span a CRASH (the scanner restarts from an older checkpoint).
         "CheckBound": (exceeded | c("fold.broken"), F.lit(rocketmq) & ~exceeded & spans_crash),
-        "CheckAfterTimeout": ((c("checks") > 0) & (c("immunity") == 0)
-                              & (c("born").isNull() | (c("first_check_ts") - c("born") <= timeout)), None),
+        "CheckAfterTimeout": (
+            (c("checks") > 0)
+            & (c("immunity") == 0)
+            & (c("born").isNull() | (c("first_check_ts") - c("born") <= timeout)),
+            None,
+        ),
         # A bad DISCARD always fails; a REAL_PUT after DISCARD is the strict-only half.
         "DiscardOnlyAtMax": ((c("bad_discards") > 0) | in_window, F.lit(rocketmq) & (c("bad_discards") == 0)),
         "EventuallyResolved": (judged & (c("resolutions") + c("discards") == 0), None),
@@ -179,12 +198,19 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, undelivered: Any, lim
         vis.alias("vis"),
         _quantised(vis).alias("visq"),
     )
-    rows = (
-        grouped(keyed, c("key"), limit, "checks", "age", "visq",
-                extra_aggs=[F.sum("vis").alias("vis_sum"), F.min("vis").alias("vis_min"),
-                            F.max("vis").alias("vis_max")])
-        .collect()
-    )
+    rows = grouped(
+        keyed,
+        c("key"),
+        limit,
+        "checks",
+        "age",
+        "visq",
+        extra_aggs=[
+            F.sum("vis").alias("vis_sum"),
+            F.min("vis").alias("vis_min"),
+            F.max("vis").alias("vis_max"),
+        ],
+    ).collect()
     return _summarise(rows, limit, check_max)
 
 
@@ -211,12 +237,15 @@ def _summarise(rows: list[Any], limit: int, check_max: int) -> TxnResult:
     histogram = []
     lower = None
     for upper in (*VISIBILITY_BUCKETS_MS, None):
-        n = sum(k for v, k in vis_counts.items() if (lower is None or v > lower) and (upper is None or v <= upper))
+        n = sum(
+            k for v, k in vis_counts.items() if (lower is None or v > lower) and (upper is None or v <= upper)
+        )
         histogram.append([f"<= {upper} ms" if upper is not None else f"> {lower} ms", n])
         lower = upper
     visibility = {
         "transactions": committed,
-        "min_ms": vis_min, "max_ms": vis_max,
+        "min_ms": vis_min,
+        "max_ms": vis_max,
         "mean_ms": vis_sum / committed if committed else None,
         **{f"p{int(q * 100)}_ms": _percentile(vis_counts, committed, q) for q in (0.5, 0.9, 0.99)},
         "histogram": histogram,

@@ -30,8 +30,13 @@ def _positions(events: Any) -> Any:
             F.count(F.lit(1)).alias("reals"),
             F.min(F.struct("seq", "txn", "body_crc")).alias("r"),
         )
-        .select(*POSITION, "reals", c("r.seq").alias("r_seq"), c("r.txn").alias("r_txn"),
-                c("r.body_crc").alias("r_crc"))
+        .select(
+            *POSITION,
+            "reals",
+            c("r.seq").alias("r_seq"),
+            c("r.txn").alias("r_txn"),
+            c("r.body_crc").alias("r_crc"),
+        )
     )
 
 
@@ -45,9 +50,12 @@ def _deliveries(events: Any) -> Any:
         .groupBy("consumer_group", *POSITION)
         .agg(
             F.min("seq").alias("d_seq"),
-            F.min("txn").alias("d_txn"), F.max("txn").alias("d_txn_max"),
-            F.min("body_crc").alias("d_crc"), F.max("body_crc").alias("d_crc_max"),
-            F.count("body_crc").alias("d_crcs"), F.count(F.lit(1)).alias("d_n"),
+            F.min("txn").alias("d_txn"),
+            F.max("txn").alias("d_txn_max"),
+            F.min("body_crc").alias("d_crc"),
+            F.max("body_crc").alias("d_crc_max"),
+            F.count("body_crc").alias("d_crcs"),
+            F.count(F.lit(1)).alias("d_n"),
         )
     )
 
@@ -79,17 +87,23 @@ def run(events: Any, limit: int) -> dict[str, Tally]:
     per_group_queue = Window.partitionBy("consumer_group", "topic", "queue_id").orderBy("d_seq")
     out_of_order = F.lag("queue_offset").over(per_group_queue) > c("queue_offset")
     delivered = _deliveries(events).join(
-        positions.select(*POSITION, "r_seq", "r_txn", "r_crc"), POSITION, "left")
+        positions.select(*POSITION, "r_seq", "r_txn", "r_crc"), POSITION, "left"
+    )
     put = c("r_seq").isNotNull()
     # body_crc may be null (another implementation may not fill it); then it must be null on both sides.
-    crc_matches = (c("d_crc").eqNullSafe(c("r_crc")) & c("d_crc_max").eqNullSafe(c("r_crc"))
-                   & ((c("d_crcs") == c("d_n")) | c("r_crc").isNull()))
+    crc_matches = (
+        c("d_crc").eqNullSafe(c("r_crc"))
+        & c("d_crc_max").eqNullSafe(c("r_crc"))
+        & ((c("d_crcs") == c("d_n")) | c("r_crc").isNull())
+    )
     mismatch = put & ((c("d_txn") != c("r_txn")) | (c("d_txn_max") != c("r_txn")) | ~crc_matches)
     delivery_rows = delivered.select(
         txn_key(c("d_txn")).alias("key"),
-        *masks({
-            "DeliveryIntegrity": (mismatch | out_of_order, None),
-            "NoUncommittedVisible": (~put | (c("r_seq") > c("d_seq")), None),
-        }),
+        *masks(
+            {
+                "DeliveryIntegrity": (mismatch | out_of_order, None),
+                "NoUncommittedVisible": (~put | (c("r_seq") > c("d_seq")), None),
+            }
+        ),
     )
     return read(grouped(queue_rows.unionByName(delivery_rows), c("key"), limit).collect(), limit)

@@ -42,6 +42,7 @@ class Report:
     checks: list[CheckResult]
     metrics: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
+    spark: dict[str, str] = field(default_factory=dict)  # where it ran: master URL and Spark version
     notes: list[str] = field(default_factory=lambda: [LIVENESS_HORIZON, COUNT_UNIT])
 
     @property
@@ -84,7 +85,8 @@ class Report:
             f"checks per transaction: {m['checks_per_transaction']['mean']:.3f} mean, "
             f"max {m['checks_per_transaction']['max']}",
             f"time to visibility (ms): p50 {_fmt(vis['p50_ms'])}  p90 {_fmt(vis['p90_ms'])}  "
-            f"p99 {_fmt(vis['p99_ms'])}  max {_fmt(vis['max_ms'])}  over {vis['transactions']:,} transactions",
+            f"p99 {_fmt(vis['p99_ms'])}  max {_fmt(vis['max_ms'])}  "
+            f"over {vis['transactions']:,} transactions",
         ]
         for c in self.checks:
             if c.samples:

@@ -15,8 +15,8 @@ def fetch(events: Any, keys: set[SampleKey]) -> dict[SampleKey, list[dict[str, A
     """key -> that transaction's events (or that one event), in seq order, null columns left out."""
     from pyspark.sql import functions as F
 
-    txns = sorted(k[len(TXN_PREFIX):] for k in keys if k.startswith(TXN_PREFIX))
-    seqs = sorted(int(k[len(SEQ_PREFIX):]) for k in keys if k.startswith(SEQ_PREFIX))
+    txns = sorted(k[len(TXN_PREFIX) :] for k in keys if k.startswith(TXN_PREFIX))
+    seqs = sorted(int(k[len(SEQ_PREFIX) :]) for k in keys if k.startswith(SEQ_PREFIX))
     if not txns and not seqs:
         return {}
     cond = F.col("txn").isin(txns) if txns else F.lit(False)

@@ -41,7 +41,9 @@ def _log_config() -> Path:
 
 def _java_available() -> bool:
     home = os.environ.get("JAVA_HOME")
-    return bool(home and os.path.exists(os.path.join(home, "bin", "java"))) or shutil.which("java") is not None
+    return (
+        bool(home and os.path.exists(os.path.join(home, "bin", "java"))) or shutil.which("java") is not None
+    )
 
 
 def start_session(master: str | None = None, app_name: str = "txmq-validate") -> Any:
@@ -54,16 +56,16 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
         builder = SparkSession.builder
     else:
         if not _java_available():
-            raise ToolMissingError("Spark needs Java 17+: install a JDK (apt-get install openjdk-17-jre) "
-                                   "or set JAVA_HOME")
+            raise ToolMissingError(
+                "Spark needs Java 17+: install a JDK (apt-get install openjdk-17-jre) or set JAVA_HOME"
+            )
         chosen = master or os.environ.get("MASTER") or DEFAULT_MASTER
         if chosen.startswith("local"):
             # Loopback only: avoids the hostname warning and binding a public interface.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = (
-            SparkSession.builder.master(chosen)
-            .config("spark.driver.extraJavaOptions",
-                    f"{DRIVER_JAVA_OPTIONS} -Dlog4j2.configurationFile=file:{_log_config()}")
+        builder = SparkSession.builder.master(chosen).config(
+            "spark.driver.extraJavaOptions",
+            f"{DRIVER_JAVA_OPTIONS} -Dlog4j2.configurationFile=file:{_log_config()}",
         )
     builder = (
         builder.appName(app_name)

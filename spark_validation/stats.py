@@ -63,8 +63,9 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         cond = F.col(col).isNull() if event == "*" else (ev == event) & F.col(col).isNull()
         broken = F.when(cond, F.lit(i)) if broken is None else broken.when(cond, F.lit(i))
     rows = (
-        events.select("event", "seq", "ts", CORRUPT, F.size("half_offsets").alias("entries"),
-                      broken.alias("broken"))
+        events.select(
+            "event", "seq", "ts", CORRUPT, F.size("half_offsets").alias("entries"), broken.alias("broken")
+        )
         .groupBy("event")
         .agg(
             F.count(F.lit(1)).alias("n"),
@@ -82,11 +83,14 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
     if corrupt:
         line = min(str(r["corrupt_example"]) for r in rows if r["corrupt"])[:80]
         raise NotATraceError(f"{trace.path}: {corrupt} line(s) are not trace events, e.g. {line!r}")
-    unknown = sorted((r["event"], r["n"]) for r in rows if r["event"] is not None and r["event"] not in S.EVENTS)
+    unknown = sorted(
+        (r["event"], r["n"]) for r in rows if r["event"] is not None and r["event"] not in S.EVENTS
+    )
     if unknown:
         names = ", ".join(repr(name) for name, _ in unknown[:3])
-        raise UnknownEventError(f"{trace.path}: {sum(n for _, n in unknown)} row(s) with an unknown event name: "
-                                f"{names}")
+        raise UnknownEventError(
+            f"{trace.path}: {sum(n for _, n in unknown)} row(s) with an unknown event name: {names}"
+        )
     bad = [r for r in rows if r["broken"]]
     if bad:
         first = min(r["first_broken"] for r in bad)
@@ -94,7 +98,9 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         where = "rows" if event == "*" else f"{event} rows"
         count = sum(r["broken"] for r in bad)
         at = f" (first at seq {first['seq']})" if first["seq"] is not None else ""
-        raise TraceNullError(f"{trace.path}: {count} row(s) lack a required value; e.g. {where} without {col}{at}")
+        raise TraceNullError(
+            f"{trace.path}: {count} row(s) lack a required value; e.g. {where} without {col}{at}"
+        )
     by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
     crash_seqs = []
     if by_event[S.CRASH]:

@@ -77,8 +77,10 @@ def grouped(df: Any, key: Any, limit: int, *extra: str, extra_aggs: Iterable[Any
 
     samples = F.collect_list(F.when(F.col("mask") != 0, key))
     return df.groupBy("mask", "emask", *extra).agg(
-        F.count(F.lit(1)).alias("n"), F.slice(F.array_sort(samples), 1, max(limit, 1)).alias("samples"),
-        *extra_aggs)
+        F.count(F.lit(1)).alias("n"),
+        F.slice(F.array_sort(samples), 1, max(limit, 1)).alias("samples"),
+        *extra_aggs,
+    )
 
 
 def read(rows: Iterable[Any], limit: int) -> dict[str, Tally]:

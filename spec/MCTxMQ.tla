@@ -14,6 +14,11 @@ OneGroup == [p \in Producers |-> "g1"]
 \* Transactions are interchangeable when one producer owns them all.
 TxnSymmetry == Permutations(Txns)
 
+\* A delay bound: at most one message in flight, i.e. the network delivers or loses each message
+\* before the next one is sent (latency far below the 30 s check interval).  Without it, fifteen
+\* checks could all be in flight at once and the model of strict_checkmax15 would not fit a CI run.
+AtMostOneInFlight == Cardinality(net) <= 1
+
 (***************************************************************************)
 (* Scenario isolation for negative controls.  An action constraint only    *)
 (* removes behaviours, so a violation found under it is a violation of the *)

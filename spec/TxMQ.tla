@@ -62,7 +62,7 @@ VARIABLES
     alive,        \* [Producers -> BOOLEAN]
     \* --- broker, durable ---
     log,          \* the append-only commit log: half, real, op, rbmark, discard records
-    cursorDurable,\* persisted half checkpoint
+    cursorDurable,\* the half checkpoint restored by the last restart (persisted ones never go back)
     \* --- broker, volatile (lost by a crash) ---
     opBuf,        \* RIP-50 Op batch buffer: half offsets resolved but not yet in an Op record
     cache,        \* RIP-50 half cache: original half offsets, eldest first
@@ -298,22 +298,18 @@ Scan ==
           THEN ScanSkip(i)
           ELSE IF r.n >= CheckMax THEN ScanDiscard(i) ELSE ScanCheck(i)
 
-\* The checkpoint is persisted periodically.
-PersistCheckpoint ==
-    /\ cursorDurable # cursor
-    /\ cursorDurable' = cursor
-    /\ UNCHANGED <<producerVars, log, opBuf, cache, cursor, index, net, historyVars, budgetVars>>
-
-\* CRASH and RESTART: the log survives (process crash, page cache kept); the Op buffer, the cache
-\* and the checkpoint's unpersisted progress are lost; strict rebuilds its index from the log.
+\* CRASH and RESTART: the log survives (process crash, page cache kept); the Op buffer, the cache and
+\* the resolution index are lost (strict rebuilds its index from the log).  The checkpoint is persisted
+\* every few seconds, so the restart resumes from a checkpoint persisted at some moment since the last
+\* restart: any value between the checkpoint restored then (cursorDurable) and the current one.
 CrashRestart ==
     /\ crashes < MaxCrash
     /\ crashes' = crashes + 1
+    /\ \E c \in cursorDurable..cursor : cursor' = c /\ cursorDurable' = c
     /\ opBuf' = {}
     /\ cache' = << >>
-    /\ cursor' = cursorDurable
     /\ index' = Rebuilt
-    /\ UNCHANGED <<producerVars, log, cursorDurable, net, historyVars, pcrashes, losses, dups>>
+    /\ UNCHANGED <<producerVars, log, net, historyVars, pcrashes, losses, dups>>
 
 -----------------------------------------------------------------------------
 (* The specification *)
@@ -324,7 +320,6 @@ Next ==
     \/ Deliver \/ DeliverDup \/ Lose
     \/ FlushOps
     \/ Scan
-    \/ PersistCheckpoint
     \/ CrashRestart
 
 (***************************************************************************)

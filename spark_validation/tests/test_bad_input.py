@@ -115,7 +115,9 @@ def test_null_where_a_value_is_required(run_trace: Callable[..., Report]) -> Non
         run_trace(trace)
 
 
-def test_ndjson_line_that_is_not_an_event(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ndjson_line_that_is_not_an_event(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = clean_trace().write(tmp_path / "t.ndjson")
     with open(path, "a", encoding="utf-8") as f:
         f.write('{"seq": 99, "ts": "soon", "event": "CHECK"}\n')
@@ -127,7 +129,16 @@ def test_ndjson_line_that_is_not_an_event(spark: Any, tmp_path: Path, capsys: py
 
 
 def test_exit_codes_are_distinct() -> None:
-    codes = [cls.exit_code for cls in (errors.TraceMissingError, errors.NotATraceError, errors.TraceVersionError,
-                                       errors.TraceColumnsError, errors.UnknownEventError, errors.TraceNullError,
-                                       errors.SparkFailedError)]
+    codes = [
+        cls.exit_code
+        for cls in (
+            errors.TraceMissingError,
+            errors.NotATraceError,
+            errors.TraceVersionError,
+            errors.TraceColumnsError,
+            errors.UnknownEventError,
+            errors.TraceNullError,
+            errors.SparkFailedError,
+        )
+    ]
     assert len(set(codes)) == len(codes) and not {0, 1} & set(codes)

@@ -22,7 +22,9 @@ def _txmq_validate(argv: list[str]) -> int:
     return args.handler(args)
 
 
-def test_validate_writes_report_and_plot(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_writes_report_and_plot(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = clean_trace()
     undelivered(trace)
     path = trace.write(tmp_path / "t.parquet")

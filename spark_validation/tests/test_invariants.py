@@ -43,6 +43,7 @@ def test_ndjson_gives_the_same_report(run_trace: Callable[..., Report]) -> None:
     ndjson = run_trace(clean_trace(), "t.ndjson").to_dict()
     for report in (parquet, ndjson):
         report.pop("timings")
+        report.pop("spark")
         report.pop("trace")
     assert parquet == ndjson
 
@@ -55,7 +56,9 @@ def commit_before_end(t: Trace) -> None:
 
 def deliver_unput_position(t: Trace) -> None:
     """cg1 receives queue offset 7, where nothing was ever put."""
-    t.add(S.DELIVER, 60_000, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=7, body_crc=11)
+    t.add(
+        S.DELIVER, 60_000, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=7, body_crc=11
+    )
 
 
 def commit_without_local_commit(t: Trace) -> None:
@@ -65,21 +68,50 @@ def commit_without_local_commit(t: Trace) -> None:
 
 def rollback_then_visible(t: Trace) -> None:
     """A later check answer for t1 says ROLLBACK although t1 is visible."""
-    t.add(S.LOCAL_TX, 60_000, txn="t1", producer_group="pg", producer="p1", action=S.ROLLBACK, from_check=True,
-          half_offset=0, check_count=1)
+    t.add(
+        S.LOCAL_TX,
+        60_000,
+        txn="t1",
+        producer_group="pg",
+        producer="p1",
+        action=S.ROLLBACK,
+        from_check=True,
+        half_offset=0,
+        check_count=1,
+    )
 
 
 def second_ok(t: Trace) -> None:
     """A duplicate END_TX for t1 is accepted a second time (no second REAL_PUT)."""
-    t.add(S.END_TX, 60_000, txn="t1", producer_group="pg", producer="p1", half_offset=0, action=S.COMMIT,
-          from_check=False, result=S.OK)
+    t.add(
+        S.END_TX,
+        60_000,
+        txn="t1",
+        producer_group="pg",
+        producer="p1",
+        half_offset=0,
+        action=S.COMMIT,
+        from_check=False,
+        result=S.OK,
+    )
 
 
 def second_real(t: Trace) -> None:
     """t1 gets a second REAL_PUT (at the next queue offset, and delivered)."""
-    t.add(S.REAL_PUT, 60_000, txn="t1", producer_group="pg", half_offset=0, topic="T", queue_id=0,
-          queue_offset=3, body_crc=11)
-    t.add(S.DELIVER, 60_100, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=11)
+    t.add(
+        S.REAL_PUT,
+        60_000,
+        txn="t1",
+        producer_group="pg",
+        half_offset=0,
+        topic="T",
+        queue_id=0,
+        queue_offset=3,
+        body_crc=11,
+    )
+    t.add(
+        S.DELIVER, 60_100, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=11
+    )
 
 
 def repeated_check_count(t: Trace) -> None:
@@ -111,13 +143,42 @@ def discard_below_max(t: Trace) -> None:
 
 def real_after_discard(t: Trace) -> None:
     """t4 is committed after its discard (producer answers COMMIT late; the broker accepts)."""
-    t.add(S.LOCAL_TX, 60_000, txn="t4", producer_group="pg", producer="p1", action=S.COMMIT, from_check=True,
-          half_offset=7, check_count=3)
-    t.add(S.END_TX, 60_000, txn="t4", producer_group="pg", producer="p1", half_offset=7, action=S.COMMIT,
-          from_check=True, result=S.OK)
-    t.add(S.REAL_PUT, 60_000, txn="t4", producer_group="pg", half_offset=7, topic="T", queue_id=0,
-          queue_offset=3, body_crc=44)
-    t.add(S.DELIVER, 60_100, txn="t4", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=44)
+    t.add(
+        S.LOCAL_TX,
+        60_000,
+        txn="t4",
+        producer_group="pg",
+        producer="p1",
+        action=S.COMMIT,
+        from_check=True,
+        half_offset=7,
+        check_count=3,
+    )
+    t.add(
+        S.END_TX,
+        60_000,
+        txn="t4",
+        producer_group="pg",
+        producer="p1",
+        half_offset=7,
+        action=S.COMMIT,
+        from_check=True,
+        result=S.OK,
+    )
+    t.add(
+        S.REAL_PUT,
+        60_000,
+        txn="t4",
+        producer_group="pg",
+        half_offset=7,
+        topic="T",
+        queue_id=0,
+        queue_offset=3,
+        body_crc=44,
+    )
+    t.add(
+        S.DELIVER, 60_100, txn="t4", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=44
+    )
 
 
 def op_names_unknown_half(t: Trace) -> None:
@@ -185,11 +246,29 @@ def restart_recheck(t: Trace) -> None:
     second = t.find(S.LOCAL_TX, "t4", nth=2)
     restart = t.insert_after(second, S.RESTART, 7500, result="truncated_bytes=0")
     t.insert_after(second, S.CRASH, 7500)
-    t.insert_after(restart, S.HALF_RENEW, 7600, txn="t4", producer_group="pg", half_offset=9, prev_half_offset=3,
-                   check_count=1, result=S.RENEW_FOR_CHECK)
+    t.insert_after(
+        restart,
+        S.HALF_RENEW,
+        7600,
+        txn="t4",
+        producer_group="pg",
+        half_offset=9,
+        prev_half_offset=3,
+        check_count=1,
+        result=S.RENEW_FOR_CHECK,
+    )
     renew = t.events[t.index(restart) + 1]
-    t.insert_after(renew, S.CHECK, 7600, txn="t4", producer_group="pg", producer="p1", half_offset=9,
-                   check_count=1, result=S.CHECK_SENT)
+    t.insert_after(
+        renew,
+        S.CHECK,
+        7600,
+        txn="t4",
+        producer_group="pg",
+        producer="p1",
+        half_offset=9,
+        check_count=1,
+        result=S.CHECK_SENT,
+    )
 
 
 STRICT_ONLY = [
@@ -231,8 +310,8 @@ def combined(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 def _scenario_of(key: str, owner: list[str]) -> str:
     if key.startswith("txn:"):
-        return key[len("txn:"):].split(".", 1)[0]
-    return owner[int(key[len("seq:"):])]
+        return key[len("txn:") :].split(".", 1)[0]
+    return owner[int(key[len("seq:") :])]
 
 
 def statuses_of(scenario: str, report: Report, owner: list[str]) -> dict[str, str]:

@@ -32,13 +32,15 @@ class Trace:
 
     events: list[dict[str, Any]] = field(default_factory=list)
     mode: str = "strict"
-    config: dict[str, Any] = field(default_factory=lambda: {
-        "mode": "strict",
-        "transaction_timeout_ms": TIMEOUT_MS,
-        "check_interval_ms": INTERVAL_MS,
-        "check_max": CHECK_MAX,
-        "consumer_groups": {GROUP: [TOPIC]},
-    })
+    config: dict[str, Any] = field(
+        default_factory=lambda: {
+            "mode": "strict",
+            "transaction_timeout_ms": TIMEOUT_MS,
+            "check_interval_ms": INTERVAL_MS,
+            "check_max": CHECK_MAX,
+            "consumer_groups": {GROUP: [TOPIC]},
+        }
+    )
 
     def add(self, event: str, ts: int, **fields: Any) -> dict[str, Any]:
         row = {"event": event, "ts": ts, **fields}
@@ -117,26 +119,91 @@ def clean_trace() -> Trace:
     g, p = "pg", "p1"
 
     def half(txn: str, ts: int, off: int, crc: int) -> None:
-        t.add(S.HALF_PUT, ts, txn=txn, producer_group=g, producer=p, half_offset=off,
-              commitlog_offset=100 + off, topic=TOPIC, queue_id=0, body_crc=crc)
+        t.add(
+            S.HALF_PUT,
+            ts,
+            txn=txn,
+            producer_group=g,
+            producer=p,
+            half_offset=off,
+            commitlog_offset=100 + off,
+            topic=TOPIC,
+            queue_id=0,
+            body_crc=crc,
+        )
 
     def commit(txn: str, ts: int, off: int, qoff: int, crc: int, from_check: bool = False) -> None:
-        t.add(S.END_TX, ts, txn=txn, producer_group=g, producer=p, half_offset=off, action=S.COMMIT,
-              from_check=from_check, result=S.OK)
-        t.add(S.REAL_PUT, ts, txn=txn, producer_group=g, half_offset=off, commitlog_offset=500 + qoff,
-              topic=TOPIC, queue_id=0, queue_offset=qoff, body_crc=crc)
+        t.add(
+            S.END_TX,
+            ts,
+            txn=txn,
+            producer_group=g,
+            producer=p,
+            half_offset=off,
+            action=S.COMMIT,
+            from_check=from_check,
+            result=S.OK,
+        )
+        t.add(
+            S.REAL_PUT,
+            ts,
+            txn=txn,
+            producer_group=g,
+            half_offset=off,
+            commitlog_offset=500 + qoff,
+            topic=TOPIC,
+            queue_id=0,
+            queue_offset=qoff,
+            body_crc=crc,
+        )
 
     def deliver(txn: str, ts: int, qoff: int, crc: int) -> None:
-        t.add(S.DELIVER, ts, txn=txn, consumer_group=GROUP, topic=TOPIC, queue_id=0, queue_offset=qoff,
-              commitlog_offset=500 + qoff, body_crc=crc)
+        t.add(
+            S.DELIVER,
+            ts,
+            txn=txn,
+            consumer_group=GROUP,
+            topic=TOPIC,
+            queue_id=0,
+            queue_offset=qoff,
+            commitlog_offset=500 + qoff,
+            body_crc=crc,
+        )
 
     def renew_and_check(txn: str, ts: int, prev: int, off: int, count: int, answer: str) -> None:
-        t.add(S.HALF_RENEW, ts, txn=txn, producer_group=g, half_offset=off, prev_half_offset=prev,
-              commitlog_offset=100 + off, check_count=count, result=S.RENEW_FOR_CHECK)
-        t.add(S.CHECK, ts, txn=txn, producer_group=g, producer=p, half_offset=off, commitlog_offset=100 + off,
-              check_count=count, result=S.CHECK_SENT)
-        t.add(S.LOCAL_TX, ts, txn=txn, producer_group=g, producer=p, action=answer, from_check=True,
-              half_offset=off, check_count=count)
+        t.add(
+            S.HALF_RENEW,
+            ts,
+            txn=txn,
+            producer_group=g,
+            half_offset=off,
+            prev_half_offset=prev,
+            commitlog_offset=100 + off,
+            check_count=count,
+            result=S.RENEW_FOR_CHECK,
+        )
+        t.add(
+            S.CHECK,
+            ts,
+            txn=txn,
+            producer_group=g,
+            producer=p,
+            half_offset=off,
+            commitlog_offset=100 + off,
+            check_count=count,
+            result=S.CHECK_SENT,
+        )
+        t.add(
+            S.LOCAL_TX,
+            ts,
+            txn=txn,
+            producer_group=g,
+            producer=p,
+            action=answer,
+            from_check=True,
+            half_offset=off,
+            check_count=count,
+        )
 
     # t1 commits, t2 rolls back, t3 and t4 stay unknown.
     t.add(S.LOCAL_TX, 0, txn="t1", producer_group=g, producer=p, action=S.COMMIT, from_check=False)
@@ -144,8 +211,17 @@ def clean_trace() -> Trace:
     commit("t1", 0, 0, 0, 11)
     t.add(S.LOCAL_TX, 5, txn="t2", producer_group=g, producer=p, action=S.ROLLBACK, from_check=False)
     half("t2", 5, 1, 22)
-    t.add(S.END_TX, 5, txn="t2", producer_group=g, producer=p, half_offset=1, action=S.ROLLBACK,
-          from_check=False, result=S.OK)
+    t.add(
+        S.END_TX,
+        5,
+        txn="t2",
+        producer_group=g,
+        producer=p,
+        half_offset=1,
+        action=S.ROLLBACK,
+        from_check=False,
+        result=S.OK,
+    )
     half("t3", 10, 2, 33)
     t.add(S.LOCAL_TX, 10, txn="t3", producer_group=g, producer=p, action=S.UNKNOWN, from_check=False)
     half("t4", 20, 3, 44)
@@ -154,16 +230,44 @@ def clean_trace() -> Trace:
     t.add(S.OP_PUT, 3000, op_offset=0, commitlog_offset=900, queue_id=0, half_offsets=[0, 1])
     # First check run after the timeout: t3 answers COMMIT, t4 UNKNOWN.
     renew_and_check("t3", 6100, 2, 4, 1, S.COMMIT)
-    t.add(S.END_TX, 6100, txn="t3", producer_group=g, producer=p, half_offset=4, action=S.COMMIT,
-          from_check=True, result=S.OK)
-    t.add(S.REAL_PUT, 6100, txn="t3", producer_group=g, half_offset=4, commitlog_offset=501, topic=TOPIC,
-          queue_id=0, queue_offset=1, body_crc=33)
+    t.add(
+        S.END_TX,
+        6100,
+        txn="t3",
+        producer_group=g,
+        producer=p,
+        half_offset=4,
+        action=S.COMMIT,
+        from_check=True,
+        result=S.OK,
+    )
+    t.add(
+        S.REAL_PUT,
+        6100,
+        txn="t3",
+        producer_group=g,
+        half_offset=4,
+        commitlog_offset=501,
+        topic=TOPIC,
+        queue_id=0,
+        queue_offset=1,
+        body_crc=33,
+    )
     renew_and_check("t4", 6100, 3, 5, 1, S.UNKNOWN)
     deliver("t3", 6200, 1, 33)
     renew_and_check("t4", 7100, 5, 6, 2, S.UNKNOWN)
     renew_and_check("t4", 8100, 6, 7, 3, S.UNKNOWN)
-    t.add(S.DISCARD, 9100, txn="t4", producer_group=g, half_offset=7, commitlog_offset=950,
-          check_count=CHECK_MAX, topic="TRANS_CHECK_MAX_TIME_TOPIC", result=S.DISCARD_CHECK_MAX)
+    t.add(
+        S.DISCARD,
+        9100,
+        txn="t4",
+        producer_group=g,
+        half_offset=7,
+        commitlog_offset=950,
+        check_count=CHECK_MAX,
+        topic="TRANS_CHECK_MAX_TIME_TOPIC",
+        result=S.DISCARD_CHECK_MAX,
+    )
     t.add(S.OP_PUT, 9100, op_offset=1, commitlog_offset=901, queue_id=0, half_offsets=[4])
     # t5, late: committed and delivered, too young for the liveness checks.
     t.add(S.LOCAL_TX, 50_000, txn="t5", producer_group=g, producer=p, action=S.COMMIT, from_check=False)

@@ -86,10 +86,14 @@ def _check(args: argparse.Namespace) -> int:
 
     reports = check_models(entries, jar=jar, workers=args.workers, on_report=show)
     if args.record:
-        updated = record_counts(spec_dir, {report.entry.name: report.result for report in reports})
+        exact = args.workers == "1"
+        results = {report.entry.name: report.result for report in reports}
+        updated = record_counts(spec_dir, results, include_depth=exact)
         print(f"recorded counts of {', '.join(updated) or 'no model'} in {spec_dir / 'models.json'}")
         judged = {entry.name: entry.expect for entry in load_manifest(spec_dir)}
-        reports = [ModelReport(r.entry, r.result, judged[r.entry.name].judge(r.result)) for r in reports]
+        reports = [
+            ModelReport(r.entry, r.result, judged[r.entry.name].judge(r.result, exact)) for r in reports
+        ]
     failed = [report.entry.name for report in reports if not report.ok]
     total_time = sum(report.result.duration_s or 0.0 for report in reports)
     if failed:
@@ -113,12 +117,16 @@ def add_check(subparsers: argparse._SubParsersAction) -> None:
         description="Run TLC on the CI models (or the named ones, or --all) and compare with the manifest.",
     )
     parser.add_argument("models", nargs="*", metavar="MODEL", help="model names (default: the CI models)")
-    parser.add_argument("--all", action="store_true", dest="include_on_demand", help="include on-demand models")
+    parser.add_argument(
+        "--all", action="store_true", dest="include_on_demand", help="include on-demand models"
+    )
     parser.add_argument("--spec-dir", type=Path, help="directory holding models.json (default: ./spec)")
     parser.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
     parser.add_argument("--trace", action="store_true", help="print every counterexample, expected or not")
     parser.add_argument(
-        "--record", action="store_true", help="write measured counts of passing models into models.json"
+        "--record",
+        action="store_true",
+        help="write measured counts of passing models into models.json (depth only with --workers 1)",
     )
     parser.set_defaults(handler=_check)
 

@@ -102,9 +102,7 @@ def install(
                 ) from exc
         actual = sha256_of(tmp)
         if actual != sha256:
-            raise ChecksumMismatchError(
-                f"{url} has SHA-256 {actual}, expected {sha256}; not installed"
-            )
+            raise ChecksumMismatchError(f"{url} has SHA-256 {actual}, expected {sha256}; not installed")
         tmp.replace(target)
     finally:
         tmp.unlink(missing_ok=True)

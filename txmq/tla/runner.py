@@ -90,7 +90,12 @@ def run_tlc(
         )
         started = time.monotonic()
         completed = subprocess.run(
-            command, cwd=module.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
+            command,
+            cwd=module.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
         )
         elapsed = time.monotonic() - started
     result = parse_tlc_output(completed.stdout, completed.returncode)

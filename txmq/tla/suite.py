@@ -39,8 +39,10 @@ def default_spec_dir(cwd: Path | None = None) -> Path:
 
 def check_model(entry: ModelEntry, *, jar: Path | None = None, workers: str = "auto") -> ModelReport:
     """Run one model and judge it."""
-    result = run_tlc(entry.module, entry.config, jar=jar, workers=workers, check_deadlock=entry.check_deadlock)
-    return ModelReport(entry, result, entry.expect.judge(result))
+    result = run_tlc(
+        entry.module, entry.config, jar=jar, workers=workers, check_deadlock=entry.check_deadlock
+    )
+    return ModelReport(entry, result, entry.expect.judge(result, exact_depth=workers == "1"))
 
 
 def check_models(
