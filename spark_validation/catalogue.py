@@ -58,8 +58,8 @@ CHECKS: tuple[Check, ...] = (
         "Per transaction in seq order, HALF_RENEW counts go 1, 2, ... k without gaps or repeats (a RESUME "
         "renewal has count 0 and restarts the count), CHECK counts strictly increase, and no count "
         "exceeds check_max.",
-        strict_only="counts restarting or repeating in a transaction whose events span a CRASH "
-        "(re-checks after restart, #2117); a count above check_max fails in both modes",
+        strict_only="counts restarting or repeating: re-checks after a restart (#2117), two live halves "
+        "of a retried send (S33), a double resume; a count above check_max fails in both modes",
     ),
     Check(
         "CheckAfterTimeout",

@@ -38,7 +38,6 @@ class TraceStats:
     by_event: dict[str, int]
     first_ts: int | None
     last_ts: int | None
-    crash_seqs: list[int]
     op_entries: int
 
 
@@ -102,14 +101,10 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
             f"{trace.path}: {count} row(s) lack a required value; e.g. {where} without {col}{at}"
         )
     by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
-    crash_seqs = []
-    if by_event[S.CRASH]:
-        crash_seqs = sorted(r["seq"] for r in events.filter(ev == S.CRASH).select("seq").collect())
     return TraceStats(
         events=sum(by_event.values()),
         by_event=by_event,
         first_ts=min((r["first_ts"] for r in rows), default=None),
         last_ts=max((r["last_ts"] for r in rows), default=None),
-        crash_seqs=crash_seqs,
         op_entries=int(sum(r["entries"] or 0 for r in rows if r["event"] == S.OP_PUT)),
     )
