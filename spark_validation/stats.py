@@ -105,6 +105,9 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         events=sum(by_event.values()),
         by_event=by_event,
         first_ts=min((r["first_ts"] for r in rows), default=None),
-        last_ts=max((r["last_ts"] for r in rows), default=None),
+        # A trace may end after a quiet spell: the header's end_ts (when present) is when it ended.
+        last_ts=max([r["last_ts"] for r in rows if r["last_ts"] is not None]
+                    + ([trace.config["end_ts"]] if isinstance(trace.config.get("end_ts"), int) else []),
+                    default=None),
         op_entries=int(sum(r["entries"] or 0 for r in rows if r["event"] == S.OP_PUT)),
     )

@@ -250,6 +250,7 @@ def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, 
         sim = Simulation(workload, seed, config, sink, Path(store_dir), progress)
         result = sim.run()
         sink.header.config["broker_stats"] = dict(result.broker_stats)
+        sink.header.config["end_ts"] = START_MS + result.sim_ms
     finally:
         sink.close()
         if temp is not None:
