@@ -22,7 +22,7 @@ from spark_validation.errors import (
     TraceVersionError,
 )
 from txmq.trace import schema
-from txmq.trace.reader import TraceFormatError, read_header
+from txmq.trace.reader import TraceFormatError, UnsupportedTraceVersionError, read_header
 
 # Header settings the invariants need; there is no safe default for them.
 REQUIRED_CONFIG = ("transaction_timeout_ms", "check_interval_ms", "check_max")
@@ -56,11 +56,9 @@ def _header(path: Path) -> schema.TraceHeader:
     """``read_header`` with its single error type split into the exit codes of ``errors``."""
     try:
         return read_header(path)
+    except UnsupportedTraceVersionError as exc:
+        raise TraceVersionError(str(exc)) from None
     except TraceFormatError as exc:
-        # read_header says "trace format version ..." for a version mismatch and something else for
-        # every other problem; its message is kept verbatim.
-        if "trace format version" in str(exc):
-            raise TraceVersionError(str(exc)) from None
         raise NotATraceError(str(exc)) from None
     except (UnicodeDecodeError, OSError) as exc:
         raise NotATraceError(f"{path}: not a txmq trace ({exc.__class__.__name__})") from None

@@ -9,19 +9,24 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from txmq.errors import TraceError
 from txmq.trace.schema import FORMAT_NAME, FORMAT_VERSION, TraceHeader
 from txmq.trace.sinks import HEADER_METADATA_KEY
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(TraceError):
     """The file is not a txmq trace this version can read; the message says why."""
+
+
+class UnsupportedTraceVersionError(TraceFormatError):
+    """A txmq trace of another format version."""
 
 
 def _check_header(raw: dict[str, Any], path: Path) -> TraceHeader:
     if raw.get("format") != FORMAT_NAME:
         raise TraceFormatError(f"{path}: not a txmq trace (header format is {raw.get('format')!r})")
     if raw.get("version") != FORMAT_VERSION:
-        raise TraceFormatError(
+        raise UnsupportedTraceVersionError(
             f"{path}: trace format version {raw.get('version')!r}; this txmq reads version {FORMAT_VERSION}"
         )
     return TraceHeader.from_dict(raw)
