@@ -7,6 +7,7 @@ generated code costs far more than interpreting it.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark missing: pip install 't
 def spark() -> Iterator[Any]:
     from spark_validation.session import start_session
 
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH: install Java 17 (apt-get install openjdk-17-jre-headless) for Spark")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = start_session("local[2]")
     session.conf.set("spark.sql.shuffle.partitions", "4")
