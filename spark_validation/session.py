@@ -48,8 +48,11 @@ def _java_available() -> bool:
 
 def start_session(master: str | None = None, app_name: str = "txmq-validate") -> Any:
     """A SparkSession: the given master, else the one spark-submit chose, else ``local[*]``."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise ToolMissingError("pyspark is not installed: pip install 'txmq[spark]'") from None
 
     # Under spark-submit the JVM already exists (PYSPARK_GATEWAY_PORT) and carries the chosen master.
     if SparkContext._active_spark_context is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
