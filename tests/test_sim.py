@@ -124,3 +124,15 @@ def test_cli_simulate_user_errors_are_one_line(argv: list[str], message: str,
     err = capsys.readouterr().err
     assert code == ConfigError.exit_code
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_consumers_read_every_committed_message_even_when_polling_rarely(tmp_path: Path) -> None:
+    out = tmp_path / "rare-polls.parquet"
+    workload = Workload(transactions=300, poll_interval_ms=10_000_000, consumer_groups=2)
+    simulate(workload, seed=8, out=out)
+    events = _events(out)
+    positions = {(e["topic"], e["queue_id"], e["queue_offset"]) for e in events if e["event"] == ev.REAL_PUT}
+    for group in ("CG0", "CG1"):
+        delivered = {(e["topic"], e["queue_id"], e["queue_offset"]) for e in events
+                     if e["event"] == ev.DELIVER and e["consumer_group"] == group}
+        assert delivered == positions and len(positions) > 200

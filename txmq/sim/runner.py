@@ -152,10 +152,15 @@ class Simulation:
             if broker.next_due_ms() <= now:
                 broker.tick()
             if self._next_poll <= now:
-                for consumer in self.consumers:
-                    consumer.poll()
+                self._poll_all()
                 self._next_poll = now + self.w.poll_interval_ms
         clock.set(max(target_ms, clock.now_ms()))
+
+    def _poll_all(self) -> None:
+        """Every consumer group reads every queue to its end (a poll returns at most 32 per queue)."""
+        for consumer in self.consumers:
+            while consumer.poll():
+                pass
 
     def _transaction(self, index: int, crash_producer_now: bool) -> None:
         w, rng = self.w, self.rng
@@ -218,8 +223,7 @@ class Simulation:
         drain = (w.decide_after_max_ms + w.late_max_ms + cfg.transaction_timeout_ms
                  + (cfg.check_max + 3) * cfg.check_interval_ms + w.immunity_seconds * 1000)
         self._advance_to(clock.now_ms() + drain)
-        for consumer in self.consumers:
-            consumer.poll()
+        self._poll_all()
         stats = self.broker.broker_stats()
         self.broker.close()
         return SimulationResult(

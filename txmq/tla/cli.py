@@ -12,6 +12,7 @@ from pathlib import Path
 from txmq.tla.jar import TLC_VERSION, cache_path, find_jar, install
 from txmq.tla.manifest import load_manifest, record_counts, select
 from txmq.tla.parser import TraceState
+from txmq.tla.replay import add_replay
 from txmq.tla.runner import find_java
 from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 
@@ -142,7 +143,7 @@ def add_install_tlc(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_install_tlc)
 
 
-SUBCOMMANDS = (add_check, add_install_tlc)
+SUBCOMMANDS = (add_check, add_install_tlc, add_replay)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
