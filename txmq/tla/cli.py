@@ -15,6 +15,7 @@ from txmq.tla.parser import TraceState
 from txmq.tla.replay import add_replay
 from txmq.tla.runner import find_java
 from txmq.tla.suite import ModelReport, check_models, default_spec_dir
+from txmq.tla.trace_validation import add_validate_trace
 
 _COLUMNS = ("expected", "outcome", "distinct", "total", "depth", "time", "verdict")
 
@@ -143,7 +144,7 @@ def add_install_tlc(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_install_tlc)
 
 
-SUBCOMMANDS = (add_check, add_install_tlc, add_replay)
+SUBCOMMANDS = (add_check, add_install_tlc, add_replay, add_validate_trace)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

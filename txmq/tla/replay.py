@@ -206,6 +206,9 @@ class _Replay:
         answer: str | None = self.local.get(request.transaction_id, "unknown")
         if answer not in _STATES:  # UNKNOW is a no-op; the #2694 listener answers ROLLBACK instead
             answer = "rollback" if self.schedule["unknown_answer"] == "ROLLBACK" else None
+        self.broker.record_local_transaction(  # as the real producer traces its answer
+            request.transaction_id, GROUP, "p1", (answer or "unknown").upper(), True,
+            half_offset=request.tran_state_table_offset, check_count=request.check_count)
         if answer is not None:
             self._end(request.transaction_id, answer,
                       (request.tran_state_table_offset, request.commit_log_offset), True, request.check_count)
