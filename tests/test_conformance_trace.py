@@ -160,6 +160,18 @@ def test_unmodelled_events_are_refused(tmp_path: Path) -> None:
         abstract_events("strict", events)
 
 
+def test_store_errors_and_send_retries_are_refused_up_front(tmp_path: Path) -> None:
+    _, events = broker_trace("strict", tmp_path)
+    end = next(e for e in events if e["event"] == "END_TX" and e["result"] == "OK")
+    failed = [dict(e, result="STORE_ERROR") if e is end else e for e in events]
+    with pytest.raises(UnmodelledTraceError, match="STORE_ERROR"):
+        abstract_events("strict", failed)
+    half = next(e for e in events if e["event"] == "HALF_PUT")
+    retried = [half, dict(half, seq=-1), *(e for e in events if e is not half)]
+    with pytest.raises(UnmodelledTraceError, match="send retry"):
+        abstract_events("strict", retried)
+
+
 @needs_tlc
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
 def test_broker_trace_is_accepted(mode: str, tmp_path: Path) -> None:

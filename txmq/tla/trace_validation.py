@@ -70,12 +70,16 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
     def off(e: Mapping[str, Any]) -> str:
         return str(spec_offset.get(e["half_offset"], 0))  # 0: no such half, the spec cannot explain it
 
+    halves_sent: set[str] = set()
     for e in events:
         kind = e["event"]
         if e.get("producer_group"):
             groups.add(e["producer_group"])
         fields: dict[str, str] | None = None
         if kind == ev.HALF_PUT:
+            if txn(e) in halves_sent:
+                raise _unmodelled(e, "a second HALF_PUT of one transaction (a client send retry, S33)")
+            halves_sent.add(txn(e))
             appended += 1
             spec_offset[e["half_offset"]] = appended
             fields = {"e": "HALF_PUT", "t": txn(e)}
@@ -88,6 +92,8 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
         elif kind == ev.END_TX:
             if e["result"] == ev.IGNORED_UNKNOWN:  # the spec's producer sends nothing for UNKNOW
                 continue
+            if e["result"] == ev.STORE_ERROR:
+                raise _unmodelled(e, "END_TX refused by the store (STORE_ERROR)")
             ok = e["result"] == ev.OK
             act = _ANSWERS[e["action"]]
             appended += ok and strict and act == "rollback"  # strict's durable rollback marker
