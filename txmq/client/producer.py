@@ -117,10 +117,14 @@ class TransactionProducer:
     def end_transaction(self, result: SendResult, state: LocalTransactionState,
                         from_check: bool = False) -> EndTransactionRequest:
         """Send END_TRANSACTION for a half through the transport; returns the request sent."""
+        return self._send_end(result.queue_offset, result.commitlog_offset, result.msg_id, state, from_check)
+
+    def _send_end(self, half_offset: int, commitlog_offset: int, transaction_id: str,
+                  state: LocalTransactionState, from_check: bool) -> EndTransactionRequest:
         request = EndTransactionRequest(
-            producer_group=self.group, tran_state_table_offset=result.queue_offset,
-            commit_log_offset=result.commitlog_offset, state=state, from_transaction_check=from_check,
-            transaction_id=result.msg_id, producer=self.producer_id,
+            producer_group=self.group, tran_state_table_offset=half_offset,
+            commit_log_offset=commitlog_offset, state=state, from_transaction_check=from_check,
+            transaction_id=transaction_id, producer=self.producer_id,
         )
         self.transport(request)
         return request
@@ -134,12 +138,8 @@ class TransactionProducer:
             request.transaction_id, self.group, self.producer_id, state.action, True,
             half_offset=request.tran_state_table_offset, check_count=request.check_count,
         )
-        answer = EndTransactionRequest(
-            producer_group=self.group, tran_state_table_offset=request.tran_state_table_offset,
-            commit_log_offset=request.commit_log_offset, state=state, from_transaction_check=True,
-            transaction_id=request.transaction_id, producer=self.producer_id,
-        )
-        self.transport(answer)
+        self._send_end(request.tran_state_table_offset, request.commit_log_offset, request.transaction_id,
+                       state, from_check=True)
 
     def _require_started(self) -> None:
         if not self._started:
