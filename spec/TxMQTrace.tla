@@ -63,6 +63,8 @@ Explain ==
             Step(Scan /\ Len(log') = Len(log) + 1
                       /\ LastRecord = [k |-> "discard", t |-> Ev.t, n |-> Ev.n, ref |-> Ev.off])
       [] Ev.e = "CRASH" -> Step(CrashRestart)
+      \* A consumer read a message: it must be a real message of that transaction already in the log.
+      [] Ev.e = "DELIVER" -> NoOp(Ev.off \in Offsets /\ log[Ev.off].k = "real" /\ log[Ev.off].t = Ev.t)
 
 \* Steps a broker trace does not show.
 Hidden ==

@@ -1,7 +1,7 @@
 """Broker → spec: broker traces checked by TLC against ``spec/TxMQTrace.tla``.
 
 Traces come from a real broker driven with a manual clock (two transactions, a check answered UNKNOW
-then ROLLBACK, an Op flush, a crash). Doctored copies must be rejected at the doctored event. The
+then ROLLBACK, an Op flush, a consumer poll, a crash). Doctored copies must be rejected at the doctored event. The
 translation to TLA+ is tested without TLC; the validation itself needs TLC and skips without it.
 """
 
@@ -17,6 +17,7 @@ import pytest
 
 from txmq.broker import Broker
 from txmq.cli import main
+from txmq.client.consumer import PullConsumer
 from txmq.client.message import LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
@@ -67,7 +68,8 @@ class Listener:
 
 
 def broker_trace(mode: str, tmp_path: Path) -> tuple[BrokerConfig, list[dict[str, Any]]]:
-    """t1 stays unknown past the timeout (checked, answers UNKNOW, later ROLLBACK); t2 commits at once."""
+    """t1 stays unknown past the timeout (checked, answers UNKNOW, later ROLLBACK); t2 commits at once and
+    a consumer reads it."""
     clock, sink = ManualClock(1_000_000), MemorySink()
     config = BrokerConfig(mode=mode, check_max=2)
     broker = Broker(tmp_path / mode, config, clock, sink)
@@ -76,6 +78,7 @@ def broker_trace(mode: str, tmp_path: Path) -> tuple[BrokerConfig, list[dict[str
     t1 = producer.send_message_in_transaction(Message("T", b"a"), UNKNOW)
     t2 = producer.send_message_in_transaction(Message("T", b"b"), COMMIT)
     listener.local[t2.transaction_id or ""] = COMMIT
+    assert len(PullConsumer(broker, "C", ["T"]).poll()) == 1
     clock.advance(config.transaction_timeout_ms + 1)
     broker.run_check_once()
     listener.local[t1.transaction_id or ""] = ROLLBACK
@@ -120,6 +123,14 @@ def _reordered_pair(events: list[dict[str, Any]]) -> int:
     return at - 1
 
 
+def _delivery_before_commit(events: list[dict[str, Any]]) -> int:
+    """The consumer's read of the committed message traced before the END_TX that committed it."""
+    delivery = next(i for i, e in enumerate(events) if e["event"] == "DELIVER")
+    commit = next(i for i, e in enumerate(events) if e["event"] == "END_TX" and e["action"] == "COMMIT")
+    events.insert(commit, events.pop(delivery))
+    return commit
+
+
 def _check_after_durable_op(events: list[dict[str, Any]]) -> int:
     """Right after the first Op record, a renewal + check of a half that record covers."""
     at = next(i for i, e in enumerate(events) if e["event"] == "OP_PUT")
@@ -158,6 +169,18 @@ def test_unmodelled_events_are_refused(tmp_path: Path) -> None:
     renew["result"] = "IMMUNITY"
     with pytest.raises(UnmodelledTraceError, match="IMMUNITY"):
         abstract_events("strict", events)
+
+
+def test_deliveries_point_at_the_real_message_in_the_spec_log(tmp_path: Path) -> None:
+    _, events = broker_trace("strict", tmp_path)
+    trace, _ = abstract_events("strict", events)
+    real = next(i for i, t in enumerate(trace) if t.fields["e"] == "REAL_PUT")
+    delivery = next(t for t in trace if t.fields["e"] == "DELIVER")
+    assert delivery.fields == {"e": "DELIVER", "t": "t2", "off": "3"}  # spec log: half t1, half t2, real t2
+    assert trace.index(delivery) > real
+    plain = {**next(e for e in events if e["event"] == "DELIVER"), "txn": None}
+    with pytest.raises(UnmodelledTraceError, match="not a committed transactional message"):
+        abstract_events("strict", [*events, plain])
 
 
 def test_store_errors_and_send_retries_are_refused_up_front(tmp_path: Path) -> None:
@@ -201,8 +224,10 @@ def test_simulated_trace_with_faults_is_accepted(mode: str, seed: int, tmp_path:
 
 
 @needs_tlc
-@pytest.mark.parametrize("doctor", [_extra_commit, _skipped_count, _reordered_pair, _check_after_durable_op],
-                         ids=["extra_commit", "skipped_count", "reordered_pair", "check_after_durable_op"])
+@pytest.mark.parametrize("doctor", [_extra_commit, _skipped_count, _reordered_pair, _check_after_durable_op,
+                                    _delivery_before_commit],
+                         ids=["extra_commit", "skipped_count", "reordered_pair", "check_after_durable_op",
+                              "delivery_before_commit"])
 def test_doctored_strict_trace_is_rejected_at_the_doctored_event(doctor: Callable[..., int],
                                                                   tmp_path: Path) -> None:
     config, events = broker_trace("strict", tmp_path)

@@ -27,19 +27,21 @@ from txmq.tla.jar import find_jar
 from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
 from txmq.tla.runner import find_java, tlc_command
 from txmq.trace import schema as ev
+from txmq.transaction.constants import CHECK_MAX_TOPIC
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
 _CURSOR = re.compile(r'<<"txmq-trace-cursor", (\d+)>>')
 _ANSWERS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
 _FIELDS = {"t": "", "act": "", "chk": "FALSE", "ok": "FALSE", "off": "0", "prev": "0", "n": "0",
            "offs": "{}", "sent": "FALSE"}
-_SILENT = {ev.RESTART, ev.DELIVER}  # the spec has no step for these (RESTART is part of CrashRestart)
+_SILENT = {ev.RESTART}  # the spec has no step for it: it is part of CrashRestart
 # The spec action each abstract event stands for (the coverage report counts events per action);
-# REAL_PUT and CHECK only confirm the step of the END_TX or HALF_RENEW before them.
+# REAL_PUT and CHECK only confirm the step of the END_TX or HALF_RENEW before them, and DELIVER only
+# observes the log (the message read must be a real message already written).
 ACTION_OF = {
     "HALF_PUT": "SendHalf", "DECIDE": "Decide", "ANSWER": "Deliver(check)", "END_TX": "Deliver(end)",
     "REAL_PUT": None, "OP_PUT": "FlushOps", "HALF_RENEW": "ScanCheck", "CHECK": None,
-    "DISCARD": "ScanDiscard", "CRASH": "CrashRestart",
+    "DISCARD": "ScanDiscard", "CRASH": "CrashRestart", "DELIVER": None,
 }
 
 
@@ -60,6 +62,7 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
     strict = mode == "strict"
     names: dict[str, str] = {}
     spec_offset: dict[int, int] = {}
+    real_offset: dict[int, int] = {}  # commit-log offset of a real message -> its spec log offset
     appended = 0
     out: list[TraceEvent] = []
     groups = set()
@@ -101,7 +104,13 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
                       "off": off(e)}
         elif kind == ev.REAL_PUT:
             appended += 1
+            real_offset[e["commitlog_offset"]] = appended
             fields = {"e": "REAL_PUT", "t": txn(e), "off": off(e)}
+        elif kind == ev.DELIVER:
+            if not e.get("txn") or e.get("topic") == CHECK_MAX_TOPIC:
+                raise _unmodelled(e, "a delivery of a message that is not a committed transactional message")
+            # 0 when no REAL_PUT wrote that offset yet: the spec cannot explain the delivery.
+            fields = {"e": "DELIVER", "t": txn(e), "off": str(real_offset.get(e["commitlog_offset"], 0))}
         elif kind == ev.OP_PUT:
             appended += 1
             offs = ", ".join(str(spec_offset.get(o, 0)) for o in e["half_offsets"])
