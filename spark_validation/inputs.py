@@ -48,6 +48,13 @@ class TraceInput:
         return int(self.header.config[key])
 
     @property
+    def liveness_horizon_ms(self) -> int:
+        """How old a transaction must be, at the end of the trace, for the liveness checks to judge it:
+        the transaction timeout, then check_max checks and two more check intervals (the discard)."""
+        return self.setting("transaction_timeout_ms") + (self.setting("check_max") + 2) * self.setting(
+            "check_interval_ms")
+
+    @property
     def consumer_groups(self) -> dict[str, list[str]]:
         return {g: list(t) for g, t in (self.header.config.get("consumer_groups") or {}).items()}
 

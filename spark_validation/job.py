@@ -3,10 +3,12 @@
 Also a script for ``spark-submit [--master URL] spark_validation/job.py TRACE [--report F] ...``; it
 produces the same report as ``txmq validate``. Plan (four scans, however many checks):
   1. stats   — row validity, event counts, last ts, CRASH seqs, Op entries (one global aggregation)
-  2. per-txn — one grouped aggregation per transaction + one global aggregation (ten checks, metrics)
+  2. per-txn — one grouped aggregation per transaction + one global aggregation (nine checks, metrics)
   3. ops     — Op entries exploded and joined to half copies and CHECKs (two checks)
-  4. queues  — positions and deliveries, windows for gaps and order (three checks)
-and a fifth, filtered scan for the sample transactions' events only when something is violated.
+  4. queues  — positions and deliveries, windows for gaps and order, an anti-join for what never
+               arrived (four checks)
+Each pass counts violations with numeric aggregates only; only when something is violated do further
+filtered queries collect sample keys and the sample transactions' events.
 """
 
 from __future__ import annotations
@@ -79,10 +81,12 @@ def _run_passes(
         txns_f = pool.submit(
             timed,
             "pass 2/4 per-transaction checks",
-            lambda: per_txn.run(events, trace, stats, queues.undelivered(spark, events, trace), limit),
+            lambda: per_txn.run(events, trace, stats, limit),
         )
         ops_f = pool.submit(timed, "pass 3/4 Op references", lambda: ops.run(events, trace, limit))
-        queues_f = pool.submit(timed, "pass 4/4 queues and deliveries", lambda: queues.run(events, limit))
+        queues_f = pool.submit(
+            timed, "pass 4/4 queues and deliveries", lambda: queues.run(spark, events, trace, stats, limit)
+        )
         txns, op_tallies, queue_tallies = txns_f.result(), ops_f.result(), queues_f.result()
     tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
     for part in (txns.tallies, op_tallies, queue_tallies):
@@ -144,8 +148,7 @@ def validate(
         events_by_type=stats.by_event,
         transactions=txns.transactions,
         liveness={
-            "horizon_ms": trace.setting("transaction_timeout_ms")
-            + (trace.setting("check_max") + 2) * trace.setting("check_interval_ms"),
+            "horizon_ms": trace.liveness_horizon_ms,
             "last_ts": stats.last_ts,
             "judged": txns.judged,
             "too_young": txns.too_young,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_validation.inputs import TraceInput
-from spark_validation.tally import Tally, grouped, masks, read, seq_key, txn_key
+from spark_validation.tally import Tally, masks, seq_key, tally, txn_key
 from txmq.trace import schema as S
 
 
@@ -54,4 +54,4 @@ def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
             *masks({"NoCheckAfterDurableOp": (c("op_seq") < c("check_seq"), None)}),
         )
     )
-    return read(grouped(refs.unionByName(late), c("key"), limit).collect(), limit)
+    return tally(refs.unionByName(late), c("key"), limit)[1]

@@ -2,9 +2,10 @@
 
 REAL_PUTs are grouped per queue position and DELIVERs per (consumer group, position); a window per
 queue finds gaps and repeats (QueueContiguity), a window per (group, queue) checks the order of first
-deliveries, and a join of deliveries to positions checks what was delivered (DeliveryIntegrity) and that
-it had been put (the DELIVER half of NoUncommittedVisible). ``undelivered`` is the anti-join that
-EventuallyDelivered needs; the per-transaction pass consumes it so that liveness is judged by age there.
+deliveries, a join of deliveries to positions checks what was delivered (DeliveryIntegrity) and that
+it had been put (the DELIVER half of NoUncommittedVisible), and an anti-join of subscribed positions to
+deliveries finds what never arrived (EventuallyDelivered, judged by the age of the REAL_PUT). All of it
+is one query, so Spark computes the two grouped tables once and reuses them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from spark_validation.inputs import TraceInput
-from spark_validation.tally import Tally, grouped, masks, read, txn_key
+from spark_validation.stats import TraceStats
+from spark_validation.tally import Tally, masks, tally, txn_key
 from txmq.trace import schema as S
 
 POSITION = ["topic", "queue_id", "queue_offset"]
@@ -28,12 +30,13 @@ def _positions(events: Any) -> Any:
         .groupBy(*POSITION)
         .agg(
             F.count(F.lit(1)).alias("reals"),
-            F.min(F.struct("seq", "txn", "body_crc")).alias("r"),
+            F.min(F.struct("seq", "ts", "txn", "body_crc")).alias("r"),
         )
         .select(
             *POSITION,
             "reals",
             c("r.seq").alias("r_seq"),
+            c("r.ts").alias("r_ts"),
             c("r.txn").alias("r_txn"),
             c("r.body_crc").alias("r_crc"),
         )
@@ -60,23 +63,28 @@ def _deliveries(events: Any) -> Any:
     )
 
 
-def undelivered(spark: Any, events: Any, trace: TraceInput) -> Any:
-    """(txn, missing): per transaction, subscribed (group, REAL_PUT) pairs without any DELIVER."""
+def _undelivered(spark: Any, positions: Any, deliveries: Any, trace: TraceInput, judged_before: int) -> Any:
+    """EventuallyDelivered records: one per subscribed (group, REAL_PUT) pair without any DELIVER."""
     from pyspark.sql import functions as F
 
+    c = F.col
     pairs = [(g, t) for g, topics in sorted(trace.consumer_groups.items()) for t in topics]
     subs = spark.createDataFrame(pairs, "consumer_group string, topic string")
-    expected = _positions(events).join(F.broadcast(subs), "topic")
-    missing = expected.join(_deliveries(events), ["consumer_group", *POSITION], "left_anti")
-    return missing.groupBy(F.col("r_txn").alias("txn")).agg(F.count(F.lit(1)).alias("missing"))
+    expected = positions.join(F.broadcast(subs), "topic")
+    missing = expected.join(deliveries, ["consumer_group", *POSITION], "left_anti")
+    return missing.select(
+        txn_key(c("r_txn")).alias("key"),
+        *masks({"EventuallyDelivered": (c("r_ts") < F.lit(judged_before), None)}),
+    )
 
 
-def run(events: Any, limit: int) -> dict[str, Tally]:
+def run(spark: Any, events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[str, Tally]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     c = F.col
     positions = _positions(events)
+    deliveries = _deliveries(events)
     per_queue = Window.partitionBy("topic", "queue_id").orderBy("queue_offset")
     gap = c("queue_offset") - F.coalesce(F.lag("queue_offset").over(per_queue), F.lit(-1)) - 1
     queue_rows = positions.select(
@@ -86,7 +94,7 @@ def run(events: Any, limit: int) -> dict[str, Tally]:
 
     per_group_queue = Window.partitionBy("consumer_group", "topic", "queue_id").orderBy("d_seq")
     out_of_order = F.lag("queue_offset").over(per_group_queue) > c("queue_offset")
-    delivered = _deliveries(events).join(
+    delivered = deliveries.join(
         positions.select(*POSITION, "r_seq", "r_txn", "r_crc"), POSITION, "left"
     )
     put = c("r_seq").isNotNull()
@@ -106,4 +114,5 @@ def run(events: Any, limit: int) -> dict[str, Tally]:
             }
         ),
     )
-    return read(grouped(queue_rows.unionByName(delivery_rows), c("key"), limit).collect(), limit)
+    missing_rows = _undelivered(spark, positions, deliveries, trace, stats.judged_before(trace))
+    return tally(queue_rows.unionByName(delivery_rows).unionByName(missing_rows), c("key"), limit)[1]

@@ -40,6 +40,10 @@ class TraceStats:
     last_ts: int | None
     op_entries: int
 
+    def judged_before(self, trace: TraceInput) -> int:
+        """Liveness judges what started before this ts: a liveness horizon before the trace ended."""
+        return (self.last_ts if self.last_ts is not None else 0) - trace.liveness_horizon_ms
+
 
 def _null_rules() -> list[tuple[str, str]]:
     rules = [("*", c) for c in S.REQUIRED_COLUMNS]
@@ -47,41 +51,44 @@ def _null_rules() -> list[tuple[str, str]]:
     return rules
 
 
+def _null_condition(event: str, col: str) -> Any:
+    from pyspark.sql import functions as F
+
+    missing = F.col(col).isNull()
+    return missing if event == "*" else (F.col("event") == event) & missing
+
+
 def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
     """Run the pass; raise a one-line TraceError for the first kind of bad row found.
 
-    Grouping by event name keeps it to a handful of aggregates: each row gets the number of the first
-    null-value rule it breaks (or null), and each group keeps the smallest (rule, seq).
+    Grouping by event name with numeric aggregates only (counts of non-null values per column, min/max
+    ts): Spark runs that as a generated hash aggregation. A string or struct minimum (an example line,
+    the first broken seq) would turn it into a sort of every row, so examples are looked up by a second,
+    filtered query, and only for a trace that is already being rejected.
     """
     from pyspark.sql import functions as F
 
-    ev = F.col("event")
     rules = _null_rules()
-    broken = None
-    for i, (event, col) in enumerate(rules):
-        cond = F.col(col).isNull() if event == "*" else (ev == event) & F.col(col).isNull()
-        broken = F.when(cond, F.lit(i)) if broken is None else broken.when(cond, F.lit(i))
+    columns = sorted({col for _, col in rules})
     rows = (
-        events.select(
-            "event", "seq", "ts", CORRUPT, F.size("half_offsets").alias("entries"), broken.alias("broken")
-        )
-        .groupBy("event")
+        events.groupBy("event")
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.count(F.col(CORRUPT)).alias("corrupt"),
-            F.min(F.col(CORRUPT)).alias("corrupt_example"),
-            F.count("broken").alias("broken"),
-            F.min(F.when(F.col("broken").isNotNull(), F.struct("broken", "seq"))).alias("first_broken"),
+            *(F.count(F.col(col)).alias(f"has_{col}") for col in columns),
             F.min("ts").alias("first_ts"),
             F.max("ts").alias("last_ts"),
-            F.sum("entries").alias("entries"),
+            F.sum(F.size("half_offsets")).alias("entries"),
         )
         .collect()
     )
     corrupt = sum(r["corrupt"] for r in rows)
     if corrupt:
-        line = min(str(r["corrupt_example"]) for r in rows if r["corrupt"])[:80]
-        raise NotATraceError(f"{trace.path}: {corrupt} line(s) are not trace events, e.g. {line!r}")
+        # Spark parses only the JSON fields a query reads, so a line is corrupt or not depending on the
+        # query: reading every column finds at least the lines counted above.
+        found = events.filter(F.col(CORRUPT).isNotNull()).agg(
+            F.min(CORRUPT), *(F.count(col) for col in S.COLUMN_NAMES)).first()
+        raise NotATraceError(f"{trace.path}: {corrupt} line(s) are not trace events, e.g. {found[0][:80]!r}")
     unknown = sorted(
         (r["event"], r["n"]) for r in rows if r["event"] is not None and r["event"] not in S.EVENTS
     )
@@ -90,15 +97,23 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         raise UnknownEventError(
             f"{trace.path}: {sum(n for _, n in unknown)} row(s) with an unknown event name: {names}"
         )
-    bad = [r for r in rows if r["broken"]]
-    if bad:
-        first = min(r["first_broken"] for r in bad)
-        event, col = rules[first["broken"]]
+    broken = [
+        (event, col) for event, col in rules
+        if any(r["n"] > r[f"has_{col}"] for r in rows if event == "*" or r["event"] == event)
+    ]
+    if broken:
+        event, col = broken[0]
+        anything = None
+        for rule in broken:
+            anything = _null_condition(*rule) if anything is None else anything | _null_condition(*rule)
+        found = events.agg(
+            F.count(F.when(anything, F.lit(1))).alias("count"),
+            F.min(F.when(_null_condition(event, col), F.col("seq"))).alias("seq"),
+        ).first()
         where = "rows" if event == "*" else f"{event} rows"
-        count = sum(r["broken"] for r in bad)
-        at = f" (first at seq {first['seq']})" if first["seq"] is not None else ""
+        at = f" (first at seq {found['seq']})" if found["seq"] is not None else ""
         raise TraceNullError(
-            f"{trace.path}: {count} row(s) lack a required value; e.g. {where} without {col}{at}"
+            f"{trace.path}: {found['count']} row(s) lack a required value; e.g. {where} without {col}{at}"
         )
     by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
     return TraceStats(
