@@ -1,8 +1,8 @@
 """Broker → spec: broker traces checked by TLC against ``spec/TxMQTrace.tla``.
 
 Traces come from a real broker driven with a manual clock (two transactions, a check answered UNKNOW
-then ROLLBACK, an Op flush, a consumer poll, a crash). Doctored copies must be rejected at the doctored event. The
-translation to TLA+ is tested without TLC; the validation itself needs TLC and skips without it.
+then ROLLBACK, an Op flush, a consumer poll, a crash). Doctored copies must be rejected at the doctored
+event. The translation to TLA+ is tested without TLC; the validation itself needs TLC and skips without it.
 """
 
 from __future__ import annotations

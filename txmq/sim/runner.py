@@ -44,7 +44,15 @@ class LocalTransactions:
 
     def __init__(self, clock: ManualClock) -> None:
         self.clock = clock
-        self.decisions: dict[str, tuple[LocalTransactionState, int]] = {}
+        # Two flat maps rather than one of (decision, time) pairs: a million live pairs are a million
+        # objects for every full garbage collection to walk; enum and int values are not.
+        self.decisions: dict[str, LocalTransactionState] = {}
+        self.decide_at: dict[str, int] = {}
+
+    def decide(self, txn: str, decision: LocalTransactionState, at_ms: int) -> None:
+        """The local transaction ``txn`` ends as ``decision``; checks learn it from ``at_ms`` on."""
+        self.decisions[txn] = decision
+        self.decide_at[txn] = at_ms
 
     def execute_local_transaction(self, message: Message, arg: LocalTransactionState
                                   ) -> LocalTransactionState:
@@ -53,10 +61,11 @@ class LocalTransactions:
 
     def check_local_transaction(self, message: MessageExt) -> LocalTransactionState:
         """The decision, once its time has come; UNKNOW before (and forever for undecided ones)."""
-        decision = self.decisions.get(message.transaction_id or "")
-        if decision is None or self.clock.now_ms() < decision[1]:
+        txn = message.transaction_id or ""
+        decision = self.decisions.get(txn)
+        if decision is None or self.clock.now_ms() < self.decide_at[txn]:
             return UNKNOW
-        return decision[0]
+        return decision
 
 
 @dataclass
@@ -164,10 +173,9 @@ class Simulation:
 
     def _transaction(self, index: int, crash_producer_now: bool) -> None:
         w, rng = self.w, self.rng
-        group = self.groups[rng.randrange(len(self.groups))]
-        live = [p for p in self.producers[group] if p.active]
-        producer = live[rng.randrange(len(live))]
-        topic = self.topics[rng.randrange(len(self.topics))]
+        group = rng.choice(self.groups)
+        producer = rng.choice([p for p in self.producers[group] if p.active])
+        topic = rng.choice(self.topics)
         queue_id = rng.randrange(w.queues_per_topic)
         properties = {}
         if w.immunity and rng.random() < w.immunity:
@@ -189,7 +197,7 @@ class Simulation:
         self.outcomes[kind] += 1
         uniq = producer.next_message_id()
         decide_at = self.clock.now_ms() + rng.randint(w.decide_after_min_ms, w.decide_after_max_ms)
-        self.tables[group].decisions[uniq] = (final, decide_at if first is UNKNOW else 0)
+        self.tables[group].decide(uniq, final, decide_at if first is UNKNOW else 0)
         if w.send_retry and rng.random() < w.send_retry:
             producer.send_half(message, uniq)  # the first attempt "timed out" at the client but was stored
         sent = producer.send_half(message, uniq)
