@@ -63,13 +63,19 @@ def _deliveries(events: Any) -> Any:
     )
 
 
-def _undelivered(spark: Any, positions: Any, deliveries: Any, trace: TraceInput, judged_before: int) -> Any:
-    """EventuallyDelivered records: one per subscribed (group, REAL_PUT) pair without any DELIVER."""
+def _undelivered(spark: Any, positions: Any, deliveries: Any, trace: TraceInput, judged_before: int
+                 ) -> Any | None:
+    """EventuallyDelivered records: one per subscribed (group, REAL_PUT) pair without any DELIVER; None
+    when the header subscribes no group to anything (nothing is owed to anyone)."""
     from pyspark.sql import functions as F
 
     c = F.col
     pairs = [(g, t) for g, topics in sorted(trace.consumer_groups.items()) for t in topics]
-    subs = spark.createDataFrame(pairs, "consumer_group string, topic string")
+    if not pairs:
+        return None
+    # A literal table built in the JVM: createDataFrame from Python rows starts Python workers (seconds).
+    subs = spark.range(1).select(F.inline(F.array(*(
+        F.struct(F.lit(g).alias("consumer_group"), F.lit(t).alias("topic")) for g, t in pairs))))
     expected = positions.join(F.broadcast(subs), "topic")
     missing = expected.join(deliveries, ["consumer_group", *POSITION], "left_anti")
     return missing.select(
@@ -114,5 +120,8 @@ def run(spark: Any, events: Any, trace: TraceInput, stats: TraceStats, limit: in
             }
         ),
     )
+    rows = queue_rows.unionByName(delivery_rows)
     missing_rows = _undelivered(spark, positions, deliveries, trace, stats.judged_before(trace))
-    return tally(queue_rows.unionByName(delivery_rows).unionByName(missing_rows), c("key"), limit)[1]
+    if missing_rows is not None:
+        rows = rows.unionByName(missing_rows)
+    return tally(rows, c("key"), limit)[1]

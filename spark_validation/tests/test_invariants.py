@@ -38,6 +38,14 @@ def test_clean_trace_holds_everything(run_trace: Callable[..., Report]) -> None:
     assert (vis["transactions"], vis["min_ms"], vis["max_ms"]) == (3, 0, 6090)  # t1, t5 at once; t3 6090
 
 
+def test_a_trace_without_subscriptions_owes_no_delivery(run_trace: Callable[..., Report]) -> None:
+    trace = clean_trace()
+    trace.config["consumer_groups"] = {}
+    delivered = run_trace(trace)
+    trace.events = [e for e in trace.events if e["event"] != S.DELIVER]
+    assert reported(run_trace(trace)) == reported(delivered) == {}
+
+
 def test_ndjson_gives_the_same_report(run_trace: Callable[..., Report]) -> None:
     parquet = run_trace(clean_trace(), "t.parquet").to_dict()
     ndjson = run_trace(clean_trace(), "t.ndjson").to_dict()
