@@ -16,7 +16,10 @@
 (***************************************************************************)
 EXTENDS TxMQ, TLC
 
-CONSTANT Trace
+CONSTANTS
+    Trace,      \* the events, each with the broker clock's ts
+    Born,       \* [Txns -> ts of the transaction's HALF_PUT]
+    TimeoutMs   \* transactionTimeOut: a half is aged once the clock is past Born + TimeoutMs
 
 VARIABLE ti     \* events 1..ti of Trace are explained
 
@@ -66,10 +69,12 @@ Explain ==
       \* A consumer read a message: it must be a real message of that transaction already in the log.
       [] Ev.e = "DELIVER" -> NoOp(Ev.off \in Offsets /\ log[Ev.off].k = "real" /\ log[Ev.off].t = Ev.t)
 
-\* Steps a broker trace does not show.
+\* Steps a broker trace does not show. Time passing (Age) is hidden too, but bounded by the clock: a
+\* half may age only before an event whose ts is past its born time plus the timeout, as the broker's
+\* check service requires (age > timeout), so a check traced too early has no explanation.
 Hidden ==
     /\ UNCHANGED ti
-    /\ \/ \E t \in Txns : Age(t) \/ ProducerEnd(t)
+    /\ \/ \E t \in Txns : (Age(t) /\ More /\ Ev.ts - Born[t] > TimeoutMs) \/ ProducerEnd(t)
        \/ Scan /\ UNCHANGED log                      \* the scanner passes a record by
        \/ More /\ Ev.e = "ANSWER" /\ Ev.act # "none" /\ Decide(Ev.t) /\ local'[Ev.t] = Ev.act
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from txmq.config import BrokerConfig
 from txmq.errors import TraceError
 from txmq.tla.jar import find_jar
 from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
@@ -33,7 +34,7 @@ SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
 _CURSOR = re.compile(r'<<"txmq-trace-cursor", (\d+)>>')
 _ANSWERS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
 _FIELDS = {"t": "", "act": "", "chk": "FALSE", "ok": "FALSE", "off": "0", "prev": "0", "n": "0",
-           "offs": "{}", "sent": "FALSE"}
+           "offs": "{}", "sent": "FALSE", "ts": "0"}
 _SILENT = {ev.RESTART}  # the spec has no step for it: it is part of CrashRestart
 # The spec action each abstract event stands for (the coverage report counts events per action);
 # REAL_PUT and CHECK only confirm the step of the END_TX or HALF_RENEW before them, and DELIVER only
@@ -134,7 +135,7 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
         elif kind not in _SILENT:
             raise _unmodelled(e, f"event {kind}")
         if fields is not None:
-            out.append(TraceEvent(fields, e))
+            out.append(TraceEvent({**fields, "ts": str(e["ts"])}, e))
     if len(groups) > 1:
         raise UnmodelledTraceError(f"the trace has {len(groups)} producer groups; the spec models one")
     return out, sorted(names.values(), key=lambda name: int(name[1:]))
@@ -169,6 +170,9 @@ def generate(mode: str, config: Mapping[str, Any], trace: list[TraceEvent], txns
     ``unknown_answer`` is the spec constant of that name: what the producer's check listener answers
     while its local transaction is undecided; a trace cannot show it, so the caller says."""
     events = ",\n    ".join(_record(t.fields) for t in trace)
+    # Born: when each half was put (a copy keeps its original's born time); 0 for a transaction without
+    # a HALF_PUT, which can never age anyway.
+    born = "".join(f'"{t.fields["t"]}" :> {t.fields["ts"]} @@ ' for t in trace if t.fields["e"] == "HALF_PUT")
     module = (
         "---- MODULE TxMQTraceRun ----\n"
         "EXTENDS TxMQTrace\n"
@@ -176,6 +180,7 @@ def generate(mode: str, config: Mapping[str, Any], trace: list[TraceEvent], txns
         'ProducersV == {"p1"}\n'
         'OwnerV == [t \\in TxnsV |-> "p1"]\n'
         'GroupV == [p \\in ProducersV |-> "g1"]\n'
+        f"BornV == {born}[t \\in TxnsV |-> 0]\n"
         f"TraceV == <<\n    {events}\n  >>\n"
         "====\n"
     )
@@ -188,7 +193,8 @@ def generate(mode: str, config: Mapping[str, Any], trace: list[TraceEvent], txns
     cfg = (
         "CONSTANTS\n"
         "    Txns <- TxnsV\n    Producers <- ProducersV\n    Owner <- OwnerV\n    Group <- GroupV\n"
-        "    Trace <- TraceV\n"
+        "    Trace <- TraceV\n    Born <- BornV\n"
+        f"    TimeoutMs = {int(config.get('transaction_timeout_ms', BrokerConfig.transaction_timeout_ms))}\n"
         f'    Decisions = {{"commit", "rollback"}}\n    UnknownAnswer = "{unknown_answer}"\n'
         f"    CheckMax = {int(config.get('check_max', 15))}\n    CacheSize = {cache}\n"
         f'    Mode = "{mode}"\n'
