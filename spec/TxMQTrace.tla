@@ -78,14 +78,21 @@ Hidden ==
        \/ Scan /\ UNCHANGED log                      \* the scanner passes a record by
        \/ More /\ Ev.e = "ANSWER" /\ Ev.act # "none" /\ Decide(Ev.t) /\ local'[Ev.t] = Ev.act
 
-TraceInit == Init /\ ti = 0
+TraceInit == Init /\ ti = 0 /\ TLCSet(1, 0)
 TraceNext == Explain \/ Hidden
 TraceSpec == TraceInit /\ [][TraceNext]_traceVars
 
 \* Violated exactly when the whole trace was explained: the trace is accepted.
 TraceNotFinished == ti < Len(Trace)
 
-\* Progress report for a rejected trace (Python reads the largest cursor printed).
-ReportProgress == PrintT(<<"txmq-trace-cursor", ti>>)
+\* Progress report for a rejected trace: each time a worker's cursor reaches a new maximum (TLC register
+\* 1, one per worker), the cursor and the spec state there. Python reads the largest cursor printed.
+ReportProgress ==
+    IF ti > TLCGet(1)
+    THEN /\ TLCSet(1, ti)
+         /\ PrintT(<<"txmq-trace-cursor", ti,
+                    [log |-> log, cursor |-> cursor, opBuf |-> opBuf, cache |-> cache, index |-> index,
+                     net |-> net, local |-> local, oks |-> oks]>>)
+    ELSE TRUE
 
 =============================================================================

@@ -290,4 +290,9 @@ def test_cli_validates_an_ndjson_trace(tmp_path: Path, capsys: pytest.CaptureFix
     doctored, _ = _doctor(events, _extra_commit)
     path.write_text("\n".join([lines[0]] + [json.dumps(e) for e in doctored]) + "\n", encoding="utf-8")
     assert main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC), "--workers", "1"]) == 1
-    assert "rejected at event" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "rejected at event" in out
+    # The state where the spec got stuck: t2's commit applied once, its real message in the log.
+    state = next(line for line in out.splitlines() if line.startswith("spec state after event"))
+    assert 'oks |-> [t1 |-> <<>>, t2 |-> <<"commit">>]' in state
+    assert '[t |-> "t2", k |-> "real", ref |-> 2]' in state

@@ -31,7 +31,8 @@ from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECK_MAX_TOPIC
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
-_CURSOR = re.compile(r'<<"txmq-trace-cursor", (\d+)>>')
+# ReportProgress in TxMQTrace.tla prints a cursor and the spec state there, pretty-printed over lines.
+_PROGRESS = re.compile(r'<< "txmq-trace-cursor",\s*(\d+),\s*(\[.*?\]) >>(?=\n(?:<<|@!@!@)|\s*\Z)', re.S)
 _ANSWERS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
 _FIELDS = {"t": "", "act": "", "chk": "FALSE", "ok": "FALSE", "off": "0", "prev": "0", "n": "0",
            "offs": "{}", "sent": "FALSE", "ts": "0"}
@@ -213,6 +214,7 @@ class Validation:
     explained: int
     events: list[TraceEvent]
     result: TlcResult
+    state: str | None = None  # a spec state after the last explained event (of a rejected trace)
 
     @property
     def first_unexplained(self) -> TraceEvent | None:
@@ -246,8 +248,11 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
     if not accepted and result.outcome is not Outcome.PASS:
         detail = " ".join(result.messages)[:300]
         raise TraceError(f"TLC could not judge the trace ({result.outcome}): {detail}")
-    explained = max((int(n) for n in _CURSOR.findall(done.stdout)), default=0)
-    return Validation(accepted, len(trace) if accepted else explained, trace, result)
+    if accepted:
+        return Validation(True, len(trace), trace, result)
+    explained, state = max(((int(n), " ".join(text.split())) for n, text in _PROGRESS.findall(done.stdout)),
+                           key=lambda progress: progress[0], default=(0, None))
+    return Validation(False, explained, trace, result, state)
 
 
 # ----------------------------------------------------------------------------- command line
@@ -270,6 +275,7 @@ def _validate_command(args: argparse.Namespace) -> int:
     source = {k: v for k, v in bad.source.items() if v is not None}
     print(f"rejected at event {outcome.explained + 1} of {len(outcome.events)} ({figures}): the spec cannot "
           f"explain {source}")
+    print(f"spec state after event {outcome.explained}: {outcome.state or 'the initial state'}")
     return 1
 
 
