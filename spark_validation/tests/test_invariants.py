@@ -15,7 +15,7 @@ import pytest
 from spark_validation.catalogue import CHECK_IDS
 from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, VIOLATED, Report
-from spark_validation.tests.tracebuilder import CHECK_MAX, Trace, clean_trace, combine
+from spark_validation.tests.tracebuilder import CHECK_MAX, TOPIC, Trace, clean_trace, combine
 from txmq.trace import schema as S
 
 
@@ -44,6 +44,17 @@ def test_a_trace_without_subscriptions_owes_no_delivery(run_trace: Callable[...,
     delivered = run_trace(trace)
     trace.events = [e for e in trace.events if e["event"] != S.DELIVER]
     assert reported(run_trace(trace)) == reported(delivered) == {}
+
+
+def test_each_group_that_misses_a_position_is_one_violation(run_trace: Callable[..., Report]) -> None:
+    """A second subscribed group that never consumes anything: every judged position is owed to it too."""
+    trace = clean_trace()
+    undelivered(trace)
+    trace.config["consumer_groups"] = {**trace.config["consumer_groups"], "cg2": [TOPIC]}
+    result = next(c for c in run_trace(trace).checks if c.id == "EventuallyDelivered")
+    # cg1 misses t1; cg2 misses t1 and t3 (t5 is too young to judge): three (group, position) pairs.
+    assert result.violations == 3
+    assert [s["key"] for s in result.samples] == ["txn:t1", "txn:t3"]
 
 
 def test_ndjson_gives_the_same_report(run_trace: Callable[..., Report]) -> None:
