@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_conformance_trace import JAR, SPEC, Listener, needs_tlc
+from test_conformance_trace import SPEC, Listener
+from tlc_tools import JAR, needs_tlc
 
 from txmq.broker import Broker
 from txmq.client.message import LocalTransactionState, Message

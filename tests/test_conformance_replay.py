@@ -11,10 +11,10 @@ import copy
 from pathlib import Path
 
 import pytest
+from tlc_tools import JAR, needs_tlc
 
 from txmq.cli import main
-from txmq.errors import ConfigError, ToolMissingError
-from txmq.tla.jar import find_jar
+from txmq.errors import ConfigError
 from txmq.tla.manifest import load_manifest
 from txmq.tla.parser import parse_tlc_output
 from txmq.tla.replay import (
@@ -24,21 +24,11 @@ from txmq.tla.replay import (
     save_schedule,
     schedule_from_result,
 )
-from txmq.tla.runner import find_java
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 DATA = Path(__file__).parent / "data" / "replay"
 ENTRIES = {e.name: e for e in load_manifest(SPEC)}
 CONTROLS = sorted(name for name, e in ENTRIES.items() if name.startswith("rocketmq_") and e.expect.violates)
-NO_TLC = "TLC unavailable: set TLA2TOOLS_JAR or run `txmq spec install-tlc` (and install Java)"
-
-
-def _jar() -> Path | None:
-    try:
-        find_java()
-        return find_jar()
-    except ToolMissingError:
-        return None
 
 
 def test_every_rocketmq_control_has_a_schedule() -> None:
@@ -94,10 +84,10 @@ def test_cli_replays_a_saved_schedule(capsys: pytest.CaptureFixture[str]) -> Non
     assert "reproduced: rocketmq violates SingleResolution" in out
 
 
-@pytest.mark.skipif(_jar() is None, reason=NO_TLC)
+@needs_tlc
 @pytest.mark.parametrize("model", CONTROLS)
 def test_fresh_counterexample_gives_the_saved_schedule(model: str) -> None:
-    schedule, result = counterexample_schedule(ENTRIES[model], jar=_jar())
+    schedule, result = counterexample_schedule(ENTRIES[model], jar=JAR)
     assert result.violated == ENTRIES[model].expect.violates
     assert schedule == load_schedule(DATA / f"{model}.json")
     assert judge(schedule).ok

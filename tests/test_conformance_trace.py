@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tlc_tools import JAR, needs_tlc
 
 from txmq.broker import Broker
 from txmq.cli import main
@@ -22,12 +23,9 @@ from txmq.client.message import LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
-from txmq.errors import ToolMissingError
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
-from txmq.tla.jar import find_jar
 from txmq.tla.replay import judge, load_schedule
-from txmq.tla.runner import find_java
 from txmq.tla.trace_validation import UnmodelledTraceError, abstract_events, coverage, generate, validate
 from txmq.trace.reader import read_events
 from txmq.trace.schema import TraceHeader
@@ -40,18 +38,6 @@ ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOW = LocalTransactionState.UNKNOW
 
 
-def _jar() -> Path | None:
-    try:
-        find_java()
-        return find_jar()
-    except ToolMissingError:
-        return None
-
-
-JAR = _jar()
-needs_tlc = pytest.mark.skipif(
-    JAR is None, reason="TLC unavailable: set TLA2TOOLS_JAR or run `txmq spec install-tlc` (and install Java)"
-)
 
 
 class Listener:

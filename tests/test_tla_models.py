@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tlc_tools import JAR, needs_tlc
 
 from txmq.errors import ToolMissingError
-from txmq.tla.jar import find_jar
 from txmq.tla.manifest import load_manifest, select
 from txmq.tla.parser import Outcome
-from txmq.tla.runner import find_java, run_tlc
+from txmq.tla.runner import run_tlc
 from txmq.tla.suite import check_model
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
@@ -23,18 +23,7 @@ ENTRIES = load_manifest(SPEC)
 CHECKED = select(ENTRIES, [], False) + [e for e in ENTRIES if e.expect.violates and not e.ci]
 
 
-def _tools() -> Path | None:
-    try:
-        find_java()
-        return find_jar()
-    except ToolMissingError:
-        return None
-
-
-JAR = _tools()
-pytestmark = pytest.mark.skipif(
-    JAR is None, reason="TLC unavailable: set TLA2TOOLS_JAR or run `txmq spec install-tlc` (and install Java)"
-)
+pytestmark = needs_tlc
 
 
 @pytest.mark.parametrize("entry", CHECKED, ids=[e.name for e in CHECKED])
