@@ -41,7 +41,7 @@ def _missing_groups(trace: TraceInput, delivered: Any) -> Any:
     return missing
 
 
-def run(spark: Any, events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[str, Tally]:
+def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[str, Tally]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
