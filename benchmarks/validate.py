@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,9 @@ import pyarrow.parquet as pq
 
 from txmq.trace import schema as S
 from txmq.trace.sinks import HEADER_METADATA_KEY
+
+if TYPE_CHECKING:
+    import duckdb
 
 TIMEOUT_MS, INTERVAL_MS, CHECK_MAX = 6000, 30_000, 15
 QUEUES = 4
@@ -248,6 +252,13 @@ def generate(n: int, seed: int, path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------------------- DuckDB baseline
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    """The single row of an aggregate query (which always returns exactly one)."""
+    row = con.execute(sql).fetchone()
+    assert row is not None, "an aggregate query returned no row"
+    return row
+
+
 def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
     """The same checks in DuckDB SQL; violation counts per check id (same counting units as Spark).
 
@@ -263,7 +274,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
     con.execute(f"CREATE VIEW ev AS SELECT * FROM read_parquet('{path}')")
     con.execute("CREATE TEMP TABLE subs(consumer_group VARCHAR, topic VARCHAR)")
     con.executemany("INSERT INTO subs VALUES (?, ?)", subs)
-    last_ts = con.execute("SELECT max(ts) FROM ev").fetchone()[0]
+    last_ts = _one_row(con, "SELECT max(ts) FROM ev")[0]
     per_txn = f"""
     WITH seqd AS (
       SELECT txn, seq, event, check_count, result,
@@ -347,7 +358,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
         "EventuallyResolved",
         "EventuallyDelivered",
     ]
-    counts = dict(zip(names, con.execute(per_txn).fetchone(), strict=True))
+    counts = dict(zip(names, _one_row(con, per_txn), strict=True))
     ops = """
     WITH covered AS (
       SELECT off, min(seq) AS op_seq, count(*) AS entries
@@ -364,7 +375,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
              GROUP BY check_seq)
     SELECT (SELECT n FROM refs), (SELECT count(*) FROM late l JOIN checks k USING (check_seq)
                                   WHERE l.op_seq < k.check_seq)"""
-    counts["OpRefersToHalf"], counts["NoCheckAfterDurableOp"] = con.execute(ops).fetchone()
+    counts["OpRefersToHalf"], counts["NoCheckAfterDurableOp"] = _one_row(con, ops)
     queues = """
     WITH positions AS (
       SELECT topic, queue_id, queue_offset, count(*) AS reals, arg_min(seq, seq) AS r_seq,
@@ -388,7 +399,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
              OR coalesce(out_of_order, false)),
       count(*) FILTER (WHERE r_seq IS NULL OR r_seq > d_seq)
     FROM joined"""
-    gaps, integrity, unput = con.execute(queues).fetchone()
+    gaps, integrity, unput = _one_row(con, queues)
     counts["QueueContiguity"], counts["DeliveryIntegrity"] = gaps, integrity
     counts["NoUncommittedVisible"] += unput
     return counts
@@ -409,7 +420,7 @@ def _trace(n: int, seed: int, directory: Path) -> Path:
     return path
 
 
-def _spark(path: Path) -> tuple[float, dict[str, object]]:
+def _spark(path: Path) -> tuple[float, dict[str, Any]]:
     """The whole ``python -m spark_validation`` process (what a user runs), and its JSON report."""
     report = path.with_suffix(".report.json")
     t = time.perf_counter()

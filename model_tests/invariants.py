@@ -109,7 +109,7 @@ def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
     for r in obs.received:
         if (r.topic, r.queue_id, r.queue_offset) not in puts:
             problems.append(f"{r.consumer_group} received {r.topic}/{r.queue_id}@{r.queue_offset}, never put")
-        state = obs.states.get(r.txn) if obs.states is not None else None
+        state = obs.states.get(r.txn) if obs.states is not None and r.txn is not None else None
         if state is not None and state is not TransactionState.COMMITTED:
             problems.append(f"{r.consumer_group} received {r.txn}, whose state is {state.name}")
     return problems

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import accumulate, repeat
 from operator import attrgetter, lt, or_
+from typing import TypeGuard
 
 from txmq.errors import TraceError
 
@@ -180,7 +181,9 @@ def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions
     """Every well-formed (kind, arg, response, held) of a completed op, and (kind, arg) of a lost one.
     A lost read comes out legal everywhere and changing nothing: it constrains nothing."""
     completed: dict[tuple, _Transitions] = {}
-    lost = {(OpKind.READ, None): _transitions(Operation.read(0, 0, None, 0, None))}
+    lost: dict[tuple, _Transitions] = {
+        (OpKind.READ, None): _transitions(Operation.read(0, 0, None, 0, None))
+    }
     for s in State:
         completed[(OpKind.READ, None, s, None)] = _transitions(Operation.read(0, 0, s, 0, 0))
     for r in Resolution:
@@ -283,9 +286,14 @@ def _encode(ops: list[Operation]) -> _Encoded:
     invs = [op.invoked for op in ops]
     rets = [op.returned for op in ops]
     trans = [_COMPLETED.get((op.kind, op.arg, op.response, op.held)) for op in ops]
-    if None in trans or None in rets or math.inf in rets or any(map(lt, rets, invs)):
+    if None in trans or not _all_returned(rets) or math.inf in rets or any(map(lt, rets, invs)):
         return _encode_slowly(ops, invs, rets, trans)
     return invs, rets, trans, (1 << len(ops)) - 1  # type: ignore[return-value]
+
+
+def _all_returned(rets: list[float | None]) -> TypeGuard[list[float]]:
+    """True when no return time is None (a C-level ``in``; tells the type checker the list is floats)."""
+    return None not in rets
 
 
 def _encode_slowly(ops: list[Operation], invs: list[float], rets: list, trans: list) -> _Encoded:

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,7 +189,7 @@ class BrokerMachine(RuleBasedStateMachine):
         self.broker = Broker(self.directory, self.config, self.clock, self.sink)
         self.consumer = PullConsumer(self.broker, CONSUMER_GROUP, [TOPIC])
         self._start_producer()
-        return multiple(*(self.send_half(0, i % 2, decision) for i, decision in enumerate(decisions)))
+        return multiple(*(self._send_half(0, i % 2, decision) for i, decision in enumerate(decisions)))
 
     def teardown(self) -> None:
         if self.broker is not None:
@@ -201,6 +202,10 @@ class BrokerMachine(RuleBasedStateMachine):
           decision=st.none() | st.sampled_from(S))
     def send_half(self, producer: int, queue_id: int, decision: S | None) -> str:
         """A producer stores a half; with a ``decision`` its local transaction also runs at once."""
+        return self._send_half(producer, queue_id, decision)
+
+    def _send_half(self, producer: int, queue_id: int, decision: S | None) -> str:
+        """``send_half``'s body, callable with its real type (Hypothesis's ``rule`` hides the result's)."""
         active = self.active()
         sender = active[producer % len(active)]
         result = sender.send_half(Message(TOPIC, f"m{len(self.txns)}".encode(), queue_id=queue_id))
@@ -288,14 +293,16 @@ class BrokerMachine(RuleBasedStateMachine):
     def run_service(self, service: str) -> None:
         """One run of one timed service, whether due or not (the runtime's threads may run any of them
         at any moment)."""
-        assert self.broker is not None
-        {
-            "check_pass": self.broker.run_check_once,
-            "flush_due_ops": self.broker.flush_op_batches,
-            "flush_all_ops": lambda: self.broker.flush_op_batches(force=True),
-            "persist_offsets": self.broker.persist_offsets,
-            "tick": self.broker.tick,
-        }[service]()
+        broker = self.broker
+        assert broker is not None
+        services: dict[str, Callable[[], object]] = {
+            "check_pass": broker.run_check_once,
+            "flush_due_ops": broker.flush_op_batches,
+            "flush_all_ops": lambda: broker.flush_op_batches(force=True),
+            "persist_offsets": broker.persist_offsets,
+            "tick": broker.tick,
+        }
+        services[service]()
         self._absorb_trace()
 
     # ------------------------------------------------------------------ consumers, faults, admin
@@ -308,7 +315,7 @@ class BrokerMachine(RuleBasedStateMachine):
             seen = {r.txn for r in self.received}
             committed = {t for t, txn in self.txns.items() if txn.register is COMMITTED}
             assert seen == committed, (
-                f"visibility: consumers saw {sorted(seen)}, committed {sorted(committed)}")
+                f"visibility: consumers saw {sorted(seen, key=str)}, committed {sorted(committed)}")
 
     @rule(downtime=st.sampled_from(CLOCK_STEPS))
     def crash_and_restart(self, downtime: str) -> None:

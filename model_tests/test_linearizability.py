@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Hashable
 from itertools import combinations, permutations
 
 import pytest
@@ -32,12 +33,13 @@ C, R, D = Resolution.COMMIT, Resolution.ROLLBACK, Resolution.DISCARD
 OK, AR = Outcome.OK, Outcome.ALREADY_RESOLVED
 
 
-def res(txn: str, resolution: Resolution, outcome: Outcome | None, t0: float, t1: float | None,
-        held: State | None = None, client: int = 0) -> Operation:
+def res(txn: Hashable, resolution: Resolution, outcome: Outcome | None, t0: float, t1: float | None,
+        held: State | None = None, client: Hashable = 0) -> Operation:
     return Operation.resolve(client, txn, resolution, outcome, t0, t1, held)
 
 
-def read(txn: str, observed: State | None, t0: float, t1: float | None, client: int = 1) -> Operation:
+def read(txn: Hashable, observed: State | None, t0: float, t1: float | None,
+         client: Hashable = 1) -> Operation:
     return Operation.read(client, txn, observed, t0, t1)
 
 
@@ -60,6 +62,7 @@ def _legal(order: tuple[Operation, ...]) -> bool:
         elif value == "PENDING":
             if not _is_lost(op) and op.response != "OK":
                 return False
+            assert op.arg is not None
             registers[op.txn] = _TARGET[op.arg]
         elif not _is_lost(op) and (op.response != "ALREADY_RESOLVED" or op.held not in (None, value)):
             return False
@@ -125,11 +128,13 @@ def _random_history(rng: random.Random) -> list[Operation]:
         op = history[i]
         if op.kind == "READ":
             history[i] = read(op.txn, rng.choice(list(State)), op.invoked, op.returned, op.client)
-        elif rng.random() < 0.5:
-            history[i] = res(op.txn, op.arg, OK, op.invoked, op.returned, client=op.client)
         else:
-            held = rng.choice([None, State.COMMITTED, State.ROLLED_BACK, State.DISCARDED])
-            history[i] = res(op.txn, op.arg, AR, op.invoked, op.returned, held, op.client)
+            assert op.arg is not None  # a resolve always names its resolution
+            if rng.random() < 0.5:
+                history[i] = res(op.txn, op.arg, OK, op.invoked, op.returned, client=op.client)
+            else:
+                held = rng.choice([None, State.COMMITTED, State.ROLLED_BACK, State.DISCARDED])
+                history[i] = res(op.txn, op.arg, AR, op.invoked, op.returned, held, op.client)
     return history
 
 

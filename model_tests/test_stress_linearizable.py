@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from hypothesis import settings
@@ -51,7 +51,14 @@ CHECK_TIMEOUT_S = 30.0
 # The runtime's intervals x 0.002: checks every 60 ms, Op batches every 6 ms; halves are checked once
 # 20 ms old and discarded after 3 checks, so all of that happens within a run.
 INTERVAL_SCALE = 0.002
-CONFIG = {"transaction_timeout_ms": 20, "check_max": 3}
+
+
+class _Settings(TypedDict):
+    transaction_timeout_ms: int
+    check_max: int
+
+
+CONFIG: _Settings = {"transaction_timeout_ms": 20, "check_max": 3}
 RESOLUTION = {S.COMMIT_MESSAGE: Resolution.COMMIT, S.ROLLBACK_MESSAGE: Resolution.ROLLBACK}
 OUTCOME = {ev.OK: Outcome.OK, ev.ALREADY_RESOLVED: Outcome.ALREADY_RESOLVED}
 # LOCAL_TX carries only check answers here (producers end transactions without tracing their local
@@ -182,6 +189,7 @@ def consumer_loop(consumer: PullConsumer, recorder: Recorder, done: threading.Ev
         messages = consumer.poll()
         returned = Recorder.now()
         for m in messages:
+            assert m.transaction_id is not None, f"a message without a transaction id: {m}"
             recorder.read(consumer.group, m.transaction_id, State.COMMITTED, invoked, returned)
         time.sleep(0.002)
 

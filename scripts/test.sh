@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The test suite: ruff, then pytest under coverage (branch coverage of txmq/, must stay >= 90%).
+# The test suite: ruff, mypy, then pytest under coverage (branch coverage of txmq/, must stay >= 90%).
 # Arguments are passed to pytest. pytest's exit code 5 (no tests collected) counts as a failure.
 TXMQ_EXTRAS="spark,test,bench"
 source "$(dirname "$0")/bootstrap.sh"
 
 echo "== ruff check" >&2
 ruff check .
+
+echo "== mypy" >&2
+mypy
 
 echo "== pytest under coverage" >&2
 rm -f .coverage .coverage.*

@@ -103,9 +103,9 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
     ]
     if broken:
         event, col = broken[0]
-        anything = None
-        for rule in broken:
-            anything = _null_condition(*rule) if anything is None else anything | _null_condition(*rule)
+        anything = _null_condition(*broken[0])
+        for rule in broken[1:]:
+            anything = anything | _null_condition(*rule)
         found = events.agg(
             F.count(F.when(anything, F.lit(1))).alias("count"),
             F.min(F.when(_null_condition(event, col), F.col("seq"))).alias("seq"),

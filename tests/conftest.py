@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from brokerkit import MODES, START_MS, Env, EnvFactory
+from tlc_tools import require_tlc
 
 from txmq.broker import Broker
 from txmq.clock import ManualClock
@@ -40,3 +41,8 @@ def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
 def mode(request: pytest.FixtureRequest) -> str:
     """Both modes, for behaviour they share."""
     return request.param
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``needs_tlc`` skip without TLC, or fail under CI=true (see ``tlc_tools``)."""
+    require_tlc(item)

@@ -25,7 +25,7 @@ def test_from_mapping_round_trips() -> None:
     cfg = BrokerConfig.from_mapping({"mode": "rocketmq", "check_max": 3, "flush": "sync"})
     assert (cfg.mode, cfg.check_max, cfg.flush) == ("rocketmq", 3, "sync")
     assert BrokerConfig.from_mapping(cfg.as_dict()) == cfg
-    assert BrokerConfig.from_json(cfg.to_json()) == cfg  # type: ignore[attr-defined]
+    assert BrokerConfig.from_json(cfg.to_json()) == cfg
 
 
 def test_unknown_keys_are_named() -> None:

@@ -30,6 +30,12 @@ SCALE = 0.01  # check every 300 ms, Op batch every 1 ms, offsets every 50 ms
 CONFIG = BrokerConfig(transaction_timeout_ms=10, op_batch_interval_ms=100)
 
 
+def memory_sink(broker: Broker) -> MemorySink:
+    """The events the ``broker`` fixture's broker traced (it traces to a MemorySink)."""
+    assert isinstance(broker.sink, MemorySink)
+    return broker.sink
+
+
 def wait_for(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + DEADLINE_S
     while not condition():
@@ -55,7 +61,8 @@ def test_runtime_checks_flushes_and_persists(broker: Broker) -> None:
     with BrokerRuntime(broker, interval_scale=SCALE) as runtime:
         producer.send_half(Message("T", b"via-check"))
         wait_for(lambda: visible(broker) == [b"via-check"], "the check to commit the half")
-        wait_for(lambda: any(e["event"] == ev.OP_PUT for e in list(broker.sink.events)), "an Op record")
+        sink = memory_sink(broker)
+        wait_for(lambda: any(e["event"] == ev.OP_PUT for e in list(sink.events)), "an Op record")
         wait_for(lambda: (broker.directory / "offsets.json").exists(), "the offsets file")
     assert runtime.errors == []
     assert all(not t.is_alive() for t in threading.enumerate() if t.name.startswith("txmq-"))
@@ -68,11 +75,11 @@ def test_runtime_survives_a_broker_crash(broker: Broker) -> None:
         result = producer.send_half(Message("T", b"x"))
         broker.crash()
         time.sleep(0.05)  # lets the services meet the crashed broker; nothing below depends on it
-        checks_before = len(broker.sink.of(ev.CHECK))
+        checks_before = len(memory_sink(broker).of(ev.CHECK))
         broker.restart()
         listener.answers[result.msg_id] = COMMIT
         wait_for(lambda: visible(broker) == [b"x"], "a check after the restart")
-        assert len(broker.sink.of(ev.CHECK)) > checks_before
+        assert len(memory_sink(broker).of(ev.CHECK)) > checks_before
     assert runtime.errors == []
 
 
@@ -93,7 +100,8 @@ def test_concurrent_producers_under_the_runtime(broker: Broker) -> None:
         expected = sorted(f"{n}-{i}".encode() for n in range(4) for i in range(50))
         wait_for(lambda: sorted(visible(broker)) == expected, "every transaction to be visible")
     assert runtime.errors == []
-    assert [e["seq"] for e in broker.sink.events] == list(range(len(broker.sink.events)))
+    events = memory_sink(broker).events
+    assert [e["seq"] for e in events] == list(range(len(events)))
 
 
 def test_a_failing_service_is_recorded_and_the_others_go_on(tmp_path: Path) -> None:

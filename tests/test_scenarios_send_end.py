@@ -68,6 +68,7 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     assert (real.body, real.queue_id, real.queue_offset) == (b"paid", 1, 0)
     assert real.transaction_id == result.msg_id
     stored = env.broker.store.get_message(real.commitlog_offset)
+    assert stored is not None
     assert stored.sysflag & TRANSACTION_MASK == TRANSACTION_COMMIT
     assert stored.prepared_transaction_offset == result.commitlog_offset
     [end] = env.events(ev.END_TX)
@@ -204,7 +205,9 @@ def test_s08_offset_on_a_real_message_strict(make_env: EnvFactory) -> None:
     env = make_env("strict")
     send(env.producer(), b"real", COMMIT)
     [real] = env.visible()
-    target = request_for(env.broker.store.get_message(real.commitlog_offset))
+    stored = env.broker.store.get_message(real.commitlog_offset)
+    assert stored is not None
+    target = request_for(stored)
 
     assert env.broker.end_transaction(target) == ev.NOT_FOUND
     assert env.bodies() == [b"real"]
@@ -216,6 +219,7 @@ def test_s08_offset_on_a_real_message_rocketmq(make_env: EnvFactory) -> None:
     send(env.producer(), b"real", COMMIT)
     [real] = env.visible()
     stored = env.broker.store.get_message(real.commitlog_offset)
+    assert stored is not None
 
     assert env.broker.end_transaction(request_for(stored)) == ev.OK
     assert env.bodies() == [b"real", b"real"]

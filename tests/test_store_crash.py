@@ -71,6 +71,7 @@ def test_sigkill_of_a_writing_child_loses_no_acknowledged_put(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None and proc.stderr is not None
     acked = []
     for _ in range(kill_after):
         line = proc.stdout.readline()

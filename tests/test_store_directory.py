@@ -131,6 +131,7 @@ def test_a_store_held_by_a_child_process_is_locked_until_the_child_exits(tmp_pat
         """
     )
     try:
+        assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().strip() == "open", proc.stderr.read()
         with pytest.raises(StoreLockedError, match=f"pid {proc.pid}"):
             MessageStore.open(tmp_path, clock=clock)
@@ -149,6 +150,7 @@ def test_a_child_killed_with_sigkill_does_not_leave_the_store_locked(tmp_path):
         input()
         """
     )
+    assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().strip() == "open", proc.stderr.read()
     proc.kill()
     proc.communicate(timeout=30)

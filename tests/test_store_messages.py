@@ -262,5 +262,6 @@ def test_concurrent_puts_get_distinct_contiguous_offsets(tmp_path):
     assert sorted(r.queue_offset for r in flat) == list(range(1200))
     assert len({r.commitlog_offset for r in flat}) == 1200
     for r in flat:
-        assert store.get_by_queue_offset("shared", 0, r.queue_offset).commitlog_offset == r.commitlog_offset
+        stored = store.get_by_queue_offset("shared", 0, r.queue_offset)
+        assert stored is not None and stored.commitlog_offset == r.commitlog_offset
     store.close()

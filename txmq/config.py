@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from dataclasses_json import dataclass_json
+from dataclasses_json import DataClassJsonMixin
 
 from txmq.errors import ConfigError
 
@@ -16,9 +16,8 @@ RECORD_HEADROOM = 1024
 FLUSH_POLICIES = ("async", "sync")
 
 
-@dataclass_json
 @dataclass(frozen=True)
-class BrokerConfig:
+class BrokerConfig(DataClassJsonMixin):
     """What a broker is configured with. Times are milliseconds.
 
     ``mode``: ``strict`` (transactions resolve once) or ``rocketmq`` (upstream behaviour, anomalies

@@ -42,17 +42,18 @@ def _model_check() -> tuple[str, int]:
     """Model-check the CI-sized spec models when TLC is available; say how to get it when not."""
     from txmq.tla.jar import find_jar
     from txmq.tla.manifest import load_manifest, select
-    from txmq.tla.runner import find_java
-    from txmq.tla.suite import check_models, default_spec_dir
+    from txmq.tla.runner import find_java, probe
+    from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 
     try:
         jar = find_jar()
-        find_java()
-    except ToolMissingError as exc:
-        return f"TLA+ model checking: not run: {exc}", 0
+        version = probe(find_java(), jar).version
+    except ToolMissingError as exc:  # a job that could not model-check did not do its job
+        return f"TLA+ model checking: not run: {exc}", exc.exit_code
+    _say(f"TLC: {version} ({jar})")
     entries = select(load_manifest(default_spec_dir()), [], False)
 
-    def show(report: object) -> None:
+    def show(report: ModelReport) -> None:
         _say(f"  {report.entry.name}: {report.result.outcome.value} ({'ok' if report.ok else 'UNEXPECTED'})")
 
     reports = check_models(entries, jar=jar, on_report=show)

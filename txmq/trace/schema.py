@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from dataclasses_json import dataclass_json
+from dataclasses_json import DataClassJsonMixin
 
 FORMAT_NAME = "txmq-trace"
 FORMAT_VERSION = 1
@@ -90,9 +90,8 @@ ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])
 REQUIRED_COLUMNS = ("seq", "ts", "event")
 
 
-@dataclass_json
 @dataclass
-class TraceHeader:
+class TraceHeader(DataClassJsonMixin):
     """What travels with a trace: Parquet file metadata, or the first NDJSON line.
 
     ``config`` holds the broker settings that the invariants need (``transaction_timeout_ms``,
