@@ -27,6 +27,10 @@ REQUIRED_BY_EVENT: dict[str, tuple[str, ...]] = {
     S.DELIVER: ("txn", "consumer_group", "topic", "queue_id", "queue_offset"),
     S.CRASH: (),
     S.RESTART: (),
+    S.PLAIN_PUT: ("topic", "queue_id", "queue_offset"),
+    S.PRODUCER: ("producer_group", "producer", "result"),
+    S.CHECKPOINT: ("half_offset", "op_offset"),
+    S.END: ("queue_offset", "op_offset"),
 }
 
 

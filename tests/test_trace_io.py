@@ -79,9 +79,9 @@ def test_bad_ndjson_headers(tmp_path: Path, first_line: str, message: str) -> No
 
 
 def test_newer_version_has_its_own_error(tmp_path: Path) -> None:
-    header = {"format": "txmq-trace", "version": 2, "mode": "strict"}
+    header = {"format": "txmq-trace", "version": 3, "mode": "strict"}
     path = _ndjson(tmp_path / "t.ndjson", json.dumps(header))
-    with pytest.raises(UnsupportedTraceVersionError, match="version 2"):
+    with pytest.raises(UnsupportedTraceVersionError, match="version 3"):
         read_header(path)
 
 

@@ -165,7 +165,9 @@ class Broker:
             if self._up:
                 raise BrokerUnavailableError("the broker is running; crash() or close() it first")
             self._open()
-            self.emit(ev.RESTART, self.clock.now_ms(), result=str(self.store.recovery))
+            self.emit(ev.RESTART, self.clock.now_ms(), result=str(self.store.recovery),
+                      half_offset=self.checkpoint(HALF_TOPIC, HALF_QUEUE_ID),
+                      op_offset=self.checkpoint(OP_TOPIC, HALF_QUEUE_ID))
 
     def close(self) -> None:
         """Clean shutdown: strict flushes every buffered Op; rocketmq flushes only the due ones (§4.2),
@@ -176,10 +178,19 @@ class Broker:
                 return
             self._write_due_ops(force=self.config.strict)
             self.persist_offsets()
-            self.store.close()
-            self._up = False
-            self.half_cache.clear()
-            self.op_batcher.clear()
+            try:
+                if self.tracing:  # the end marker: what a finished trace leaves behind, so a cut one shows
+                    self.emit(
+                        ev.END, self.clock.now_ms(), half_offsets=self.op_batcher.buffered(HALF_QUEUE_ID),
+                        queue_offset=self.store.max_queue_offset(HALF_TOPIC, HALF_QUEUE_ID),
+                        op_offset=self.store.max_queue_offset(OP_TOPIC, HALF_QUEUE_ID),
+                        commitlog_offset=self.store.max_physical_offset,
+                    )
+            finally:
+                self.store.close()
+                self._up = False
+                self.half_cache.clear()
+                self.op_batcher.clear()
 
     def __enter__(self) -> Broker:
         return self
@@ -306,11 +317,15 @@ class Broker:
         """A producer of ``group`` is online and may receive checks."""
         with self._lock:
             self.producers.register(group, channel)
+            self.emit(ev.PRODUCER, self.clock.now_ms(), producer_group=group, producer=channel.producer_id,
+                      result=ev.PRODUCER_UP)
 
     def unregister_producer(self, group: str, producer_id: str) -> None:
-        """A producer left (shutdown or crash)."""
+        """A producer left (shutdown, or a crash that closed its connection)."""
         with self._lock:
-            self.producers.unregister(group, producer_id)
+            if self.producers.unregister(group, producer_id):
+                self.emit(ev.PRODUCER, self.clock.now_ms(), producer_group=group, producer=producer_id,
+                          result=ev.PRODUCER_DOWN)
 
     def send_message(self, message: Message, uniq_key: str) -> SendResult:
         """Store a plain (non-transactional) message: visible to consumers at once."""
@@ -326,6 +341,9 @@ class Broker:
             put = self.store.put_message(record)
             if not put.ok:
                 raise StoreError(f"the store refused the message: {put.status.name} {put.reason}")
+            self.emit(ev.PLAIN_PUT, self.clock.now_ms(), topic=message.topic, queue_id=message.queue_id,
+                      queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
+                      body_crc=self.crc(message.body))
             return SendResult(SendStatus.SEND_OK, uniq_key, put.commitlog_offset, message.queue_id,
                               put.queue_offset)
 

@@ -93,8 +93,10 @@ class TransactionProducer:
         self.broker.unregister_producer(self.group, self.producer_id)
 
     def crash(self) -> None:
-        """Vanish without a word: checks routed here from now on are lost until the broker notices."""
+        """Vanish without a word. The broker sees the connection close (upstream: the channel goes
+        inactive and is unregistered), so checks go to the group's other producers from then on."""
         self.active = False
+        self.broker.unregister_producer(self.group, self.producer_id)
 
     def next_message_id(self) -> str:
         """A fresh unique key for a message of this producer."""

@@ -1,8 +1,13 @@
-"""Trace format v1 — the public contract between the broker and every validator.
+"""Trace format v2 — the public contract between the broker and every validator.
 
-One row per event, ordered by ``seq``. The column list, the event names and the END_TX results are
-defined once here; the broker emits them, the Spark validator and the TLA+ trace validation read them.
-See ``shared/DESIGN.md`` ("Trace format v1") for the prose version.
+One row per event, ordered by ``seq`` (0, 1, 2, ... in file order). The column list, the event names and
+the END_TX results are defined once here; the broker emits them, the Spark validator and the TLA+ trace
+validation read them. ``docs/trace-format.md`` is the prose version.
+
+Version 2 adds what a validator needs to tell a finished trace from a cut one and to follow the check
+service without guessing: the ``END`` marker a broker writes at a clean shutdown, ``CHECKPOINT`` at the
+end of each check run, the checkpoint a ``RESTART`` resumed from, producer registrations (``PRODUCER``),
+plain messages (``PLAIN_PUT``), and the ``attempt`` of a pop delivery.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import pyarrow as pa
 from dataclasses_json import DataClassJsonMixin
 
 FORMAT_NAME = "txmq-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # Event names.
 LOCAL_TX = "LOCAL_TX"
@@ -27,8 +32,13 @@ CHECK = "CHECK"
 DISCARD = "DISCARD"
 DELIVER = "DELIVER"
 CRASH = "CRASH"
-RESTART = "RESTART"
-EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART)
+RESTART = "RESTART"  # half_offset / op_offset: the checkpoints the check service resumes from
+PLAIN_PUT = "PLAIN_PUT"  # a message sent outside any transaction was stored
+PRODUCER = "PRODUCER"  # a producer registered for checks (result UP) or left (DOWN)
+CHECKPOINT = "CHECKPOINT"  # a check run ended: half_offset / op_offset are the checkpoints it moved to
+END = "END"  # clean shutdown, always the last event: what the broker still held (see docs/trace-format.md)
+EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART,
+          PLAIN_PUT, PRODUCER, CHECKPOINT, END)
 
 # Actions (END_TX, LOCAL_TX, CHECK answers).
 COMMIT = "COMMIT"
@@ -60,6 +70,9 @@ RENEW_RESUME = "RESUME"
 # DISCARD results: why.
 DISCARD_CHECK_MAX = "CHECK_MAX"
 DISCARD_RETENTION = "RETENTION"
+# PRODUCER results.
+PRODUCER_UP = "UP"
+PRODUCER_DOWN = "DOWN"
 
 # Column name -> Arrow type, in file order.
 COLUMNS: dict[str, pa.DataType] = {
@@ -83,6 +96,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "half_offsets": pa.list_(pa.int64()),
     "consumer_group": pa.string(),
     "body_crc": pa.int64(),
+    "attempt": pa.int32(),
 }
 COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
 ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])

@@ -169,6 +169,9 @@ class CheckService:
             op_next += 1
         if op_next != op_start:
             broker.set_checkpoint(OP_TOPIC, queue_id, op_next)
+        if i != half_start or op_next != op_start:
+            broker.emit(ev.CHECKPOINT, broker.clock.now_ms(), queue_id=queue_id, half_offset=i,
+                        op_offset=op_next)
 
     def _renewed(self, half: StoredMessage, count: int, **extra: str) -> StoredMessage:
         """A copy of ``half`` appended to the half queue with check count ``count``."""

@@ -100,6 +100,11 @@ class OpBatcher:
                     break
         return out
 
+    def buffered(self, queue_id: int) -> list[int]:
+        """The half offsets queued for ``queue_id`` and not yet in an Op record, oldest first."""
+        ctx = self._contexts.get(queue_id)
+        return list(ctx.entries) if ctx is not None else []
+
     def clear(self) -> None:
         """Drop every buffered entry (a crash)."""
         self._contexts.clear()

@@ -40,11 +40,10 @@ class ProducerManager:
         """A producer of ``group`` is online (upstream: its heartbeat arrived)."""
         self._groups.setdefault(group, {})[channel.producer_id] = channel
 
-    def unregister(self, group: str, producer_id: str) -> None:
-        """A producer went away."""
+    def unregister(self, group: str, producer_id: str) -> bool:
+        """A producer went away; False if it was not registered."""
         channels = self._groups.get(group)
-        if channels is not None:
-            channels.pop(producer_id, None)
+        return channels is not None and channels.pop(producer_id, None) is not None
 
     def select(self, group: str) -> ProducerChannel | None:
         """A live channel of ``group`` or None: rotating start, at most three tries."""
