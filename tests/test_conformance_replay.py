@@ -8,6 +8,7 @@ derivation without TLC; a TLC-gated test derives each schedule from a fresh run 
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,27 @@ def test_schedule_reproduces_on_rocketmq_and_not_on_strict(model: str) -> None:
 def test_recorded_counterexample_derives_the_saved_schedule(model: str) -> None:
     result = parse_tlc_output((DATA / f"{model}.out").read_text(encoding="utf-8"))
     assert schedule_from_result(ENTRIES[model], result) == load_schedule(DATA / f"{model}.json")
+
+
+@pytest.mark.parametrize("model", CONTROLS)
+def test_bare_action_names_derive_the_same_schedule(model: str) -> None:
+    """TLC 2.15 prints ``<SendHalf line ...>`` where 1.7 printed ``<SendHalf(t1) line ...>``: the
+    transaction is then read from the variable the action changed."""
+    text = (DATA / f"{model}.out").read_text(encoding="utf-8")
+    bare = re.sub(r"<(\w+)\([^)]*\) line", r"<\1 line", text)
+    assert bare != text
+    result = parse_tlc_output(bare)
+    assert schedule_from_result(ENTRIES[model], result) == load_schedule(DATA / f"{model}.json")
+
+
+def test_a_step_whose_transaction_cannot_be_told_is_refused() -> None:
+    text = (DATA / "rocketmq_duplicate_commit.out").read_text(encoding="utf-8")
+    result = parse_tlc_output(re.sub(r"<(\w+)\([^)]*\) line", r"<\1 line", text))
+    for state in result.trace:
+        if state.action.startswith("SendHalf"):
+            state.variables["local"] = '(t1 :> "unknown" @@ t2 :> "unknown")'
+    with pytest.raises(ConfigError, match="cannot tell which transaction"):
+        schedule_from_result(ENTRIES["rocketmq_duplicate_commit"], result)
 
 
 def test_a_schedule_without_the_anomaly_does_not_reproduce() -> None:

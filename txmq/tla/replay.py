@@ -77,10 +77,28 @@ def _net(state: Mapping[str, str], log: list[dict[str, str]]) -> list[dict[str, 
 
 
 # ----------------------------------------------------------------------------- derivation
+# The variable each transaction action changes, for TLC versions (2.15) that print the bare action name.
+_CHANGES = {"SendHalf": "local", "Decide": "local", "Age": "aged", "ProducerEnd": "ownEndDone"}
+
+
+def _transaction(name: str, label_arg: str, before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """The transaction a step acted on: the label's argument (TLC 1.7 prints ``SendHalf(t1)``), else the
+    one transaction whose entry of the variable the action changes did change."""
+    if label_arg:
+        return label_arg
+    old, new = _function(before.get(_CHANGES[name], "")), _function(after[_CHANGES[name]])
+    changed = [t for t, value in new.items() if old.get(t) != value]
+    if len(changed) != 1:
+        raise ConfigError(f"counterexample step {name}: cannot tell which transaction it acted on")
+    return changed[0]
+
+
 def _step(action: str, before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:
     """The broker-level step for one spec step (``before`` and ``after`` are full states)."""
     name, _, arg = action.partition("(")
     arg = arg.rstrip(")")
+    if name in _CHANGES:
+        arg = _transaction(name, arg, before, after)
     log = _records(after["log"])
     if name in ("SendHalf", "Age", "ProducerEnd"):
         return {"op": _SIMPLE[name], "txn": arg}
