@@ -1,14 +1,16 @@
 """The invariant catalogue's safety invariants, checked in-process against a live broker.
 
-Each function is named exactly as in DESIGN.md's catalogue, so a failure here can be followed to the TLA+
-operator and the Spark check of the same name. The Spark validator judges a finished trace; these judge
-the trace *and* what clients can observe right now (``transaction_state``, what consumers received, queue
-ends), because the model tests run after every step and a broker whose trace and behaviour disagree must
-not pass on the strength of its trace alone.
+Each function is named as its entry in ``txmq.catalogue`` (which defines the meaning; ``CATALOGUE`` below
+is built from the catalogue's names, so an entry marked as checked here without a function fails at
+import), so a failure here can be followed to the TLA+ operator and the Spark check of the same name. The
+Spark validator judges a finished trace; these judge the trace *and* what clients can observe right now
+(``transaction_state``, what consumers received, queue ends), because the model tests run after every
+step and a broker whose trace and behaviour disagree must not pass on the strength of its trace alone.
+Docstrings say what a function checks beyond the catalogue's meaning.
 
 Every function takes an ``Observation`` and ``strict`` and returns a list of one-line problems (empty when
-the invariant holds). ``strict=False`` leaves out the parts the catalogue marks "(strict)", which
-``rocketmq`` mode violates by design; the semantics follow ``spark_validation/catalogue.py``.
+the invariant holds). ``strict=False`` leaves out what the catalogue lists as strict mode's only, which
+``rocketmq`` mode violates by design.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from txmq import catalogue
 from txmq.broker import Broker
 from txmq.client.message import MessageExt
 from txmq.trace import schema as ev
+from txmq.trace.check_bound import check_counts
 from txmq.transaction.resolution import TransactionState
 
 Event = Mapping[str, Any]
@@ -90,8 +94,8 @@ def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
 
 
 def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
-    """A REAL_PUT follows an END_TX COMMIT OK of its transaction; a DELIVER, and anything a consumer
-    received, sits where a REAL_PUT was; in strict mode what a consumer received is COMMITTED."""
+    """Also: anything a consumer received sits where a REAL_PUT was, and in strict mode its
+    ``transaction_state`` is COMMITTED."""
     problems = []
     committed: set[str] = set()
     puts: set[tuple[str, int, int]] = set()
@@ -116,7 +120,7 @@ def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def CommitMatchesLocal(obs: Observation, strict: bool = True) -> list[str]:
-    """A transaction's first REAL_PUT (and anything a consumer got of it) comes after a LOCAL_TX COMMIT."""
+    """Also: anything a consumer received is of a transaction a producer decided to commit."""
     problems = []
     decided: set[str] = set()
     seen: set[str] = set()
@@ -134,7 +138,7 @@ def CommitMatchesLocal(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def RollbackNeverVisible(obs: Observation, strict: bool = True) -> list[str]:
-    """A transaction any producer decided to roll back has no REAL_PUT and reaches no consumer."""
+    """Also: no consumer received a message of it."""
     rolled = {t for t, actions in _local_actions(obs.events).items() if ev.ROLLBACK in actions}
     problems = [f"seq {e['seq']}: REAL_PUT of {e['txn']}, which its producer rolled back"
                 for e in obs.events if e["event"] == ev.REAL_PUT and e["txn"] in rolled]
@@ -144,44 +148,65 @@ def RollbackNeverVisible(obs: Observation, strict: bool = True) -> list[str]:
 
 
 _RESOLVED_BY = {ev.COMMIT: TransactionState.COMMITTED, ev.ROLLBACK: TransactionState.ROLLED_BACK}
+Resolution = tuple[Event, TransactionState]
 
 
-def SingleResolution(obs: Observation, strict: bool = True) -> list[str]:
-    """(strict) A transaction is a write-once register: END_TX OK and DISCARD each resolve it, only a
-    pending one may be resolved (an admin RESUME re-opens a discarded one only), and its
-    ``transaction_state`` is what the trace resolved it to."""
-    if not strict:
-        return []
-    problems = []
+def _register(events: Iterable[Event]) -> tuple[list[Resolution], dict[str, TransactionState]]:
+    """The trace read as one write-once register per transaction: every END_TX and DISCARD with the
+    transaction's value just before it, and the values at the end. END_TX OK and DISCARD resolve; an
+    admin RESUME re-opens a discarded transaction (and only a discarded one)."""
     value: dict[str, TransactionState] = {}
-    how: dict[str, str] = {}
-    for e in obs.events:
+    steps: list[Resolution] = []
+    for e in events:
         kind, txn = e["event"], e["txn"]
         if kind == ev.HALF_PUT:
             value.setdefault(txn, TransactionState.PENDING)
-            continue
-        if kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
+        elif kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
             if value.get(txn) is TransactionState.DISCARDED:
                 value[txn] = TransactionState.PENDING
+        elif kind in (ev.END_TX, ev.DISCARD):
+            steps.append((e, value.get(txn, TransactionState.PENDING)))
+            if kind == ev.DISCARD:
+                value[txn] = TransactionState.DISCARDED
+            elif e["result"] == ev.OK:
+                value[txn] = _RESOLVED_BY[e["action"]]
+    return steps, value
+
+
+def SingleResolution(obs: Observation, strict: bool = True) -> list[str]:
+    """Also counts a DISCARD as a resolution (only a pending transaction may be resolved), and requires
+    ``transaction_state`` to be what the trace resolved it to."""
+    if not strict:
+        return []
+    problems = []
+    how: dict[str, str] = {}
+    steps, value = _register(obs.events)
+    for e, before in steps:
+        if e["event"] == ev.END_TX and e["result"] != ev.OK:
             continue
-        if kind == ev.END_TX and e["result"] == ev.OK:
-            new, label = _RESOLVED_BY[e["action"]], e["action"]
-        elif kind == ev.DISCARD:
-            new, label = TransactionState.DISCARDED, ev.DISCARD
-        else:
-            continue
-        label = f"{label} (seq {e['seq']})"
-        if value.get(txn, TransactionState.PENDING) is not TransactionState.PENDING:
-            problems.append(f"{txn} resolved twice: {how[txn]} then {label}")
-        value[txn], how[txn] = new, label
+        label = f"{ev.DISCARD if e['event'] == ev.DISCARD else e['action']} (seq {e['seq']})"
+        if before is not TransactionState.PENDING:
+            problems.append(f"{e['txn']} resolved twice: {how[e['txn']]} then {label}")
+        how[e["txn"]] = label
     if obs.states is not None:
         problems += [f"{txn}: transaction_state is {state.name}, the trace resolved it to {value[txn].name}"
                      for txn, state in obs.states.items() if txn in value and state is not value[txn]]
     return problems
 
 
+def RefusedOnlyWhenResolved(obs: Observation, strict: bool = True) -> list[str]:
+    """Resolved as the write-once register of ``SingleResolution`` reads the trace."""
+    if not strict:
+        return []
+    steps, _ = _register(obs.events)
+    return [f"seq {e['seq']}: END_TX of {e['txn']} refused {ev.ALREADY_RESOLVED} while it is pending"
+            for e, before in steps
+            if e["event"] == ev.END_TX and e["result"] == ev.ALREADY_RESOLVED
+            and before is TransactionState.PENDING]
+
+
 def NoDuplicateReal(obs: Observation, strict: bool = True) -> list[str]:
-    """(strict) At most one REAL_PUT per transaction, and consumers see at most one position of it."""
+    """Also: consumers see at most one position of each transaction."""
     if not strict:
         return []
     puts = Counter(e["txn"] for e in obs.events if e["event"] == ev.REAL_PUT)
@@ -195,50 +220,12 @@ def NoDuplicateReal(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def CheckBound(obs: Observation, strict: bool = True) -> list[str]:
-    """Per transaction, HALF_RENEW counts go 1, 2, ... (a RESUME renewal has count 0 and restarts them),
-    CHECK counts strictly increase, and none exceeds check_max. Outside strict mode a broken sequence is
-    allowed once the transaction has two live copies: after a CRASH during it (re-checks after restart,
-    #2117), or after a RESUME while it was not discarded (upstream resumes a stale record as a new copy)."""
-    problems = []
-    renew: dict[str, int] = {}
-    check: dict[str, int] = {}
-    forked: dict[str, bool] = {}
-    discarded: set[str] = set()
-    for e in obs.events:
-        kind, txn = e["event"], e["txn"]
-        if kind == ev.CRASH:
-            forked = dict.fromkeys(forked, True)
-            continue
-        if kind == ev.DISCARD:
-            discarded.add(txn)
-        if kind not in (ev.HALF_PUT, ev.HALF_RENEW, ev.CHECK):
-            continue
-        forked.setdefault(txn, False)
-        count = e["check_count"]
-        if kind == ev.HALF_RENEW and e["result"] == ev.RENEW_RESUME:
-            if count != 0:
-                problems.append(f"seq {e['seq']}: RESUME of {txn} with count {count}, not 0")
-            if txn not in discarded:
-                forked[txn] = True
-            discarded.discard(txn)
-            renew[txn] = check[txn] = 0
-            continue
-        if kind == ev.HALF_PUT:
-            continue
-        if count > obs.check_max:
-            problems.append(f"seq {e['seq']}: {kind} of {txn} with count {count} > check_max {obs.check_max}")
-        previous = renew if kind == ev.HALF_RENEW else check
-        broken = count != previous.get(txn, 0) + 1 if kind == ev.HALF_RENEW else count <= check.get(txn, 0)
-        if broken and (strict or not forked[txn]):
-            problems.append(f"seq {e['seq']}: {kind} of {txn} with count {count} "
-                            f"after {previous.get(txn, 0)}")
-        previous[txn] = count
-    return problems
+    """The count rule of ``txmq.trace.check_bound`` (two live chains are strict mode's only)."""
+    return check_counts(obs.events, obs.check_max).of_mode(strict)
 
 
 def CheckAfterTimeout(obs: Observation, strict: bool = True) -> list[str]:
-    """No CHECK of a transaction younger than the timeout (born: its first HALF_PUT); transactions
-    renewed for immunity are exempt, as their window is not in the trace."""
+    """The catalogue's meaning, over the trace."""
     born: dict[str, int] = {}
     immune: set[str] = set()
     problems = []
@@ -257,7 +244,7 @@ def CheckAfterTimeout(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def NoCheckAfterDurableOp(obs: Observation, strict: bool = True) -> list[str]:
-    """No CHECK after an OP_PUT covering the copy checked or the copy its renewal replaced."""
+    """The catalogue's meaning, over the trace."""
     covered: set[int] = set()
     replaced: dict[int, int] = {}
     problems = []
@@ -276,8 +263,7 @@ def NoCheckAfterDurableOp(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def DiscardOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:
-    """A DISCARD happens at check_max (or for retention); (strict) no REAL_PUT follows a DISCARD of the
-    same transaction unless an admin RESUME came in between."""
+    """The catalogue's meaning, over the trace."""
     discarded: set[str] = set()
     problems = []
     for e in obs.events:
@@ -296,7 +282,7 @@ def DiscardOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def OpRefersToHalf(obs: Observation, strict: bool = True) -> list[str]:
-    """Every offset an OP_PUT lists was put earlier as a half copy; (strict) and is listed only once."""
+    """The catalogue's meaning, over the trace."""
     put: set[int] = set()
     listed: set[int] = set()
     problems = []
@@ -315,8 +301,7 @@ def OpRefersToHalf(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def DeliveryIntegrity(obs: Observation, strict: bool = True) -> list[str]:
-    """A DELIVER (and a received message) carries the txn and body CRC of the REAL_PUT at its position;
-    per consumer group and queue, first deliveries come in queue-offset order."""
+    """Also: what consumers received carries the txn and body CRC of the REAL_PUT at its position."""
     puts: dict[tuple[str, int, int], Event] = {}
     first: dict[tuple[str, str, int], set[int]] = defaultdict(set)
     problems = []
@@ -342,7 +327,7 @@ def DeliveryIntegrity(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
-    """REAL_PUT queue offsets per (topic, queue) are 0, 1, 2, ...; a queue's end is its REAL_PUT count."""
+    """Also: each queue's end (``max_offset``) is its REAL_PUT count."""
     count: Counter[QueueKey] = Counter()
     problems = []
     for e in obs.events:
@@ -359,11 +344,8 @@ def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
 
 
 Invariant = Callable[[Observation, bool], list[str]]
-CATALOGUE: dict[str, Invariant] = {f.__name__: f for f in (
-    NoUncommittedVisible, CommitMatchesLocal, RollbackNeverVisible, SingleResolution, NoDuplicateReal,
-    CheckBound, CheckAfterTimeout, NoCheckAfterDurableOp, DiscardOnlyAtMax, OpRefersToHalf,
-    DeliveryIntegrity, QueueContiguity,
-)}
+# Every invariant the catalogue says the model tests check, under its catalogue name.
+CATALOGUE: dict[str, Invariant] = {name: globals()[name] for name in catalogue.names(catalogue.MODEL)}
 
 
 class InvariantViolation(AssertionError):

@@ -1,7 +1,7 @@
 """Pass 2: one grouped aggregation per transaction computes every per-transaction fact at once.
 
 Order-insensitive facts are conditional min/max/count aggregates (code-generated, cheap). The
-order-sensitive ones (CheckBound's counts, "no REAL_PUT after DISCARD") are a single fold over the
+order-sensitive ones (CheckBound's count rule, "no REAL_PUT after DISCARD") are a single fold over the
 transaction's few CHECK/HALF_RENEW/DISCARD/REAL_PUT events sorted by seq. A second, global aggregation
 over the per-transaction rows turns the facts into tallies and metrics, so the whole pass is one Spark
 job.
@@ -21,37 +21,52 @@ from txmq.trace import schema as S
 # Upper bounds of the time-to-visibility histogram buckets (ms); the last bucket is open.
 VISIBILITY_BUCKETS_MS = (0, 10, 100, 1_000, 3_000, 6_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000)
 
-# The fold over a transaction's CHECK/HALF_RENEW/DISCARD events in seq order. State: last HALF_RENEW
-# count, last CHECK count, the seq of a DISCARD not yet followed by a RESUME renewal, flags, and the
-# closed [DISCARD, RESUME) windows; the finish step closes an open window at +infinity (null).
+# The fold over a transaction's CHECK/HALF_RENEW/DISCARD events in seq order: CheckBound's count rule
+# (txmq/trace/check_bound.py states it in Python) and the [DISCARD, RESUME) windows of DiscardOnlyAtMax.
+# State: the copies renewals made (half offset, count), the count of the latest renewal (per-transaction
+# order), the seq of a DISCARD not yet followed by a RESUME renewal, the flags ``broken`` (the rule
+# broken in either mode) and ``several`` (a second live chain: strict mode's only), and the closed
+# windows; the finish step closes an open window at +infinity (null). ``{renewed}`` and ``{checked}``
+# stand for the count of the copy renewed or checked (``_COPY``: the last copy made at that half offset;
+# a copy no renewal made is an original half, count 0).
+_COPY = "aggregate(s.copies, 0, (n, c) -> IF(c.h = {offset}, c.n, n))"
 _FOLD = """
 aggregate(
   array_sort(collect_list(CASE WHEN event IN ('CHECK', 'HALF_RENEW', 'DISCARD')
-                          THEN struct(seq, event, check_count, result) END)),
-  named_struct('renew', 0, 'chk', 0, 'open', CAST(NULL AS BIGINT), 'exceeded', false, 'broken', false,
+                          THEN struct(seq, event, check_count, result, half_offset, prev_half_offset) END)),
+  named_struct('copies', CAST(array() AS ARRAY<STRUCT<h: BIGINT, n: INT>>), 'last', 0,
+               'open', CAST(NULL AS BIGINT), 'broken', false, 'several', false,
                'windows', CAST(array() AS ARRAY<STRUCT<d: BIGINT, r: BIGINT>>)),
   (s, e) -> CASE
     WHEN e.event = 'HALF_RENEW' AND e.result = 'RESUME' THEN named_struct(
-      'renew', 0, 'chk', 0, 'open', CAST(NULL AS BIGINT), 'exceeded', s.exceeded,
-      'broken', s.broken OR e.check_count != 0,
+      'copies', array_append(s.copies, named_struct('h', e.half_offset, 'n', e.check_count)),
+      'last', 0, 'open', CAST(NULL AS BIGINT), 'broken', s.broken OR e.check_count != 0,
+      'several', s.several,
       'windows', IF(s.open IS NULL, s.windows,
                     array_append(s.windows, named_struct('d', s.open, 'r', e.seq))))
     WHEN e.event = 'HALF_RENEW' THEN named_struct(
-      'renew', e.check_count, 'chk', s.chk, 'open', s.open,
-      'exceeded', s.exceeded OR e.check_count > {check_max},
-      'broken', s.broken OR e.check_count != s.renew + 1, 'windows', s.windows)
+      'copies', array_append(s.copies, named_struct('h', e.half_offset, 'n', e.check_count)),
+      'last', e.check_count, 'open', s.open,
+      'broken', s.broken OR e.check_count > {check_max} OR e.check_count != {renewed} + 1,
+      'several', s.several OR (e.check_count = {renewed} + 1 AND e.check_count != s.last + 1),
+      'windows', s.windows)
     WHEN e.event = 'CHECK' THEN named_struct(
-      'renew', s.renew, 'chk', e.check_count, 'open', s.open,
-      'exceeded', s.exceeded OR e.check_count > {check_max},
-      'broken', s.broken OR e.check_count <= s.chk, 'windows', s.windows)
+      'copies', s.copies, 'last', s.last, 'open', s.open,
+      'broken', s.broken OR e.check_count != {checked}, 'several', s.several, 'windows', s.windows)
     ELSE named_struct(
-      'renew', s.renew, 'chk', s.chk, 'open', coalesce(s.open, e.seq), 'exceeded', s.exceeded,
-      'broken', s.broken, 'windows', s.windows)
+      'copies', s.copies, 'last', s.last, 'open', coalesce(s.open, e.seq), 'broken', s.broken,
+      'several', s.several, 'windows', s.windows)
   END,
-  s -> named_struct('exceeded', s.exceeded, 'broken', s.broken,
+  s -> named_struct('broken', s.broken, 'several', s.several,
                     'windows', IF(s.open IS NULL, s.windows,
                     array_append(s.windows, named_struct('d', s.open, 'r', CAST(NULL AS BIGINT))))))
 """
+
+
+def _fold(check_max: int) -> str:
+    """The fold's SQL for this trace's check_max."""
+    return _FOLD.format(check_max=check_max, renewed=_COPY.format(offset="e.prev_half_offset"),
+                        checked=_COPY.format(offset="e.half_offset"))
 
 
 @dataclass
@@ -107,7 +122,7 @@ def _facts(events: Any, check_max: int) -> Any:
 
 def _order_facts(events: Any, check_max: int) -> Any:
     """The fold, over the transactions that have CHECK/HALF_RENEW/DISCARD events; only those it finds
-    something to say about (a count out of bounds or out of sequence, a discard window) are kept.
+    something to say about (a count breaking the rule, a second chain, a discard window) are kept.
 
     Kept out of ``_facts`` because collecting lists turns the whole per-transaction aggregation into a
     slower object aggregation; this one sees a few percent of the rows. Keeping only the remarkable
@@ -120,8 +135,8 @@ def _order_facts(events: Any, check_max: int) -> Any:
     return (
         events.filter(F.col("event").isin(S.CHECK, S.HALF_RENEW, S.DISCARD))
         .groupBy("txn")
-        .agg(F.expr(_FOLD.format(check_max=check_max)).alias("fold"))
-        .filter(fold["exceeded"] | fold["broken"] | (F.size(fold["windows"]) > 0))
+        .agg(F.expr(_fold(check_max)).alias("fold"))
+        .filter(fold["broken"] | fold["several"] | (F.size(fold["windows"]) > 0))
     )
 
 
@@ -145,7 +160,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
     facts = _facts(events, check_max).join(_order_facts(events, check_max), "txn", "left")
     judged = c("born").isNotNull() & (c("born") < F.lit(stats.judged_before(trace)))
     has_real = c("reals") > 0
-    exceeded = F.coalesce(c("fold.exceeded"), F.lit(False))
+    broken = F.coalesce(c("fold.broken"), F.lit(False))
     # A REAL_PUT inside a [DISCARD, RESUME) window. Only the first and last REAL_PUT are looked at: a
     # third one in between matters only to a transaction that already violates NoDuplicateReal.
     in_window = F.exists(
@@ -167,9 +182,9 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
         "RollbackNeverVisible": (has_real & (c("local_rollbacks") > 0), None),
         "SingleResolution": (c("oks") > 1, F.lit(rocketmq)),
         "NoDuplicateReal": (c("reals") > 1, F.lit(rocketmq)),
-        # A count above check_max always fails; in rocketmq mode a broken sequence is upstream behaviour:
-        # re-checks after a restart (#2117), two live halves of a retried send (S33), a double resume.
-        "CheckBound": (exceeded | c("fold.broken"), F.lit(rocketmq) & ~exceeded),
+        # A second live chain of copies is upstream behaviour in rocketmq mode (the catalogue lists the
+        # causes); a count breaking the rule fails in both modes.
+        "CheckBound": (broken | c("fold.several"), F.lit(rocketmq) & ~broken),
         "CheckAfterTimeout": (
             (c("checks") > 0)
             & (c("immunity") == 0)

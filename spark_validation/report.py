@@ -112,4 +112,4 @@ def check_result(cid: str, violations: int, expected: int, samples: list[dict[st
     """A check's result with its status: expected-only violations do not fail the run."""
     check = BY_ID[cid]
     status = HOLDS if violations == 0 else EXPECTED if violations == expected else VIOLATED
-    return CheckResult(cid, check.kind, status, violations, expected, check.semantics, samples)
+    return CheckResult(cid, check.kind.value, status, violations, expected, check.meaning, samples)

@@ -5,8 +5,8 @@ one the broker can be driven through, and it must break the same invariant. :fun
 the counterexample's actions into broker-level steps (send a half, decide locally, deliver / duplicate /
 lose a one-way message, run a check pass, flush Op batches, crash and restart with or without the
 checkpoint persisted) and :func:`replay` runs them with a :class:`~txmq.clock.ManualClock`, then judges the
-trace by the spec's own invariants. The schedule is plain JSON so a replay can be kept as a regression test
-that needs no TLC.
+trace by the spec's own invariants, under their catalogue names (:data:`JUDGES`). The schedule is plain
+JSON so a replay can be kept as a regression test that needs no TLC.
 
 Messages are named by what they are, not by offsets (the spec's log interleaves record kinds the broker
 keeps in separate queues): an END_TX by transaction, action, whether it answers a check, and the check
@@ -20,7 +20,7 @@ import json
 import re
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from txmq.tla.manifest import ModelEntry
 from txmq.tla.parser import Outcome, TlcResult, TraceState
 from txmq.tla.runner import run_tlc
 from txmq.trace import schema as ev
+from txmq.trace.check_bound import check_counts
 from txmq.trace.sinks import MemorySink
 
 GROUP = "g1"
@@ -49,8 +50,6 @@ _RECORD = re.compile(r"\[([^\[\]]*)\]")
 _FIELD = re.compile(r"(\w+) \|-> (\"[^\"]*\"|\w+)")
 _FUNC = re.compile(r"(\w+) :> (\"[^\"]*\"|\w+)")
 _CONST = re.compile(r"^\s*(CheckMax|CacheSize|UnknownAnswer)\s*=\s*\"?(\w+)\"?", re.MULTILINE)
-# Spec invariants this module judges on a broker trace (the ones the rocketmq controls violate).
-JUDGED = ("NoDuplicateReal", "SingleResolution", "CheckBound")
 _SIMPLE = {"SendHalf": "send_half", "Age": "age", "ProducerEnd": "producer_end"}
 
 
@@ -150,25 +149,38 @@ def derive_schedule(entry: ModelEntry, trace: list[TraceState]) -> dict[str, Any
 
 
 # ----------------------------------------------------------------------------- judging
-def violations(events: Iterable[Mapping[str, Any]], check_max: int) -> dict[str, list[str]]:
-    """The spec's invariants in :data:`JUDGED`, with the spec's (mode-independent) meaning, on a trace."""
-    reals: Counter[str] = Counter()
+# The catalogue invariants (``txmq.catalogue``) a replay judges, each in its strict meaning, the one the
+# spec states: the invariants the rocketmq negative controls violate. tests/test_catalogue.py holds this
+# table to the catalogue and to spec/models.json.
+def _no_duplicate_real(events: list[Mapping[str, Any]], check_max: int) -> list[str]:
+    reals = Counter(e["txn"] for e in events if e["event"] == ev.REAL_PUT)
+    return [f"{t} has {n} REAL_PUTs" for t, n in reals.items() if n > 1]
+
+
+def _single_resolution(events: list[Mapping[str, Any]], check_max: int) -> list[str]:
     oks: dict[str, list[str]] = defaultdict(list)
-    checks: dict[str, list[int]] = defaultdict(list)
     for e in events:
-        if e["event"] == ev.REAL_PUT:
-            reals[e["txn"]] += 1
-        elif e["event"] == ev.END_TX and e["result"] == ev.OK:
+        if e["event"] == ev.END_TX and e["result"] == ev.OK:
             oks[e["txn"]].append(e["action"])
-        elif e["event"] == ev.CHECK:
-            checks[e["txn"]].append(e["check_count"])
-    found = {
-        "NoDuplicateReal": [f"{t} has {n} REAL_PUTs" for t, n in reals.items() if n > 1],
-        "SingleResolution": [f"{t} END_TX OK {len(a)} times: {', '.join(a)}"
-                             for t, a in oks.items() if len(a) > 1],
-        "CheckBound": [f"{t} check counts {c}" for t, c in checks.items()
-                       if c != list(range(1, len(c) + 1)) or len(c) > check_max],
-    }
+    return [f"{t} END_TX OK {len(a)} times: {', '.join(a)}" for t, a in oks.items() if len(a) > 1]
+
+
+def _check_bound(events: list[Mapping[str, Any]], check_max: int) -> list[str]:
+    return check_counts(events, check_max).of_mode(strict=True)
+
+
+JUDGES: dict[str, Callable[[list[Mapping[str, Any]], int], list[str]]] = {
+    "NoDuplicateReal": _no_duplicate_real,
+    "SingleResolution": _single_resolution,
+    "CheckBound": _check_bound,
+}
+
+
+def violations(events: Iterable[Mapping[str, Any]], check_max: int) -> dict[str, list[str]]:
+    """The problems of each invariant of :data:`JUDGES` that a trace breaks, in the invariant's strict
+    meaning (the spec's, whatever the broker's mode)."""
+    trace = list(events)
+    found = {name: judge(trace, check_max) for name, judge in JUDGES.items()}
     return {name: problems for name, problems in found.items() if problems}
 
 

@@ -168,14 +168,25 @@ _CFG_KEYWORDS = {"CONSTANT", "CONSTANTS", "INIT", "NEXT", "SPECIFICATION", "INVA
                  "ACTION_CONSTRAINTS", "SYMMETRY", "VIEW", "CHECK_DEADLOCK", "POSTCONDITION", "ALIAS"}
 
 
-def config_properties(text: str) -> list[str]:
-    """The temporal properties a TLC configuration names (after PROPERTY or PROPERTIES)."""
+def config_names(text: str, *keywords: str) -> list[str]:
+    """The names a TLC configuration lists after any of ``keywords`` (e.g. INVARIANT, INVARIANTS), in
+    order, repeats kept."""
     names: list[str] = []
     listing = False
     for line in text.splitlines():
         for word in line.split("\\*", 1)[0].split():
             if word in _CFG_KEYWORDS:
-                listing = word in ("PROPERTY", "PROPERTIES")
+                listing = word in keywords
             elif listing:
                 names.append(word)
     return names
+
+
+def config_properties(text: str) -> list[str]:
+    """The temporal properties a TLC configuration names (after PROPERTY or PROPERTIES)."""
+    return config_names(text, "PROPERTY", "PROPERTIES")
+
+
+def config_invariants(text: str) -> list[str]:
+    """The invariants a TLC configuration names (after INVARIANT or INVARIANTS)."""
+    return config_names(text, "INVARIANT", "INVARIANTS")

@@ -1,0 +1,228 @@
+"""The invariant catalogue (``txmq.catalogue``) against everything that names invariants.
+
+``drift`` reads the spec (operator definitions of ``TxMQ.tla``), the TLC model configurations and
+``models.json`` and lists every disagreement with the catalogue; it must list nothing for the repository
+and the right problem for each doctored copy. The layers are held to the catalogue too: Spark's checks, the
+invariants ``txmq spec replay`` judges, the generated docs page (and, in model_tests/, the model tests).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spark_validation.catalogue import CHECK_IDS
+from txmq import catalogue
+from txmq.catalogue import (
+    BOTH,
+    CATALOGUE,
+    ENTRIES,
+    LIVENESS,
+    MODEL,
+    PART,
+    SAFETY,
+    SPARK,
+    SPEC,
+    SPEC_TYPE_CHECKS,
+    Invariant,
+    names,
+    render_markdown,
+)
+from txmq.tla.manifest import load_manifest
+from txmq.tla.replay import JUDGES
+from txmq.tla.runner import config_invariants, config_properties
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_DIR = ROOT / "spec"
+SPEC_MODULE = "TxMQ.tla"
+# The part of TxMQ.tla whose operators are invariants (helpers there take parameters, and are not).
+INVARIANTS_SECTION = re.compile(r"^\(\* Invariants", re.MULTILINE)
+_DEFINITION = re.compile(r"^([A-Za-z_]\w*)\s*==", re.MULTILINE)  # a definition without parameters
+_MODE = re.compile(r'^\s*Mode\s*=\s*"(\w+)"', re.MULTILINE)
+
+
+def spec_operators(spec_dir: Path) -> tuple[set[str], set[str]]:
+    """Operators without parameters defined in the spec module: all of them, and those of its invariants
+    section (type checks left out)."""
+    text = (spec_dir / SPEC_MODULE).read_text(encoding="utf-8")
+    section = INVARIANTS_SECTION.search(text)
+    assert section is not None, f"{SPEC_MODULE} has no '(* Invariants' section heading"
+    invariants = set(_DEFINITION.findall(text, section.start())) - set(SPEC_TYPE_CHECKS)
+    return set(_DEFINITION.findall(text)), invariants
+
+
+def drift(spec_dir: Path) -> list[str]:
+    """Every way the spec, its model configurations and models.json disagree with the catalogue."""
+    problems = []
+    defined, invariants = spec_operators(spec_dir)
+    spec_layer = set(names(SPEC))
+    problems += [f"{name}: the catalogue says the spec states it, but {SPEC_MODULE} defines no operator "
+                 f"{name}" for name in names(SPEC) if name not in defined]
+    for name in sorted(invariants - spec_layer):
+        where = "its catalogue entry does not list the spec layer" if name in CATALOGUE else "not catalogued"
+        problems.append(f"{name}: an invariant operator of {SPEC_MODULE}, but {where}")
+    safety = set(names(SPEC, SAFETY)) | set(SPEC_TYPE_CHECKS)
+    liveness = set(names(SPEC, LIVENESS))
+    for entry in load_manifest(spec_dir):
+        text = entry.config.read_text(encoding="utf-8")
+        where = f"{entry.config.relative_to(spec_dir)}"
+        listed = {("INVARIANTS", "safety"): (config_invariants(text), safety),
+                  ("PROPERTIES", "liveness"): (config_properties(text), liveness)}
+        for (section, kind), (found, allowed) in listed.items():
+            problems += [f"{where}: {section} names {n}, not a spec {kind} invariant of the catalogue"
+                         for n in found if n not in allowed]
+            problems += [f"{where}: {section} names {n} {found.count(n)} times"
+                         for n in sorted(set(found)) if found.count(n) > 1]
+        checked = set(config_invariants(text)) | set(config_properties(text))
+        mode = _MODE.search(text)
+        if entry.expect.violates is not None:
+            if entry.expect.violates not in spec_layer:
+                problems.append(f"{entry.name}: expected to violate {entry.expect.violates}, not a spec "
+                                "invariant of the catalogue")
+            elif entry.expect.violates not in checked:
+                problems.append(f"{entry.name}: expected to violate {entry.expect.violates}, which {where} "
+                                "does not check")
+        elif mode is not None and mode.group(1) == "strict":
+            problems += [f"{where}: a passing strict model, but it does not check {n}"
+                         for n in names(SPEC) if n not in checked]
+    return problems
+
+
+# ----------------------------------------------------------------------------- the spec and its models
+def test_the_spec_and_its_models_agree_with_the_catalogue() -> None:
+    assert drift(SPEC_DIR) == []
+
+
+@pytest.fixture
+def spec_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "spec"
+    shutil.copytree(SPEC_DIR, copy)
+    return copy
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path.name} no longer contains {old!r}: adapt the doctoring"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_an_operator_missing_from_the_spec_is_drift(spec_copy: Path) -> None:
+    _edit(spec_copy / SPEC_MODULE, "NoDuplicateReal ==", "NoDuplicateRealRenamed ==")
+    found = drift(spec_copy)
+    assert "NoDuplicateReal: the catalogue says the spec states it, but TxMQ.tla defines no operator " \
+           "NoDuplicateReal" in found
+    assert "NoDuplicateRealRenamed: an invariant operator of TxMQ.tla, but not catalogued" in found
+
+
+def test_an_operator_the_catalogue_does_not_place_in_the_spec_is_drift(spec_copy: Path) -> None:
+    with (spec_copy / SPEC_MODULE).open("a", encoding="utf-8") as f:
+        f.write("\nDeliveryIntegrity == TRUE\n")
+    assert drift(spec_copy) == [
+        "DeliveryIntegrity: an invariant operator of TxMQ.tla, but its catalogue entry does not list the "
+        "spec layer"]
+
+
+def test_a_config_naming_an_unknown_or_repeated_invariant_is_drift(spec_copy: Path) -> None:
+    _edit(spec_copy / "models" / "strict_ci.cfg", "TypeOK NoUncommittedVisible",
+          "TypeOK NoSuchInvariant NoUncommittedVisible NoUncommittedVisible")
+    assert drift(spec_copy) == [
+        "models/strict_ci.cfg: INVARIANTS names NoSuchInvariant, not a spec safety invariant of the "
+        "catalogue",
+        "models/strict_ci.cfg: INVARIANTS names NoUncommittedVisible 2 times",
+    ]
+
+
+def test_a_liveness_property_listed_as_an_invariant_is_drift(spec_copy: Path) -> None:
+    _edit(spec_copy / "models" / "strict_ci.cfg", "PROPERTIES EventuallyResolved",
+          "PROPERTIES EventuallyResolved CheckBound")
+    assert drift(spec_copy) == [
+        "models/strict_ci.cfg: PROPERTIES names CheckBound, not a spec liveness invariant of the catalogue"]
+
+
+def test_a_passing_strict_model_that_skips_an_invariant_is_drift(spec_copy: Path) -> None:
+    _edit(spec_copy / "models" / "strict_ci.cfg", " HalfCacheBounded", "")
+    assert drift(spec_copy) == ["models/strict_ci.cfg: a passing strict model, but it does not check "
+                                "HalfCacheBounded"]
+
+
+def test_a_control_expecting_an_unknown_or_unchecked_invariant_is_drift(spec_copy: Path) -> None:
+    _edit(spec_copy / "models.json", '"violates CheckBound"', '"violates CheckBounds"')
+    _edit(spec_copy / "models" / "rocketmq_duplicate_commit.cfg", "NoDuplicateReal TypeOK", "TypeOK")
+    assert drift(spec_copy) == [
+        "rocketmq_duplicate_commit: expected to violate NoDuplicateReal, which "
+        "models/rocketmq_duplicate_commit.cfg does not check",
+        "rocketmq_checkpoint_regression: expected to violate CheckBounds, not a spec invariant of the "
+        "catalogue",
+    ]
+
+
+# ----------------------------------------------------------------------------- the layers
+def test_spark_checks_exactly_its_layer() -> None:
+    assert CHECK_IDS == names(SPARK)
+
+
+def test_replay_judges_the_invariants_the_rocketmq_controls_violate() -> None:
+    for name in JUDGES:
+        assert SPEC in CATALOGUE[name].layers and CATALOGUE[name].expected_in_rocketmq, name
+    rocketmq_controls = {e.expect.violates for e in load_manifest(SPEC_DIR)
+                         if e.expect.violates is not None and e.name.startswith("rocketmq_")}
+    assert rocketmq_controls <= set(JUDGES)
+
+
+# ----------------------------------------------------------------------------- the catalogue itself
+def test_names_are_unique_and_kinds_are_consistent() -> None:
+    assert len(CATALOGUE) == len(ENTRIES)
+    assert set(names()) == set(names(kind=SAFETY)) | set(names(kind=LIVENESS))
+    assert all(e.meaning.endswith(".") and e.meaning[:1].isupper() for e in ENTRIES)
+
+
+def test_the_issue_list_of_fourteen_is_there_plus_the_spec_extras() -> None:
+    fourteen = {
+        "NoUncommittedVisible", "CommitMatchesLocal", "RollbackNeverVisible", "SingleResolution",
+        "NoDuplicateReal", "CheckBound", "CheckAfterTimeout", "NoCheckAfterDurableOp", "DiscardOnlyAtMax",
+        "OpRefersToHalf", "DeliveryIntegrity", "QueueContiguity", "EventuallyResolved", "EventuallyDelivered",
+    }
+    assert fourteen | {"HalfCacheBounded"} <= set(CATALOGUE)
+    trace_only = {"DeliveryIntegrity", "QueueContiguity", "EventuallyDelivered"}
+    assert all(CATALOGUE[n].not_in_spec and SPEC not in CATALOGUE[n].layers for n in trace_only)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"modes": PART}, "a strict part is given exactly"),
+    ({"modes": BOTH, "strict_part": "x"}, "a strict part is given exactly"),
+    ({"rocketmq": "duplicates"}, "cannot be expected to break it"),
+    ({"layers": MODEL}, "give not_in_spec exactly"),
+    ({"not_in_spec": "why"}, "give not_in_spec exactly"),
+])
+def test_inconsistent_entries_are_refused(fields: dict[str, object], message: str) -> None:
+    values: dict[str, object] = {"name": "X", "kind": SAFETY, "modes": BOTH, "layers": SPEC, "meaning": "M."}
+    with pytest.raises(ValueError, match=message):
+        Invariant(**{**values, **fields})  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- the generated page
+def test_docs_page_is_what_the_command_generates() -> None:
+    committed = (ROOT / "docs" / "invariants.md").read_text(encoding="utf-8")
+    assert committed == render_markdown(), (
+        "docs/invariants.md is stale: run python -m txmq.catalogue --markdown > docs/invariants.md")
+
+
+def test_the_page_has_a_row_and_a_section_per_invariant() -> None:
+    page = render_markdown()
+    for e in ENTRIES:
+        assert f"| [`{e.name}`](#{e.name.lower()}) | {e.kind.value} | {e.modes.value} |" in page
+        assert f"\n## {e.name}\n" in page
+    assert "| `NoDuplicateReal`" not in page  # every name links to its section
+    row = next(line for line in page.splitlines() if line.startswith("| [`QueueContiguity`]"))
+    assert [cell.strip() for cell in row.strip("|").split("|")][3:7] == ["trace only", "yes", "yes", "holds"]
+
+
+def test_the_command_prints_the_page_or_a_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert catalogue.main(["--markdown"]) == 0
+    assert capsys.readouterr().out == render_markdown()
+    assert catalogue.main([]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert len(listing) == len(ENTRIES) and listing[0].split() == ["NoUncommittedVisible", "safety", "both"]
