@@ -1,4 +1,4 @@
-"""Starting Spark with settings that suit a one-shot validation on a small machine (spark-notes.md).
+"""Starting Spark with settings that suit a one-shot validation on a small machine.
 
 The master comes from the command line (``--master``), or from ``spark-submit`` when the job runs under
 it; only when neither says anything do we use ``local[*]``. Setting ``.master()`` unconditionally would

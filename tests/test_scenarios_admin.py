@@ -1,5 +1,5 @@
 """Scenarios S22–S25 (check immunity), S35 (retention discard), S36 (admin resume), and what a commit does
-after a discard (rocketmq-semantics.md §3.6, §3.7, §8)."""
+after a discard (docs/rocketmq-behaviour.md: Immunity, The check max and the discard, Scenarios)."""
 
 from __future__ import annotations
 

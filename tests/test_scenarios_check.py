@@ -1,4 +1,4 @@
-"""Scenarios S14–S21, S26 and S37 (rocketmq-semantics.md §8): the back-check service.
+"""Scenarios S14–S21, S26 and S37 (docs/rocketmq-behaviour.md#scenarios): the back-check service.
 
 Each check run is called at an exact manual-clock time, so the timing boundaries (age ≤ 6 s: no check;
 6 s + 1 ms: check) are asserted exactly. Not tests here:

@@ -1,4 +1,4 @@
-"""Scenarios S31 and S32 (rocketmq-semantics.md §5, §8) and what ``crash()``/``restart()`` keep and lose.
+"""Scenarios S31 and S32 (docs/rocketmq-behaviour.md) and what ``crash()``/``restart()`` keep and lose.
 
 ``Broker.crash`` drops volatile state as a killed process would (the real SIGKILL test is
 tests/test_crash_sigkill.py). What survives: the log. What is lost: the half cache, the Op buffer, scanner

@@ -1,4 +1,4 @@
-"""Scenarios S27–S30 (RIP-50 batched Op records) and the half-message cache (RIP-50 proposal, §4).
+"""Scenarios S27–S30 (RIP-50 batched Op records) and the half-message cache (RIP-50 proposal).
 
 Not a test here: S34 as upstream states it (with ``transientStorePoolEnable`` a commit arriving before the
 half is readable fails to find it). The txmq store makes every append readable at once, and the half

@@ -1,4 +1,4 @@
-"""Scenarios S1–S13, S33 and S40 (rocketmq-semantics.md §8): the half send and the end-transaction path.
+"""Scenarios S1–S13, S33 and S40 (docs/rocketmq-behaviour.md): the half send and the end-transaction path.
 
 Not tests here, because they do not apply to a single in-process node:
 - S11 (END_TRANSACTION to a slave): txmq has no replication and no slave role.

@@ -170,8 +170,9 @@ class Broker:
                       op_offset=self.checkpoint(OP_TOPIC, HALF_QUEUE_ID))
 
     def close(self) -> None:
-        """Clean shutdown: strict flushes every buffered Op; rocketmq flushes only the due ones (§4.2),
-        then checkpoints are persisted and the store closed. What stays in memory (the rest of the Op
+        """Clean shutdown: strict flushes every buffered Op; rocketmq flushes only the due ones, as upstream's
+        ``TransactionalOpBatchService`` does when woken at shutdown; then checkpoints are persisted and the
+        store closed. What stays in memory (the rest of the Op
         buffer, the half cache) is gone, as after a process exit."""
         with self._lock:
             if not self._up:

@@ -21,7 +21,7 @@ class BrokerConfig(DataClassJsonMixin):
     """What a broker is configured with. Times are milliseconds.
 
     ``mode``: ``strict`` (transactions resolve once) or ``rocketmq`` (upstream behaviour, anomalies
-    included); see the project's DESIGN.md.
+    included); see docs/design.md.
     """
 
     mode: str = "strict"

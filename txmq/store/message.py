@@ -1,8 +1,8 @@
 """The record the commit log stores, and RocketMQ's transaction bits of the sysflag.
 
 The transaction type decides whether a record gets a consume-queue position: upstream appends PREPARED
-and ROLLBACK records to the commit log without indexing them (rocketmq-semantics.md §1.2), which is what
-keeps half messages invisible to consumers of the real topic.
+and ROLLBACK records to the commit log without indexing them (docs/rocketmq-behaviour.md#data-layout),
+which is what keeps half messages invisible to consumers of the real topic.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class StoredMessage:
     queue_id: int
     body: bytes
     properties: dict[str, str]
-    born_timestamp: int  # ms, producer clock: all transaction ages are computed from it (§1.2)
+    born_timestamp: int  # ms, producer clock: all transaction ages are computed from it
     sysflag: int = 0
     flag: int = 0
     prepared_transaction_offset: int = -1

@@ -2,8 +2,9 @@
 
 A consume queue is the list of commit-log offsets of the records of one (topic, queue id), in append
 order; a record's queue offset is its index there. Queues live in memory only and are rebuilt from the log
-on open, so they always agree with it (rocketmq-semantics.md §5). Every public method holds one lock, so
-the store can be shared by the broker's threads; appends are serialised, as in RocketMQ's commit log.
+on open, so they always agree with it, as upstream's are (docs/rocketmq-behaviour.md#crash-and-restart).
+Every public method holds one lock, so the store can be shared by the broker's threads; appends are
+serialised, as in RocketMQ's commit log.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Durable small state: consumer-group offsets, including the scanner's checkpoints.
 
-Upstream keeps these in memory and persists them periodically and at shutdown (rocketmq-semantics.md §5),
+Upstream keeps these in memory and persists them every ``flushConsumerOffsetInterval`` and at shutdown,
 so a crash can lose the progress made since the last ``persist``; ``set`` and ``persist`` are separate for
 exactly that reason. The file is small JSON, replaced atomically so a crash never leaves a torn one.
 """

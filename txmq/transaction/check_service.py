@@ -1,4 +1,4 @@
-"""One run of the back-check service: the half queue scanned against the Op queue (§3.2–§3.7).
+"""One run of the back-check service: the half queue scanned against the Op queue.
 
 Upstream ``TransactionalMessageServiceImpl.check``, step for step, minus the sleeps: txmq reads the Op
 queue to its end once at the start of a run, which is what upstream converges to before its first
@@ -185,7 +185,8 @@ class CheckService:
         return self.broker.append_half(copy)
 
     def _immunity_path(self, half: StoredMessage, count: int, view: _OpView) -> None:
-        """Inside the immunity window: re-put (no check), unless the original's Op was seen (§3.6)."""
+        """Inside the immunity window: re-put (no check), unless the original's Op was seen
+        (``TransactionalMessageServiceImpl.checkPrepareQueueOffset``)."""
         original = half.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
         if original is not None and int(original) in view.remove:
             view.mark_resolved(int(original))
@@ -197,7 +198,8 @@ class CheckService:
         self.broker.trace_renew(copy, half, ev.RENEW_IMMUNITY)
 
     def _renew_and_check(self, half: StoredMessage, count: int) -> None:
-        """Renew then check (§3.5): the check is for the new copy, sent to any live producer."""
+        """Renew then check (``putBackHalfMsgQueue``): the check is for the new copy, sent to any live
+        producer of the group (``AbstractTransactionalMessageCheckListener.sendCheckMessage``)."""
         broker = self.broker
         copy = self._renewed(half, count)
         broker.trace_renew(copy, half, ev.RENEW_FOR_CHECK)
@@ -224,7 +226,8 @@ class CheckService:
             broker.log(f"check of {txn} at half offset {copy.queue_offset} failed in the producer: {exc!r}")
 
     def _discard(self, half: StoredMessage, count: int, reason: str) -> None:
-        """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC (§3.7); strict mode marks the txn discarded."""
+        """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC (upstream
+        ``DefaultTransactionalMessageCheckListener.resolveDiscardMsg``); strict marks the txn discarded."""
         broker = self.broker
         props = dict(half.properties)
         props[PROPERTY_DISCARDED_HALF_OFFSET] = str(half.queue_offset)

@@ -1,4 +1,5 @@
-"""END_TRANSACTION processing in upstream's order (rocketmq-semantics.md §2.2), plus strict's guard.
+"""END_TRANSACTION processing in upstream's order (``EndTransactionProcessor.processRequest``), plus
+strict's guard.
 
 Order: UNKNOW is ignored; the half is looked up by commit-log offset (half cache first, then the log);
 immunity rejection for producer-initiated requests; producer-group and queue-offset consistency; then
@@ -40,7 +41,8 @@ def rejection_threshold_ms(immunity: str | None, timeout_ms: int) -> int:
 
 
 def real_message_of(half: StoredMessage) -> StoredMessage:
-    """The committed message rebuilt from a half (§1.4): real topic/queue, COMMIT sysflag, prepared offset.
+    """The committed message rebuilt from a half (``EndTransactionProcessor.endMessageTransaction``): real
+    topic/queue, COMMIT sysflag, prepared offset.
 
     Properties are kept whole, as upstream's serialised property string still carries them.
     """
@@ -86,7 +88,7 @@ class EndTransactionProcessor:
         if result == ev.OK and (commit or broker.resolution is not None):
             # Write the durable record (real message, or strict's rollback marker) before tracing the
             # answer: a refused put is STORE_ERROR, and then no Op is written, so the half stays pending
-            # and is checked later (§2.2 step 6).
+            # and is checked later (upstream ``EndTransactionProcessor.sendFinalMessage``).
             assert half is not None
             record = real_message_of(half) if commit else rollback_marker_of(half)
             put = broker.store.put_message(record)

@@ -1,6 +1,6 @@
 """RIP-50 batched Op records: one Op message lists many half offsets (``"17,18,25,"``).
 
-Mirrors upstream's ``MessageQueueOpContext`` + ``TransactionalOpBatchService`` (rocketmq-semantics.md §4):
+Mirrors upstream's ``MessageQueueOpContext`` + ``TransactionalOpBatchService``:
 per half queue, a bounded FIFO of entries with a running character count and the time of the last
 flush. This class only decides *what* goes into each Op body; writing it is the caller's job, so the
 same logic serves the timed flush, the size-triggered flush and the synchronous overflow fallback.

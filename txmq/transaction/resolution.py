@@ -1,7 +1,7 @@
 """Strict mode's memory of which transactions are resolved, and which half copy of each is live.
 
 Upstream keeps no per-transaction state, which is why duplicates and commit-after-rollback happen
-(rocketmq-semantics.md §2.3, §3.5). Strict mode keeps two maps, both derivable from the durable log so
+(docs/rocketmq-behaviour.md). Strict mode keeps two maps, both derivable from the durable log so
 that a crash can never make the broker forget a resolution:
 
 * ``state``: txn -> COMMITTED / ROLLED_BACK / DISCARDED. A committed real message carries the txn id and
