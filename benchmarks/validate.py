@@ -232,6 +232,7 @@ def generate(n: int, seed: int, path: Path) -> None:
             "half_offsets": pa.array(half_offsets, pa.list_(pa.int64())),
             "consumer_group": _strings(["cg1"], np.zeros(len(event), np.int64), e_is[S.DELIVER]),
             "body_crc": _int(crc, e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]),
+            "attempt": pa.nulls(len(event), pa.int32()),  # pull deliveries only
         }
     )
     header = S.TraceHeader(
@@ -277,7 +278,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
     last_ts = _one_row(con, "SELECT max(ts) FROM ev")[0]
     per_txn = f"""
     WITH seqd AS (
-      SELECT txn, seq, event, check_count, result,
+      SELECT txn, seq, event, check_count, result, half_offset, prev_half_offset,
         sum(CASE WHEN event = 'HALF_RENEW' AND result = 'RESUME' THEN 1 ELSE 0 END)
           OVER (PARTITION BY txn ORDER BY seq) AS segment
       FROM ev WHERE event IN ('CHECK', 'HALF_RENEW', 'DISCARD', 'REAL_PUT')),
@@ -285,21 +286,28 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
       SELECT *, CASE WHEN event = 'HALF_RENEW' AND result = 'RESUME' THEN 'Z' WHEN event = 'HALF_RENEW'
                      THEN 'R' WHEN event = 'CHECK' THEN 'C' ELSE 'O' END AS kind
       FROM seqd),
+    copies AS (SELECT txn, half_offset, seq, check_count AS n FROM kinds WHERE kind IN ('R', 'Z')),
+    counted AS (  -- CheckBound's count rule (txmq/trace/check_bound.py): the count of the copy renewed
+      SELECT k.*,  -- (R) or checked (C), an original half counting 0, and the previous renewal's count
+        coalesce((SELECT arg_max(c.n, c.seq) FROM copies c WHERE c.txn = k.txn AND c.seq < k.seq
+                  AND c.half_offset = CASE WHEN k.kind = 'R' THEN k.prev_half_offset ELSE k.half_offset END),
+                 0) AS copy_n,
+        coalesce(lag(check_count) OVER (PARTITION BY txn, segment, kind ORDER BY seq), 0) AS last_n
+      FROM kinds k),
     ordered AS (
       SELECT txn,
-        bool_or(kind IN ('R', 'C') AND check_count > {check_max}) AS exceeded,
         bool_or(CASE WHEN kind = 'Z' THEN check_count != 0
-                     WHEN kind = 'R' THEN check_count != coalesce(prev, 0) + 1
-                     WHEN kind = 'C' THEN check_count <= coalesce(prev, 0)
+                     WHEN kind = 'R' THEN check_count > {check_max} OR check_count != copy_n + 1
+                     WHEN kind = 'C' THEN check_count != copy_n
                      ELSE false END) AS broken,
+        bool_or(kind = 'R' AND check_count = copy_n + 1 AND check_count != last_n + 1) AS several,
         bool_or(event = 'REAL_PUT' AND coalesce(last_discard, -1) > coalesce(last_resume, -1))
           AS after_discard
       FROM (
         SELECT *,
-          lag(check_count) OVER (PARTITION BY txn, segment, kind ORDER BY seq) AS prev,
           max(CASE WHEN event = 'DISCARD' THEN seq END) OVER w AS last_discard,
           max(CASE WHEN kind = 'Z' THEN seq END) OVER w AS last_resume
-        FROM kinds WINDOW w AS (PARTITION BY txn ORDER BY seq ROWS UNBOUNDED PRECEDING))
+        FROM counted WINDOW w AS (PARTITION BY txn ORDER BY seq ROWS UNBOUNDED PRECEDING))
       GROUP BY txn),
     facts AS (
       SELECT txn,
@@ -330,7 +338,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
                         AND d.topic = p.topic AND d.queue_id = p.queue_id AND d.queue_offset = p.queue_offset)
       GROUP BY ALL),
     j AS (
-      SELECT f.*, o.exceeded, o.broken, o.after_discard, coalesce(u.missing, 0) AS missing,
+      SELECT f.*, o.broken, o.several, o.after_discard, coalesce(u.missing, 0) AS missing,
         f.born IS NOT NULL AND f.born < {last_ts - horizon} AS judged
       FROM facts f LEFT JOIN ordered o USING (txn) LEFT JOIN undelivered u USING (txn))
     SELECT
@@ -339,7 +347,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
       count(*) FILTER (WHERE reals > 0 AND local_rollbacks > 0),
       count(*) FILTER (WHERE oks > 1),
       count(*) FILTER (WHERE reals > 1),
-      count(*) FILTER (WHERE coalesce(exceeded, false) OR coalesce(broken, false)),
+      count(*) FILTER (WHERE coalesce(broken, false) OR coalesce(several, false)),
       count(*) FILTER (WHERE checks > 0 AND immunity = 0
                              AND (born IS NULL OR first_check_ts - born <= {timeout})),
       count(*) FILTER (WHERE bad_discards > 0 OR coalesce(after_discard, false)),
