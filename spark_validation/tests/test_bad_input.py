@@ -16,6 +16,7 @@ from spark_validation.inputs import open_trace
 from spark_validation.job import main
 from spark_validation.report import Report
 from spark_validation.tests.tracebuilder import clean_trace
+from txmq.trace import schema as S
 from txmq.trace.sinks import HEADER_METADATA_KEY
 
 
@@ -56,7 +57,7 @@ def test_parquet_without_header(tmp_path: Path) -> None:
         open_trace(path)
 
 
-@pytest.mark.parametrize("version", [0, 2])
+@pytest.mark.parametrize("version", [S.FORMAT_VERSION - 1, S.FORMAT_VERSION + 1])
 def test_other_format_version(tmp_path: Path, version: int) -> None:
     def bump(table: pa.Table, header: dict[str, Any]) -> pa.Table:
         header["version"] = version
