@@ -232,6 +232,7 @@ def generate(n: int, seed: int, path: Path) -> None:
             "half_offsets": pa.array(half_offsets, pa.list_(pa.int64())),
             "consumer_group": _strings(["cg1"], np.zeros(len(event), np.int64), e_is[S.DELIVER]),
             "body_crc": _int(crc, e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]),
+            "attempt": pa.nulls(len(event), pa.int32()),  # pull deliveries only: no pop attempts
         }
     )
     header = S.TraceHeader(
@@ -247,7 +248,14 @@ def generate(n: int, seed: int, path: Path) -> None:
         },
     )
     meta = {HEADER_METADATA_KEY: json.dumps(header.to_dict(), sort_keys=True).encode()}
-    table = table.cast(S.ARROW_SCHEMA).replace_schema_metadata(meta)
+    # The END marker a broker writes at a clean shutdown: without it the validator refuses the trace.
+    end_marker = dict.fromkeys(S.COLUMN_NAMES) | {
+        "seq": len(event), "ts": int(ts_col.max()), "event": S.END, "half_offsets": [],
+        "queue_offset": int(is_copy.sum()), "op_offset": n_ops, "commitlog_offset": len(event) * 300,
+    }
+    marker = pa.Table.from_pylist([end_marker], schema=S.ARROW_SCHEMA)
+    table = pa.concat_tables([table.cast(S.ARROW_SCHEMA), marker])
+    table = table.replace_schema_metadata(meta)
     pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
 
 
@@ -407,7 +415,7 @@ def _duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
 
 # ----------------------------------------------------------------------------------------- runner
 def _trace(n: int, seed: int, directory: Path) -> Path:
-    path = directory / f"synthetic-{n}-seed{seed}.parquet"
+    path = directory / f"synthetic-v{S.FORMAT_VERSION}-{n}-seed{seed}.parquet"
     if path.exists():
         print(f"reusing {path}", file=sys.stderr)
         return path

@@ -1,1 +1,1 @@
-"""Trace format v1: typed events written by the broker, read by the validators."""
+"""Trace format v2: typed events written by the broker, read by the validators."""

@@ -2,7 +2,7 @@
 
 One row per event, ordered by ``seq`` (0, 1, 2, ... in file order). The column list, the event names and
 the END_TX results are defined once here; the broker emits them, the Spark validator and the TLA+ trace
-validation read them. ``docs/trace-format.md`` is the prose version.
+validation read them. ``docs/trace-events.md`` is the prose version.
 
 Version 2 adds what a validator needs to tell a finished trace from a cut one and to follow the check
 service without guessing: the ``END`` marker a broker writes at a clean shutdown, ``CHECKPOINT`` at the
@@ -36,7 +36,7 @@ RESTART = "RESTART"  # half_offset / op_offset: the checkpoints the check servic
 PLAIN_PUT = "PLAIN_PUT"  # a message sent outside any transaction was stored
 PRODUCER = "PRODUCER"  # a producer registered for checks (result UP) or left (DOWN)
 CHECKPOINT = "CHECKPOINT"  # a check run ended: half_offset / op_offset are the checkpoints it moved to
-END = "END"  # clean shutdown, always the last event: what the broker still held (see docs/trace-format.md)
+END = "END"  # clean shutdown, always the last event: what the broker still held (see docs/trace-events.md)
 EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART,
           PLAIN_PUT, PRODUCER, CHECKPOINT, END)
 
