@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from txmq.cli import main
+from txmq.errors import ToolMissingError
 from txmq.pipeline import _model_check
 
 
@@ -33,5 +34,5 @@ def test_run_validates_a_simulated_trace(spark: Any, tmp_path: Path, mode: str,
 def test_spec_step_says_how_to_get_tlc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TLA2TOOLS_JAR", str(tmp_path / "absent.jar"))
     line, code = _model_check()
-    assert code == 0
+    assert code == ToolMissingError.exit_code  # a run that could not model-check did not do its job
     assert line.startswith("TLA+ model checking: not run") and "TLA2TOOLS_JAR" in line
