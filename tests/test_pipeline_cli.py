@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import weakref
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,7 @@ def test_an_interrupted_run_leaves_the_previous_outputs(tmp_path: Path, monkeypa
         raise KeyboardInterrupt
 
     monkeypatch.setattr("txmq.pipeline._model_check", interrupted_step_3)
+    monkeypatch.setattr("txmq.proc._children", weakref.WeakSet())  # spare a Spark session of other tests
     code = _run(out_dir, seed=1)
     assert code == 130 and capsys.readouterr().err.strip().splitlines()[-1] == "txmq: interrupted"
     assert _outputs(out_dir) == before  # no staging directory left behind either

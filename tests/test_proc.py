@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,7 +111,9 @@ def test_run_is_subprocess_run_for_a_tied_child() -> None:
         proc.run(["sleep", "30"], timeout=0.2)
 
 
-def test_interrupted_ends_the_children_and_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_interrupted_ends_the_children_and_prints_one_line(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(proc, "_children", weakref.WeakSet())  # not a Spark session another test started
     child = proc.popen(["sleep", "300"])
     assert proc.interrupted("txmq") == 130
     assert child.poll() == -signal.SIGKILL
