@@ -13,7 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "validate",
         help="check a broker trace against the invariant catalogue with Spark",
         description="Check every invariant of the catalogue that a trace can show; exit 1 on a violation "
-        "(rocketmq-mode anomalies excepted), 20-26 on unusable input.",
+        "(rocketmq-mode anomalies excepted), 9 for a trace that is not a finished run, 20-26 on unusable "
+        "input, 3 on a usage error (an output path that cannot be written, a bad --master).",
     )
     add_arguments(parser)
     parser.set_defaults(handler=run_from_args)

@@ -85,16 +85,17 @@ def _check_parquet_columns(path: Path) -> None:
 
 def _check_ndjson_columns(path: Path) -> None:
     """The first event line names every column (NdjsonSink writes them all, nulls included)."""
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         f.readline()
-        for line in f:
+        for number, line in enumerate(f, start=2):
             if line.strip():
                 try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise NotATraceError(f"{path}: line 2 is not JSON ({exc.msg})") from None
+                    row = json.loads(line.decode("utf-8"))
+                except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, absurd nesting
+                    reason = exc.__class__.__name__
+                    raise NotATraceError(f"{path}: line {number} is not JSON ({reason})") from None
                 if not isinstance(row, dict):
-                    raise NotATraceError(f"{path}: line 2 is not a JSON object")
+                    raise NotATraceError(f"{path}: line {number} is not a JSON object")
                 missing = [c for c in schema.COLUMN_NAMES if c not in row]
                 if missing:
                     raise TraceColumnsError(f"{path}: missing trace column(s) {', '.join(missing)}")

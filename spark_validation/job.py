@@ -17,6 +17,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from spark_validation import ops, per_txn, queues, samples
@@ -28,6 +29,8 @@ from spark_validation.session import start_session
 from spark_validation.stats import TraceStats, collect_stats
 from spark_validation.tally import Tally
 from txmq.errors import TxmqError
+from txmq.files import check_output_path
+from txmq.proc import interrupted, terminate_as_interrupt
 from txmq.trace import schema as S
 
 DEFAULT_SAMPLES = 5
@@ -91,6 +94,14 @@ def _run_passes(
     return stats, txns, tallies, events
 
 
+def _root_cause(exc: Exception) -> str:
+    """The line that says why: a Java failure's innermost "Caused by:" (py4j's own first line only names
+    the call that failed), else the exception's first line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    return causes[-1] if causes else lines[0] if lines else exc.__class__.__name__
+
+
 def validate(
     path: str,
     master: str | None = None,
@@ -112,9 +123,7 @@ def validate(
     except TxmqError:
         raise
     except Exception as exc:  # a Spark/JVM failure on this input: one line, not a Java stack trace
-        raise SparkFailedError(
-            f"{trace.path}: Spark failed: {str(exc).strip().splitlines()[0][:300]}"
-        ) from None
+        raise SparkFailedError(f"{trace.path}: Spark failed: {_root_cause(exc)[:300]}") from None
     job_s = time.perf_counter() - t1
 
     results = [
@@ -190,7 +199,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """Validate, print the table, write the requested files; the exit code is 1 on any violation."""
+    """Validate, print the table, write the requested files; the exit code is 1 on any violation.
+
+    The output paths are checked first: a path that cannot be written is a usage error now, not a
+    traceback after the whole job."""
+    for path, option in ((args.report, "--report"), (args.plot, "--plot")):
+        if path:
+            check_output_path(Path(path), option)
     report = validate(args.trace, master=args.master, limit=args.samples)
     print(report.render())
     if args.report:
@@ -207,10 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return run_from_args(args)
+        with terminate_as_interrupt():
+            return run_from_args(args)
     except TxmqError as exc:
         print(f"txmq validate: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        return interrupted("txmq validate")
 
 
 if __name__ == "__main__":

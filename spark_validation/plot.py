@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spark_validation.report import Report
+from txmq.files import replacing
 
 
 def plot_report(report: Report, path: str | Path) -> None:
@@ -29,5 +30,6 @@ def plot_report(report: Report, path: str | Path) -> None:
     right.set_title("First HALF_PUT to REAL_PUT (time to visibility)")
     fig.suptitle(f"{Path(report.trace).name} — mode {report.mode}, {report.transactions:,} transactions")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with replacing(Path(path)) as tmp:  # the temporary name says nothing about the format: name it
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)

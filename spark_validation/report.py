@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
+from txmq.files import replacing
 
 HOLDS = "holds"
 VIOLATED = "violated"
@@ -60,7 +61,9 @@ class Report:
         return out
 
     def write_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        """Write the JSON form; it replaces ``path`` whole or not at all."""
+        with replacing(Path(path)) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
     def render(self) -> str:
         """A plain-text table: one line per check, then metrics and one sample per violated check."""

@@ -2,22 +2,36 @@
 
 The master comes from the command line (``--master``), or from ``spark-submit`` when the job runs under
 it; only when neither says anything do we use ``local[*]``. Setting ``.master()`` unconditionally would
-silently override ``spark-submit --master``.
+silently override ``spark-submit --master``. A master that cannot work is refused before the JVM starts
+(:func:`check_master`): Spark itself takes over a minute to give up on an unreachable one.
+
+The JVM this process starts dies with it (``txmq.proc``): pyspark starts it through ``spark-submit`` with
+its own ``subprocess.Popen`` call, which we wrap while the session starts. Ctrl-C then raises
+KeyboardInterrupt plainly instead of running pyspark's handler (see ``txmq.proc.interrupt_raises``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import re
 import shutil
+import socket
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from txmq.errors import ToolMissingError
+from txmq import proc
+from txmq.errors import ConfigError, ToolMissingError
+from txmq.files import replacing
 
 DEFAULT_MASTER = "local[*]"
 # Spark's default log4j profile logs WARN lines (native-hadoop, truncated plans) that say nothing about
-# the trace; errors still show.
+# the trace; errors still show, except a failed task's: the job's failure reaches Python with its cause
+# and is printed as one line (``SparkFailedError``), not as the executor's stack trace.
 _LOG4J2 = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -25,6 +39,10 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = fatal
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = fatal
 """
 # The parallel collector suits a short batch job. NOT -XX:TieredStopAtLevel=1: measured here, C1-only
 # code makes the wide aggregations of this job 5-6x slower per row, far more than it saves in warm-up.
@@ -41,9 +59,13 @@ DEFAULT_DRIVER_MEMORY = "2g"
 
 
 def _log_config() -> Path:
-    path = Path(tempfile.gettempdir()) / "txmq-spark-log4j2.properties"
-    if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J2:
-        path.write_text(_LOG4J2, encoding="utf-8")
+    """The log4j2 file, named by its content: concurrent runs of different txmq versions share /tmp and
+    must not rewrite each other's file while a JVM reads it."""
+    digest = hashlib.sha256(_LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"txmq-spark-log4j2-{digest}.properties"
+    if not path.exists():
+        with replacing(path) as tmp:
+            tmp.write_text(_LOG4J2, encoding="utf-8")
     return path
 
 
@@ -54,6 +76,65 @@ def _java_available() -> bool:
     )
 
 
+# The master URLs a session can be started with here; anything else is a usage error.
+_LOCAL = re.compile(r"local(\[(\*|[1-9]\d*)(,[1-9]\d*)?\])?|local-cluster\[\d+,\d+,\d+\]")
+_STANDALONE = re.compile(r"spark://([^/,:]+:\d+)(,[^/,:]+:\d+)*")
+MASTER_FORMS = "local, local[N], local[*], spark://HOST:PORT[,HOST:PORT...], yarn or k8s://URL"
+CONNECT_TIMEOUT_S = 3.0
+
+
+def check_master(master: str) -> None:
+    """Refuse a master URL Spark cannot use, now rather than after a minute of retries: an unparsable one
+    is a ``ConfigError``; a standalone master (``spark://``) none of whose hosts accepts a TCP connection
+    within a few seconds is a ``ToolMissingError``. yarn and k8s are handed on as they are."""
+    if _LOCAL.fullmatch(master) or master == "yarn" or (master.startswith("k8s://") and len(master) > 6):
+        return
+    if not _STANDALONE.fullmatch(master):
+        raise ConfigError(f"--master {master!r} is not a Spark master URL; use {MASTER_FORMS}")
+    failures = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+                return
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or exc.__class__.__name__}")
+    raise ToolMissingError(f"Spark master {master} is unreachable ({'; '.join(failures)}); start it, or pass "
+                           "another --master")
+
+
+@contextmanager
+def _jvm_dies_with_us() -> Iterator[None]:
+    """While pyspark launches its JVM, make its ``Popen`` start a child that dies with this process."""
+    from pyspark import java_gateway
+
+    original = java_gateway.Popen
+
+    def tied_popen(args: Any, **kwargs: Any) -> Any:
+        return proc.popen(args, **kwargs)
+
+    java_gateway.Popen = tied_popen  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = original  # type: ignore[misc]
+
+
+class _QuietPy4j(logging.Filter):
+    """Drops what py4j logs on the *root* logger (``logging.exception``, tracebacks included) when a call
+    fails because the JVM went away or the call was interrupted. A failing job reaches us as an exception
+    all the same, and becomes one line (``SparkFailedError``); what the user asked for is that one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+def _quiet_py4j() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _QuietPy4j) for f in root.filters):
+        root.addFilter(_QuietPy4j())
+
+
 def start_session(master: str | None = None, app_name: str = "txmq-validate") -> Any:
     """A SparkSession: the given master, else the one spark-submit chose, else ``local[*]``."""
     try:
@@ -62,6 +143,8 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
     except ImportError:
         raise ToolMissingError("pyspark is not installed: pip install 'txmq[spark]'") from None
 
+    if master:  # even when a session is already up: a wrong --master is the user's to hear about
+        check_master(master)
     # Under spark-submit the JVM already exists (PYSPARK_GATEWAY_PORT) and carries the chosen master.
     if SparkContext._active_spark_context is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         builder = SparkSession.builder
@@ -71,6 +154,8 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
                 "Spark needs Java 17+: install a JDK (apt-get install openjdk-17-jre) or set JAVA_HOME"
             )
         chosen = master or os.environ.get("MASTER") or DEFAULT_MASTER
+        if not master:
+            check_master(chosen)
         if chosen.startswith("local"):
             # Loopback only: avoids the hostname warning and binding a public interface.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -88,11 +173,19 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # txmq's Parquet traces carry page CRCs; a damaged page then fails the job instead of being read.
+        .config("spark.hadoop.parquet.page.verify-checksum.enabled", "true")
     )
+    _quiet_py4j()
     try:
-        spark = builder.getOrCreate()
+        with _jvm_dies_with_us():
+            spark = builder.getOrCreate()
     except Exception as exc:  # the JVM failed to start: Py4J/PySpark raise several types
         raise ToolMissingError(f"Spark failed to start ({str(exc).splitlines()[0]})") from None
+    gateway = SparkContext._gateway
+    if gateway is not None and getattr(gateway, "proc", None) is not None:
+        proc.adopt(gateway.proc)
+    proc.interrupt_raises()
     spark.sparkContext.setLogLevel("ERROR")
     # Shuffle partitions near the core count (2-4x): 200 is 2-3x slower here. It is a runtime setting.
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * spark.sparkContext.defaultParallelism)))

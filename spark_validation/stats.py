@@ -2,7 +2,9 @@
 
 Row validity (event names, values each event must carry, parseable NDJSON lines) is a scan, so it
 shares the scan with what later passes need from the whole trace: the last ts (liveness horizon), the
-seqs of CRASH events (CheckBound in rocketmq mode), event counts and the Op metrics.
+seqs of CRASH events (CheckBound in rocketmq mode), event counts and the Op metrics. The same scan gathers
+the seq range and the END marker's place; with a count of distinct seqs after it, that decides whether
+the trace is complete (``txmq.trace.reader.require_complete``) before any check is judged on it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from spark_validation.errors import NotATraceError, TraceNullError, UnknownEventError
 from spark_validation.inputs import CORRUPT, TraceInput
 from txmq.trace import schema as S
+from txmq.trace.reader import SeqSummary, require_complete
 
 # Values each event must carry for the checks to mean anything (docs/trace-events.md fills more).
 REQUIRED_BY_EVENT: dict[str, tuple[str, ...]] = {
@@ -62,6 +65,36 @@ def _null_condition(event: str, col: str) -> Any:
     return missing if event == "*" else (F.col("event") == event) & missing
 
 
+def _distinct_seqs(events: Any) -> int:
+    """How many distinct seq values there are, exactly, as a bitmap of 64-bit words.
+
+    Each word (seq >> 6) ORs in bit seq & 63, and the set bits are counted: a numeric hash aggregation
+    over n/64 groups. Measured on 10^6 transactions (5.3M events; a busy machine, median of four runs
+    after a warm-up): 2.3 s, against 28 s for ``count_distinct``, 6.2 s for Spark's own
+    ``bitmap_construct_agg`` and 1.6 s for a plain count, min and max of seq."""
+    from pyspark.sql import functions as F
+
+    bit = F.expr("shiftleft(1L, cast(seq & 63 as int))")
+    words = events.groupBy(F.shiftright("seq", 6).alias("word")).agg(F.bit_or(bit).alias("bits"))
+    return int(words.agg(F.sum(F.bit_count("bits"))).first()[0] or 0)
+
+
+def _require_complete(events: Any, trace: TraceInput, rows: list[Any], by_event: dict[str, int]) -> None:
+    """A cut trace (no END last, seq gaps or repeats, no events) is refused, not judged.
+
+    The seq range and the END come from the pass's aggregation; repeats need the distinct seqs, counted
+    by one more aggregation that reads a single column."""
+    total = sum(by_event.values())
+    require_complete(trace.path, SeqSummary(
+        events=total,
+        min_seq=min((r["min_seq"] for r in rows), default=None),
+        max_seq=max((r["max_seq"] for r in rows), default=None),
+        distinct_seqs=_distinct_seqs(events) if total else 0,
+        ends=by_event[S.END],
+        end_seq=max((r["max_seq"] for r in rows if r["event"] == S.END), default=None),
+    ))
+
+
 def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
     """Run the pass; raise a one-line TraceError for the first kind of bad row found.
 
@@ -82,6 +115,8 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
             *(F.count(F.col(col)).alias(f"has_{col}") for col in columns),
             F.min("ts").alias("first_ts"),
             F.max("ts").alias("last_ts"),
+            F.min("seq").alias("min_seq"),
+            F.max("seq").alias("max_seq"),
             F.sum(F.size("half_offsets")).alias("entries"),
         )
         .collect()
@@ -120,6 +155,7 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
             f"{trace.path}: {found['count']} row(s) lack a required value; e.g. {where} without {col}{at}"
         )
     by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
+    _require_complete(events, trace, rows, by_event)
     return TraceStats(
         events=sum(by_event.values()),
         by_event=by_event,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import weakref
 from pathlib import Path
 
 import pytest
@@ -40,3 +42,53 @@ def test_run_refuses_an_out_dir_it_cannot_create(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert code == ConfigError.exit_code
     assert "cannot create it" in err and "Traceback" not in err
+
+
+def _outputs(out_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out_dir.iterdir())}
+
+
+def _run(out_dir: Path, seed: int) -> int:
+    return main(["run", "-n", "200", "--seed", str(seed), "--no-progress", "--out-dir", str(out_dir),
+                 "--skip-spark"])
+
+
+def test_an_interrupted_run_leaves_the_previous_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue #15: Ctrl-C during a run left a new trace beside the previous run's report.
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "trace.parquet").write_bytes(b"previous trace")
+    (out_dir / "report.json").write_bytes(b"previous report")
+    (out_dir / "notes.txt").write_bytes(b"the user's own file")
+    before = _outputs(out_dir)
+
+    def interrupted_step_3() -> tuple[str, int]:  # the trace is simulated by now: Ctrl-C during TLC
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("txmq.pipeline._model_check", interrupted_step_3)
+    monkeypatch.setattr("txmq.proc._children", weakref.WeakSet())  # spare a Spark session of other tests
+    code = _run(out_dir, seed=1)
+    assert code == 130 and capsys.readouterr().err.strip().splitlines()[-1] == "txmq: interrupted"
+    assert _outputs(out_dir) == before  # no staging directory left behind either
+
+
+def test_a_finished_run_replaces_the_whole_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / "report.json").write_bytes(b"a report of another trace")
+    (out_dir / "report.png").write_bytes(b"its plot")
+    (out_dir / "notes.txt").write_bytes(b"the user's own file")
+    monkeypatch.setattr("txmq.pipeline._model_check", lambda: ("TLA+ model checking: stand-in", 0))
+    assert _run(out_dir, seed=2) == 0
+    assert sorted(_outputs(out_dir)) == ["notes.txt", "trace.parquet"]  # no report of another trace
+
+
+def test_a_bad_master_fails_before_the_simulation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH: the master is only checked when Spark can run (install Java 17)")
+    code = main(["run", "-n", "200", "--no-progress", "--out-dir", str(tmp_path / "out"), "--skip-spec",
+                 "--master", "nowhere"])
+    err = capsys.readouterr().err
+    assert code == ConfigError.exit_code and "'nowhere' is not a Spark master URL" in err
+    assert "simulating" not in err and not (tmp_path / "out").exists()

@@ -1,7 +1,8 @@
 """The ``txmq`` command: run the whole pipeline, simulate, validate, check the spec.
 
 Each sub-command lives with the code it drives; this module only wires them up and turns user errors
-into one-line messages with their exit codes.
+into one-line messages with their exit codes, and Ctrl-C (or SIGTERM) into one line and exit code 130
+after ending any child process (``txmq.proc``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from txmq.errors import TxmqError
+from txmq.proc import interrupted, terminate_as_interrupt
 
 # (module, function) pairs whose ``register(subparsers)`` adds sub-commands.
 _COMMAND_MODULES = (
@@ -38,13 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with terminate_as_interrupt():
+            return int(args.handler(args) or 0)
     except TxmqError as exc:
         print(f"txmq: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("txmq: interrupted", file=sys.stderr)
-        return 130
+        return interrupted("txmq")
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script

@@ -2,40 +2,97 @@
 
 Each step reports as it goes; a step whose tool is missing (Java, TLC) says how to get it and the
 run continues, so a fresh machine still gets every result it can.
+
+The outputs (trace, report.json, report.png) are one set: they are written into a hidden staging
+directory inside ``--out-dir`` (the same file system, so moving them is a rename) and moved over the
+previous set only when the run has finished. An interrupted or failed run leaves the previous set as it
+was; a finished one replaces all of it, removing the previous report when this run made none.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import signal
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.sim.cli import add_workload_arguments, run_simulation, summary_lines
+from txmq.store.fileutil import fsync_dir
 
 DEFAULT_TRANSACTIONS = 50_000
+TRACE, REPORT, PLOT = "trace.parquet", "report.json", "report.png"
+OUTPUTS = (TRACE, REPORT, PLOT)
 
 
 def _say(text: str) -> None:
     print(f"txmq run: {text}", file=sys.stderr, flush=True)
 
 
-def _validate(trace: Path, out_dir: Path, master: str | None) -> tuple[str, int]:
-    """Run the Spark validation; returns its summary line and exit code."""
+def _validate(staging: Path, out_dir: Path, master: str | None) -> tuple[str, int]:
+    """Run the Spark validation of the staged trace, staging its report and plot; returns its summary line
+    and exit code. The report names the trace where it will be once the run has finished."""
     if shutil.which("java") is None:
         raise ToolMissingError("no java on PATH; Spark needs Java 17: apt-get install openjdk-17-jre")
     from spark_validation.job import validate
     from spark_validation.plot import plot_report
 
-    report = validate(str(trace), master=master)
+    report = validate(str(staging / TRACE), master=master)
+    report.trace = str(out_dir / TRACE)
     print(report.render())
-    report.write_json(out_dir / "report.json")
-    plot_report(report, out_dir / "report.png")
+    report.write_json(staging / REPORT)
+    plot_report(report, staging / PLOT)
     line = (f"Spark validation: {len(report.checks) - len(report.failed)} of {len(report.checks)} checks "
-            f"pass; report {out_dir / 'report.json'}, plot {out_dir / 'report.png'}")
+            f"pass; report {out_dir / REPORT}, plot {out_dir / PLOT}")
     return line, report.exit_code
+
+
+def _check_master_early(master: str | None) -> None:
+    """A master that cannot work fails before the simulation, not after it."""
+    if shutil.which("java") is None:
+        return  # the Spark step will say that Java is missing, and the run goes on without it
+    from spark_validation.session import DEFAULT_MASTER, check_master
+
+    check_master(master or os.environ.get("MASTER") or DEFAULT_MASTER)
+
+
+@contextmanager
+def _staged_outputs(out_dir: Path) -> Iterator[Path]:
+    """A staging directory for one run's outputs; they replace the previous set when the block ends
+    normally. The staging directory is removed in every case."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".run-", suffix=".tmp", dir=out_dir))
+    except OSError as exc:
+        raise ConfigError(f"--out-dir {out_dir}: cannot create it or write in it ({exc.strerror})") from exc
+    try:
+        yield staging
+        _swap_in(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _swap_in(staging: Path, out_dir: Path) -> None:
+    """Move the staged outputs over the previous ones (removing those this run did not make) with Ctrl-C
+    and SIGTERM held back until all are in place: a handful of renames, so the set stays whole unless
+    the process is killed outright in those microseconds."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        for name in OUTPUTS:
+            if (staging / name).exists():
+                os.replace(staging / name, out_dir / name)
+            else:
+                (out_dir / name).unlink(missing_ok=True)
+        fsync_dir(out_dir)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def _model_check() -> tuple[str, int]:
@@ -68,34 +125,33 @@ def _model_check() -> tuple[str, int]:
 
 def _run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--out-dir {out_dir}: cannot create it ({exc.strerror})") from exc
-    trace = out_dir / "trace.parquet"
+    if not args.skip_spark:
+        _check_master_early(args.master)
     started = time.perf_counter()
-    _say(f"1/3 simulating into {trace}")
-    result = run_simulation(args, trace)
-    summary = summary_lines(result)
-    status = 0
-    if args.skip_spark:
-        summary.append("Spark validation: skipped (--skip-spark)")
-    else:
-        _say("2/3 validating the trace with Spark")
-        try:
-            line, code = _validate(trace, out_dir, args.master)
+    with _staged_outputs(out_dir) as staging:
+        _say(f"1/3 simulating into {out_dir / TRACE}")
+        result = run_simulation(args, staging / TRACE)
+        result.trace_path = str(out_dir / TRACE)
+        summary = summary_lines(result)
+        status = 0
+        if args.skip_spark:
+            summary.append("Spark validation: skipped (--skip-spark)")
+        else:
+            _say("2/3 validating the trace with Spark")
+            try:
+                line, code = _validate(staging, out_dir, args.master)
+                summary.append(line)
+                status = max(status, code)
+            except ToolMissingError as exc:
+                summary.append(f"Spark validation: not run: {exc}")
+                status = max(status, exc.exit_code)
+        if args.skip_spec:
+            summary.append("TLA+ model checking: skipped (--skip-spec)")
+        else:
+            _say("3/3 model-checking the spec with TLC")
+            line, code = _model_check()
             summary.append(line)
             status = max(status, code)
-        except ToolMissingError as exc:
-            summary.append(f"Spark validation: not run: {exc}")
-            status = max(status, exc.exit_code)
-    if args.skip_spec:
-        summary.append("TLA+ model checking: skipped (--skip-spec)")
-    else:
-        _say("3/3 model-checking the spec with TLC")
-        line, code = _model_check()
-        summary.append(line)
-        status = max(status, code)
     print()
     print("== txmq run summary " + "=" * 50)
     print("\n".join(summary))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,12 @@ import pytest
 
 from spark_validation import errors
 from spark_validation.inputs import open_trace
-from spark_validation.job import main
+from spark_validation.job import main, validate
 from spark_validation.report import Report
-from spark_validation.tests.tracebuilder import clean_trace
+from spark_validation.tests.tracebuilder import Trace, clean_trace
+from txmq.errors import ConfigError, ToolMissingError
 from txmq.trace import schema as S
+from txmq.trace.reader import IncompleteTraceError
 from txmq.trace.sinks import HEADER_METADATA_KEY
 
 
@@ -143,3 +146,94 @@ def test_exit_codes_are_distinct() -> None:
         )
     ]
     assert len(set(codes)) == len(codes) and not {0, 1} & set(codes)
+
+
+# A trace that is not a finished run (issue #15, item 1): refused with its own exit code, never judged.
+def _cut(trace: Trace) -> Trace:
+    trace.complete = False
+    return trace
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: _cut(clean_trace()), "no END event: the trace was cut short"),
+    (lambda: _cut(Trace()), "no events, only a header"),
+])
+def test_an_unfinished_trace_is_refused(run_trace: Callable[..., Report], make: Callable[[], Trace],
+                                        message: str) -> None:
+    with pytest.raises(IncompleteTraceError, match=message):
+        run_trace(make())
+
+
+def test_repeated_seqs_are_refused(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def repeat_seq_3(table: pa.Table, header: dict[str, Any]) -> pa.Table:
+        seqs = table["seq"].to_pylist()
+        seqs[4] = 3  # 0 1 2 3 3 5 ...: as many rows, the same range, one seq twice and one missing
+        return table.set_column(table.schema.get_field_index("seq"), "seq", pa.array(seqs, pa.int64()))
+
+    path = _parquet_with(tmp_path / "r.parquet", repeat_seq_3)
+    code = main([str(path)])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == IncompleteTraceError.exit_code and "Traceback" not in err
+    assert last.startswith("txmq validate: error: ") and "without gaps or repeats" in last
+
+
+@pytest.mark.parametrize("option", ["--report", "--plot"])
+def test_unwritable_outputs_are_refused_before_the_job(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       option: str) -> None:
+    # Issue #15, item 6: found after 41 s of Spark, as a traceback with exit code 1 (the violation code).
+    path = clean_trace().write(tmp_path / "t.parquet")
+    code = main([str(path), option, str(tmp_path / "absent" / "out")])
+    err = capsys.readouterr().err
+    assert code == ConfigError.exit_code
+    assert err.strip() == f"txmq validate: error: {option} {tmp_path / 'absent' / 'out'}: directory " \
+                          f"{tmp_path / 'absent'} does not exist"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("master, code, message", [
+    ("nowhere", ConfigError.exit_code, "--master 'nowhere' is not a Spark master URL"),
+    ("spark://127.0.0.1:{port}", ToolMissingError.exit_code,
+     "is unreachable (127.0.0.1:{port}: Connection refused)"),
+])
+def test_a_master_that_cannot_work_is_refused_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      master: str, code: int, message: str) -> None:
+    # Issue #15, item 8: 69 s and a vague line for spark://127.0.0.1:1, a Java stack trace for "nowhere".
+    port = _free_port()  # nothing listens there
+    path = clean_trace().write(tmp_path / "t.parquet")
+    assert main([str(path), "--master", master.format(port=port)]) == code
+    err = capsys.readouterr().err
+    assert message.format(port=port) in err and "starting Spark" in err and "Spark 4" not in err
+
+
+def _flip_caught_only_by_page_crcs(path: Path) -> Path:
+    """A copy of the Parquet trace with one flipped bit that decodes to other values unless page CRCs are
+    verified (found by trying each position in turn: the trace is a few kB)."""
+    data = path.read_bytes()
+    original = pq.read_table(path).to_pylist()
+    damaged = path.with_name("damaged.parquet")
+    for position in range(4, len(data)):
+        flipped = bytearray(data)
+        flipped[position] ^= 1
+        damaged.write_bytes(bytes(flipped))
+        try:
+            if pq.read_table(damaged).to_pylist() == original:
+                continue  # harmless
+        except (OSError, ValueError, pa.ArrowException):
+            continue  # noticed without the CRCs
+        try:
+            pq.ParquetFile(damaged, page_checksum_verification=True).read()
+        except (OSError, ValueError, pa.ArrowException):
+            return damaged
+    raise AssertionError("no position where only the page CRCs notice the damage")
+
+
+def test_a_damaged_page_fails_the_job_in_one_line(spark: Any, tmp_path: Path) -> None:
+    damaged = _flip_caught_only_by_page_crcs(clean_trace().write(tmp_path / "t.parquet"))
+    with pytest.raises(errors.SparkFailedError, match="CRC checksum verification failed"):
+        validate(str(damaged), progress=lambda _: None)

@@ -28,10 +28,12 @@ GROUP = "cg1"
 
 @dataclass
 class Trace:
-    """Events in seq order (``seq`` is assigned on write) plus the header fields."""
+    """Events in seq order (``seq`` is assigned on write) plus the header fields. ``complete``: ``write``
+    ends the file with the END marker of a clean broker shutdown, as the broker does."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
     mode: str = "strict"
+    complete: bool = True
     config: dict[str, Any] = field(
         default_factory=lambda: {
             "mode": "strict",
@@ -77,6 +79,9 @@ class Trace:
             for row in self.events:
                 fields = {k: v for k, v in row.items() if k not in ("event", "ts")}
                 sink.emit(row["event"], row["ts"], **fields)
+            if self.complete:
+                last_ts = max((row["ts"] for row in self.events), default=0)
+                sink.emit(S.END, last_ts, half_offsets=[], queue_offset=0, op_offset=0, commitlog_offset=0)
         return path
 
 

@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
+from txmq.files import check_output_path
 from txmq.sim.runner import SimulationResult, simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
 
@@ -45,7 +46,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser, default_transactions
     parser.add_argument("--set", dest="knobs", action="append", metavar="KNOB=VALUE",
                         help="override one workload knob (see docs/simulation.md), repeatable")
     parser.add_argument("--broker", dest="broker_settings", action="append", metavar="SETTING=VALUE",
-                        help="override one broker setting, e.g. check_max=5, repeatable")
+                        help="override one broker setting, e.g. check_max=5, repeatable (the mode: --mode)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -56,6 +57,8 @@ def workload_from_args(args: argparse.Namespace) -> tuple[Workload, BrokerConfig
     knobs["transactions"] = args.transactions
     workload = Workload().with_overrides(**knobs)
     settings = _pairs(args.broker_settings, "--broker")
+    if "mode" in settings:  # --mode has a default, so "which one wins" would be a guess: refuse
+        raise ConfigError(f"--broker mode={settings['mode']}: set the broker mode with --mode")
     settings["mode"] = args.mode
     return workload, BrokerConfig.from_mapping(settings)
 
@@ -101,8 +104,8 @@ def _simulate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".parquet", ".ndjson", ".jsonl"):
         raise ConfigError(f"--out {out}: name the trace *.parquet (default format) or *.ndjson")
-    if out is not None and not out.parent.exists():
-        raise ConfigError(f"--out {out}: directory {out.parent} does not exist")
+    if out is not None:
+        check_output_path(out, "--out")
     result = run_simulation(args, out)
     print("\n".join(summary_lines(result)))
     return 0
@@ -115,5 +118,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_workload_arguments(parser, default_transactions=10_000)
     parser.add_argument("--out", "-o", default="trace.parquet",
                         help="trace file, *.parquet or *.ndjson (default trace.parquet)")
-    parser.add_argument("--store", help="keep the broker's store in this directory (default: a temp dir)")
+    parser.add_argument("--store", help="keep the broker's store in this directory, which must be new or "
+                        "empty (default: a temporary directory, removed afterwards)")
     parser.set_defaults(handler=_simulate)

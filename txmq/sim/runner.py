@@ -24,6 +24,7 @@ from txmq.client.message import LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.errors import ConfigError
 from txmq.sim.network import FaultyNetwork
 from txmq.sim.workload import Workload
 from txmq.trace.schema import TraceHeader
@@ -250,26 +251,40 @@ def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, 
              ) -> SimulationResult:
     """Run a simulation and write its trace to ``out`` (Parquet or NDJSON by suffix; None: no trace).
 
-    The store goes to ``store_dir`` (kept) or a temporary directory (removed afterwards).
+    The store goes to ``store_dir`` (kept; it must be new or empty) or a temporary directory (removed
+    afterwards). The trace appears at ``out`` only if the run finishes: a failed or interrupted run leaves
+    whatever was there before.
     """
     config = config or BrokerConfig()
+    if store_dir is not None:
+        require_empty_store(Path(store_dir))
     header = TraceHeader(mode=config.mode, seed=seed, config=_header_config(config, workload))
-    sink = open_sink(out, header)
     temp = None
     if store_dir is None:
         temp = tempfile.mkdtemp(prefix="txmq-sim-")
         store_dir = temp
     try:
-        sim = Simulation(workload, seed, config, sink, Path(store_dir), progress)
-        result = sim.run()
-        sink.header.config["broker_stats"] = dict(result.broker_stats)
-        sink.header.config["end_ts"] = START_MS + result.sim_ms
+        with open_sink(out, header) as sink:
+            sim = Simulation(workload, seed, config, sink, Path(store_dir), progress)
+            result = sim.run()
+            sink.header.config["broker_stats"] = dict(result.broker_stats)
+            sink.header.config["end_ts"] = START_MS + result.sim_ms
     finally:
-        sink.close()
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
     result.trace_path = str(out) if out is not None else None
     return result
+
+
+def require_empty_store(store_dir: Path) -> None:
+    """Refuse a store directory that holds anything: the workload's transaction ids and producer names
+    start afresh with every run, so a second run into an old store collides with the first run's
+    transactions (strict mode finds them all resolved already and commits nothing)."""
+    if store_dir.exists() and not store_dir.is_dir():
+        raise ConfigError(f"--store {store_dir}: not a directory")
+    if store_dir.is_dir() and any(store_dir.iterdir()):
+        raise ConfigError(f"--store {store_dir}: not empty (a store used before); a simulation needs a new "
+                          "store: give a new or empty directory")
 
 
 def _header_config(config: BrokerConfig, workload: Workload) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from txmq.config import check_field_types
 from txmq.errors import ConfigError
 
 OUTCOMES = ("commit", "rollback", "unknown_then_commit", "unknown_then_rollback", "unknown_forever")
@@ -52,6 +53,7 @@ class Workload:
     broker_downtime_ms: int = 2_000
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         if self.transactions < 1:
             raise ConfigError(f"transactions must be at least 1, got {self.transactions}")
         for name in ("producer_groups", "producers_per_group", "topics", "queues_per_topic", "mean_gap_ms",

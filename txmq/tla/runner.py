@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.tla.jar import find_jar
 from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
@@ -51,9 +52,8 @@ class TlcFeatures:
 
 
 def _ask(java: str, jar: Path, option: list[str]) -> str:
-    done = subprocess.run([java, "-cp", str(jar), "tlc2.TLC", *option], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, check=False,
-                          timeout=60)
+    done = proc.run([java, "-cp", str(jar), "tlc2.TLC", *option], stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, timeout=60)
     return done.stdout
 
 
@@ -144,13 +144,12 @@ def run_tlc(
             java, jar, module, config, Path(tmp) / "states", workers=workers, check_deadlock=check_deadlock
         )
         started = time.monotonic()
-        completed = subprocess.run(
+        completed = proc.run(  # TLC dies with txmq: a killed ``txmq spec check`` leaves no JVM behind
             command,
             cwd=module.parent,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            check=False,
         )
         elapsed = time.monotonic() - started
     result = parse_tlc_output(completed.stdout, completed.returncode)

@@ -1,17 +1,49 @@
-"""Reading a trace back in Python (small traces: tests, TLA+ trace validation, replay)."""
+"""Reading a trace back in Python (small traces: tests, TLA+ trace validation, replay), and the rule that
+tells a finished trace from a cut one.
+
+Every row is checked against the format as it is read: a file that is damaged, or that some other program
+wrote wrongly, ends in a ``TraceFormatError`` naming the first bad row, never in a crash or in rows of the
+wrong shape handed on. Whether the trace is *complete* is a separate question (:func:`check_complete`),
+since answering it needs the whole file.
+
+Usage::
+
+    check_complete("trace.parquet")          # IncompleteTraceError if the run was cut short
+    header, events = read_events("trace.parquet")
+    for event in events:
+        ...
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from txmq.config import MODES
 from txmq.errors import TraceError
-from txmq.trace.schema import FORMAT_NAME, FORMAT_VERSION, TraceHeader
+from txmq.trace.schema import (
+    ARROW_SCHEMA,
+    COLUMN_NAMES,
+    COLUMNS,
+    END,
+    EVENTS,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    REQUIRED_COLUMNS,
+    TraceHeader,
+)
 from txmq.trace.sinks import HEADER_METADATA_KEY
+
+# What pyarrow raises for a damaged Parquet file varies with where the damage is: Arrow's own errors
+# (ArrowInvalid is a ValueError, ArrowIOError an OSError), and an over-long allocation on a corrupt length.
+_PARQUET_ERRORS = (pa.ArrowException, OSError, ValueError, MemoryError, OverflowError)
+_INT_RANGE = {pa.int64(): 1 << 63, pa.int32(): 1 << 31}
 
 
 class TraceFormatError(TraceError):
@@ -22,6 +54,69 @@ class UnsupportedTraceVersionError(TraceFormatError):
     """A txmq trace of another format version."""
 
 
+class IncompleteTraceError(TraceError):
+    """A well-formed trace that is not a finished run: no events, no ``END`` marker as its last event, or
+    ``seq`` numbers that skip or repeat. Its own exit code, so scripts can tell "cut short" from "not a
+    trace" and from "violates an invariant"."""
+
+    exit_code = 9
+
+
+@dataclass(frozen=True)
+class SeqSummary:
+    """The facts :func:`require_complete` judges, gathered by whoever reads the events: this module row by
+    row, or the Spark validator with aggregates over millions of rows."""
+
+    events: int
+    min_seq: int | None
+    max_seq: int | None
+    distinct_seqs: int
+    ends: int  # how many END events
+    end_seq: int | None  # the largest seq of an END event
+
+
+def require_complete(path: str | Path, summary: SeqSummary) -> None:
+    """The one rule of a complete trace: it has events, ``seq`` is 0, 1, 2, ... n-1 without gaps or
+    repeats, and its only ``END`` event is the last one. Raises ``IncompleteTraceError``."""
+    n = summary.events
+    if n == 0:
+        raise IncompleteTraceError(f"{path}: no events, only a header: the run that wrote it stopped before "
+                                   "its first event")
+    if summary.min_seq != 0 or summary.max_seq != n - 1 or summary.distinct_seqs != n:
+        raise IncompleteTraceError(
+            f"{path}: seq must be 0, 1, 2, ... without gaps or repeats; {n:,} events have seq "
+            f"{summary.min_seq}..{summary.max_seq} with {summary.distinct_seqs:,} distinct values")
+    if summary.ends == 0:
+        raise IncompleteTraceError(
+            f"{path}: no END event: the trace was cut short (its run was interrupted or failed, or its "
+            "broker never shut down cleanly), so it cannot be judged; produce it again")
+    if summary.ends > 1 or summary.end_seq != summary.max_seq:
+        raise IncompleteTraceError(
+            f"{path}: {summary.ends} END event(s), the last at seq {summary.end_seq}; END must be the last "
+            f"event (seq {summary.max_seq}) and only there")
+
+
+def check_complete(path: str | Path) -> SeqSummary:
+    """Read the whole trace once (bounded memory) and apply :func:`require_complete`; also checks that
+    ``seq`` follows the file order. Raises ``TraceFormatError`` or ``IncompleteTraceError``."""
+    _, rows = read_events(path)
+    n = ends = 0
+    end_seq = None
+    for row in rows:
+        if row["seq"] != n:
+            raise IncompleteTraceError(
+                f"{path}: event {n:,} in file order has seq {row['seq']:,}: seq must be 0, 1, 2, ... in file "
+                "order, without gaps or repeats")
+        if row["event"] == END:
+            ends += 1
+            end_seq = n
+        n += 1
+    summary = SeqSummary(events=n, min_seq=0 if n else None, max_seq=n - 1 if n else None, distinct_seqs=n,
+                         ends=ends, end_seq=end_seq)
+    require_complete(path, summary)
+    return summary
+
+
 def _check_header(raw: dict[str, Any], path: Path) -> TraceHeader:
     if raw.get("format") != FORMAT_NAME:
         raise TraceFormatError(f"{path}: not a txmq trace (header format is {raw.get('format')!r})")
@@ -29,7 +124,36 @@ def _check_header(raw: dict[str, Any], path: Path) -> TraceHeader:
         raise UnsupportedTraceVersionError(
             f"{path}: trace format version {raw.get('version')!r}; this txmq reads version {FORMAT_VERSION}"
         )
+    if raw.get("mode") not in MODES:
+        raise TraceFormatError(f"{path}: header mode {raw.get('mode')!r} is not one of {', '.join(MODES)}")
+    seed = raw.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TraceFormatError(f"{path}: header seed {seed!r} is not an integer")
+    if not isinstance(raw.get("config", {}), dict):
+        raise TraceFormatError(f"{path}: header config is not a JSON object")
     return TraceHeader.from_dict(raw)
+
+
+def _parquet_header(path: Path) -> TraceHeader:
+    try:
+        metadata = pq.ParquetFile(path).metadata.metadata or {}
+    except _PARQUET_ERRORS as exc:
+        raise TraceFormatError(f"{path}: not a Parquet file ({exc})") from exc
+    if HEADER_METADATA_KEY not in metadata:
+        raise TraceFormatError(f"{path}: Parquet file without a txmq trace header")
+    raw = _json_object(metadata[HEADER_METADATA_KEY], path, "Parquet metadata", "header")
+    return _check_header(raw, path)
+
+
+def _json_object(text: str | bytes, path: Path, where: str, what: str) -> dict[str, Any]:
+    try:
+        raw = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else exc.__class__.__name__
+        raise TraceFormatError(f"{path}: {where} is not a JSON {what} ({reason})") from None
+    if not isinstance(raw, dict):
+        raise TraceFormatError(f"{path}: {where} is not a JSON object {what}")
+    return raw
 
 
 def read_header(path: str | Path) -> TraceHeader:
@@ -37,39 +161,85 @@ def read_header(path: str | Path) -> TraceHeader:
     path = Path(path)
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise TraceFormatError(f"{path}: is a directory, not a trace file")
     if path.suffix.lower() == ".parquet":
-        try:
-            metadata = pq.ParquetFile(path).metadata.metadata or {}
-        except Exception as exc:  # pyarrow raises several types for a non-Parquet file
-            raise TraceFormatError(f"{path}: not a Parquet file ({exc})") from exc
-        if HEADER_METADATA_KEY not in metadata:
-            raise TraceFormatError(f"{path}: Parquet file without a txmq trace header")
-        return _check_header(json.loads(metadata[HEADER_METADATA_KEY]), path)
-    with open(path, encoding="utf-8") as f:
+        return _parquet_header(path)
+    with open(path, "rb") as f:
         first = f.readline()
-    try:
-        raw = json.loads(first)
-    except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"{path}: first line is not a JSON header ({exc.msg})") from exc
-    if not isinstance(raw, dict):
-        raise TraceFormatError(f"{path}: first line is not a JSON object header")
-    return _check_header(raw, path)
+    return _check_header(_json_object(first, path, "first line", "header"), path)
+
+
+def _bad_value(name: str, value: Any) -> bool:
+    """Whether ``value`` cannot be column ``name`` of an NDJSON row."""
+    if value is None:
+        return name in REQUIRED_COLUMNS
+    typ = COLUMNS[name]
+    if typ == pa.string():
+        return not isinstance(value, str)
+    if typ == pa.bool_():
+        return not isinstance(value, bool)
+    if pa.types.is_list(typ):
+        return not isinstance(value, list) or any(_bad_value("seq", v) for v in value)
+    bound = _INT_RANGE[typ]
+    return isinstance(value, bool) or not isinstance(value, int) or not -bound <= value < bound
+
+
+def _check_row(row: dict[str, Any], path: Path, where: str) -> dict[str, Any]:
+    """The row if it has exactly the trace columns, each of its type, and a known event name."""
+    if row.keys() != set(COLUMN_NAMES):
+        wrong = sorted(set(COLUMN_NAMES) ^ row.keys())
+        raise TraceFormatError(f"{path}: {where} lacks or adds columns: {', '.join(wrong)}")
+    for name in COLUMN_NAMES:
+        if _bad_value(name, row[name]):
+            raise TraceFormatError(f"{path}: {where}: column {name} cannot hold {row[name]!r}")
+    if row["event"] not in EVENTS:
+        raise TraceFormatError(f"{path}: {where}: unknown event {row['event']!r}")
+    return row
+
+
+def _ndjson_rows(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, "rb") as f:
+        f.readline()
+        for number, line in enumerate(f, start=2):
+            if line.strip():
+                where = f"line {number}"
+                yield _check_row(_json_object(line, path, where, "event"), path, where)
+
+
+def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+    parquet = pq.ParquetFile(path, page_checksum_verification=True)
+    found = parquet.schema_arrow
+    if found.remove_metadata() != ARROW_SCHEMA:
+        raise TraceFormatError(f"{path}: columns differ from trace format v{FORMAT_VERSION}: {found.names}")
+    number = 0
+    for batch in parquet.iter_batches():
+        for row in batch.to_pylist():
+            number += 1
+            # Parquet types the columns; the nulls and event names are what it leaves to us.
+            where = f"row {number}"
+            if any(row[name] is None for name in REQUIRED_COLUMNS):
+                raise TraceFormatError(f"{path}: {where} lacks one of {', '.join(REQUIRED_COLUMNS)}")
+            if row["event"] not in EVENTS:
+                raise TraceFormatError(f"{path}: {where}: unknown event {row['event']!r}")
+            yield row
 
 
 def read_events(path: str | Path) -> tuple[TraceHeader, Iterator[dict[str, Any]]]:
-    """The header and an iterator of event dicts in ``seq`` order."""
+    """The header and an iterator of event dicts in file order; a damaged row raises ``TraceFormatError``
+    when the iteration reaches it."""
     path = Path(path)
     header = read_header(path)
-    if path.suffix.lower() == ".parquet":
-        def rows() -> Iterator[dict[str, Any]]:
-            parquet = pq.ParquetFile(path)
-            for batch in parquet.iter_batches():
-                yield from batch.to_pylist()
-    else:
-        def rows() -> Iterator[dict[str, Any]]:
-            with open(path, encoding="utf-8") as f:
-                f.readline()
-                for line in f:
-                    if line.strip():
-                        yield json.loads(line)
+    parquet = path.suffix.lower() == ".parquet"
+    # A damaged NDJSON file fails in our own checks; only reading it can fail otherwise (an OSError).
+    unreadable = _PARQUET_ERRORS if parquet else (OSError,)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        try:
+            yield from _parquet_rows(path) if parquet else _ndjson_rows(path)
+        except TraceError:
+            raise
+        except unreadable as exc:
+            raise TraceFormatError(f"{path}: unreadable ({exc.__class__.__name__}: {exc})"[:300]) from None
+
     return header, rows()

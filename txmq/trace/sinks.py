@@ -4,6 +4,10 @@ Every sink numbers events itself (``seq`` 0, 1, 2, ...) in the order ``emit`` is
 order the broker applied them: the broker calls ``emit`` while it holds its lock. The header may be
 amended until ``close`` (a simulation adds its final broker statistics); file sinks write the final
 header when they close.
+
+File sinks write under a temporary name beside the target (``txmq.files``): ``close`` renames the finished
+file over the target, ``abort`` deletes it. A run that fails or is interrupted therefore leaves the
+previous trace as it was, and never a partial one that a validator could take for a finished run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from txmq.files import check_output_path, publish, replacing, temp_beside
 from txmq.trace.schema import ARROW_SCHEMA, COLUMN_NAMES, COLUMNS, REQUIRED_COLUMNS, TraceHeader
 
 HEADER_METADATA_KEY = b"txmq-trace-header"
@@ -53,11 +58,17 @@ class TraceSink:
     def close(self) -> None:
         """Finish the file; further emits are an error."""
 
+    def abort(self) -> None:
+        """Give up: a file sink deletes what it wrote and leaves any previous file at its path alone."""
+
     def __enter__(self) -> TraceSink:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 class NullSink(TraceSink):
@@ -100,14 +111,15 @@ def _header_json(header: TraceHeader) -> str:
 class NdjsonSink(TraceSink):
     """One JSON object per line; the first line is the header.
 
-    Events go to ``<path>.events.tmp`` first; ``close`` writes the final header and the events to
-    ``path``, so a half-written file never looks like a complete trace.
+    Events go to a temporary file first, since the header may change until ``close``; ``close`` writes the
+    final header and the events to a second temporary file and renames that over ``path``.
     """
 
     def __init__(self, path: str | Path, header: TraceHeader) -> None:
         super().__init__(header)
         self._path = Path(path)
-        self._tmp = self._path.with_name(self._path.name + ".events.tmp")
+        check_output_path(self._path, "trace")
+        self._tmp = temp_beside(self._path)
         self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
@@ -116,11 +128,19 @@ class NdjsonSink(TraceSink):
     def close(self) -> None:
         if self._file.closed:
             return
-        self._file.close()
-        with open(self._path, "w", encoding="utf-8") as out, open(self._tmp, encoding="utf-8") as events:
-            out.write(_header_json(self.header) + "\n")
-            shutil.copyfileobj(events, out)
-        os.unlink(self._tmp)
+        try:
+            self._file.close()
+            with replacing(self._path) as final:
+                with open(final, "w", encoding="utf-8") as out, open(self._tmp, encoding="utf-8") as events:
+                    out.write(_header_json(self.header) + "\n")
+                    shutil.copyfileobj(events, out)
+        finally:
+            os.unlink(self._tmp)
+
+    def abort(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+            os.unlink(self._tmp)
 
 
 class ParquetSink(TraceSink):
@@ -131,7 +151,17 @@ class ParquetSink(TraceSink):
         super().__init__(header)
         metadata = {HEADER_METADATA_KEY: _header_json(header).encode()}
         self._schema = ARROW_SCHEMA.with_metadata(metadata)
-        self._writer = pq.ParquetWriter(str(path), self._schema, compression="zstd")
+        self._path = Path(path)
+        check_output_path(self._path, "trace")
+        self._tmp = temp_beside(self._path)
+        try:
+            # Page CRCs: a damaged page is refused by readers that verify them (ours, Spark as we start it)
+            # instead of being read as other values; measured, one flipped byte in ten changed the events.
+            self._writer: pq.ParquetWriter | None = pq.ParquetWriter(
+                str(self._tmp), self._schema, compression="zstd", write_page_checksum=True)
+        except BaseException:
+            self._tmp.unlink()
+            raise
         self._row_group_size = row_group_size
         # Three flat lists rather than a tuple per event: a tuple holding a dict is an object the garbage
         # collector tracks, and a few hundred thousand of them made every full collection crawl.
@@ -159,17 +189,30 @@ class ParquetSink(TraceSink):
             pa.array(self._events, COLUMNS["event"]),
             *fields,
         ]
+        assert self._writer is not None, "emit after close"
         self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
         self._ts.clear()
         self._events.clear()
         self._fields.clear()
 
     def close(self) -> None:
-        if self._writer is not None:
+        if self._writer is None:
+            return
+        try:
             self._flush()
             self._writer.add_key_value_metadata({HEADER_METADATA_KEY: _header_json(self.header).encode()})
             self._writer.close()
             self._writer = None
+            publish(self._tmp, self._path)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._tmp.unlink(missing_ok=True)
 
 
 def open_sink(path: str | Path | None, header: TraceHeader) -> TraceSink:
