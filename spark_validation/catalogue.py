@@ -104,13 +104,15 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "EventuallyResolved",
         "liveness",
-        "A transaction old enough to judge has an END_TX OK with action COMMIT or ROLLBACK, or a DISCARD.",
+        "A transaction old enough to judge has an END_TX OK with action COMMIT or ROLLBACK, or a DISCARD, "
+        "unless an EXPIRE lists one of its halves among those deleted unresolved (it can no longer resolve).",
     ),
     Check(
         "EventuallyDelivered",
         "liveness",
         "Every REAL_PUT of a transaction old enough to judge has a DELIVER to every consumer group whose "
-        "header subscription (config consumer_groups) includes its topic.",
+        "header subscription (config consumer_groups) includes its topic, unless its commitlog_offset is "
+        "below the last EXPIRE's (retention deleted it before that group read it).",
     ),
 )
 
