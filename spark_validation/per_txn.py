@@ -140,6 +140,17 @@ def _order_facts(events: Any, check_max: int) -> Any:
     )
 
 
+def _expired_unresolved(events: Any) -> Any:
+    """Transactions a retention pass deleted while unresolved (EXPIRE's ``half_offsets``): owed no
+    resolution. A few rows, joined to the half copies by offset; run only for a trace with EXPIRE events."""
+    from pyspark.sql import functions as F
+
+    offsets = events.filter(F.col("event") == S.EXPIRE).select(F.explode("half_offsets").alias("half_offset"))
+    halves = events.filter(F.col("event").isin(S.HALF_PUT, S.HALF_RENEW)).select("half_offset", "txn")
+    return (halves.join(F.broadcast(offsets), "half_offset").select("txn").distinct()
+            .withColumn("expired", F.lit(True)))
+
+
 def _quantised(v: Any) -> Any:
     """Visibility rounded to 3 significant digits above 1 s: few distinct values, percentiles within 0.5 %."""
     from pyspark.sql import functions as F
@@ -158,6 +169,10 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
 
     c = F.col
     facts = _facts(events, check_max).join(_order_facts(events, check_max), "txn", "left")
+    expired = F.lit(False)
+    if stats.by_event.get(S.EXPIRE):
+        facts = facts.join(F.broadcast(_expired_unresolved(events)), "txn", "left")
+        expired = F.coalesce(c("expired"), F.lit(False))
     judged = c("born").isNotNull() & (c("born") < F.lit(stats.judged_before(trace)))
     has_real = c("reals") > 0
     broken = F.coalesce(c("fold.broken"), F.lit(False))
@@ -193,7 +208,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
         ),
         # A bad DISCARD always fails; a REAL_PUT after DISCARD is the strict-only half.
         "DiscardOnlyAtMax": ((c("bad_discards") > 0) | in_window, F.lit(rocketmq) & (c("bad_discards") == 0)),
-        "EventuallyResolved": (judged & (c("resolutions") + c("discards") == 0), None),
+        "EventuallyResolved": (judged & (c("resolutions") + c("discards") == 0) & ~expired, None),
     }
     vis = c("real_ts") - c("born")
     age = F.when(c("born").isNull(), 0).when(judged, 2).otherwise(1)

@@ -6,7 +6,8 @@ deliveries, so every check is a window over neighbours instead of an aggregation
   - per queue: the previous REAL_PUT's offset (QueueContiguity: gaps);
   - per position: the first REAL_PUT (what every delivery of the position is compared with), how many
     REAL_PUTs there are (QueueContiguity: repeats) and which subscribed groups got a delivery
-    (EventuallyDelivered, judged by the age of the REAL_PUT);
+    (EventuallyDelivered, judged by the age of the REAL_PUT; a REAL_PUT below the last EXPIRE's commit-log
+    offset is owed nothing: retention deleted it, and a group that had not read it skips it);
   - per (consumer group, position): whether any delivery mismatches the REAL_PUT (DeliveryIntegrity) and
     the first delivery's seq (the DELIVER half of NoUncommittedVisible);
   - per (consumer group, queue) in seq order: the offset of the previous first delivery (DeliveryIntegrity:
@@ -48,7 +49,8 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
     c = F.col
     put = c("event") == S.REAL_PUT
     rows = events.filter(c("event").isin(S.REAL_PUT, S.DELIVER)).select(
-        *QUEUE, "queue_offset", "consumer_group", "seq", "ts", "txn", "body_crc", put.alias("put")
+        *QUEUE, "queue_offset", "consumer_group", "seq", "ts", "txn", "body_crc", "commitlog_offset",
+        put.alias("put")
     ).repartition(*QUEUE)
     walk = [c("queue_offset"), c("consumer_group").asc_nulls_first(), c("seq")]
     unbounded = (Window.unboundedPreceding, Window.unboundedFollowing)
@@ -82,6 +84,8 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
         .over(in_order).alias("prev_first"),
     )
     gap = c("queue_offset") - F.coalesce(c("prev_put_offset"), F.lit(-1)) - 1
+    expired = F.lit(False) if stats.expired_before is None else F.coalesce(
+        c("commitlog_offset") < F.lit(stats.expired_before), F.lit(False))
     flagged = judged.select(
         txn_key(c("txn")).alias("key"),
         *masks(
@@ -91,7 +95,8 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
                     first_delivery & (c("mismatch") | (c("prev_first") > c("queue_offset"))), None),
                 "NoUncommittedVisible": (first_delivery & (~has_put | (c("r.seq") > c("seq"))), None),
                 "EventuallyDelivered": (
-                    first_put & (c("missing") > 0) & (c("ts") < F.lit(stats.judged_before(trace))), None),
+                    first_put & (c("missing") > 0) & (c("ts") < F.lit(stats.judged_before(trace))) & ~expired,
+                    None),
             }
         ),
         c("missing"),

@@ -34,6 +34,7 @@ REQUIRED_BY_EVENT: dict[str, tuple[str, ...]] = {
     S.PRODUCER: ("producer_group", "producer", "result"),
     S.CHECKPOINT: ("half_offset", "op_offset"),
     S.END: ("queue_offset", "op_offset"),
+    S.EXPIRE: ("commitlog_offset", "half_offset", "op_offset", "half_offsets"),
 }
 
 
@@ -46,6 +47,8 @@ class TraceStats:
     first_ts: int | None
     last_ts: int | None
     op_entries: int
+    # The last EXPIRE's commitlog_offset: every record put before it was deleted by retention (None: none).
+    expired_before: int | None = None
 
     def judged_before(self, trace: TraceInput) -> int:
         """Liveness judges what started before this ts: a liveness horizon before the trace ended."""
@@ -118,6 +121,7 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
             F.min("seq").alias("min_seq"),
             F.max("seq").alias("max_seq"),
             F.sum(F.size("half_offsets")).alias("entries"),
+            F.max("commitlog_offset").alias("max_commitlog_offset"),
         )
         .collect()
     )
@@ -165,4 +169,5 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
                     + ([trace.config["end_ts"]] if isinstance(trace.config.get("end_ts"), int) else []),
                     default=None),
         op_entries=int(sum(r["entries"] or 0 for r in rows if r["event"] == S.OP_PUT)),
+        expired_before=next((r["max_commitlog_offset"] for r in rows if r["event"] == S.EXPIRE), None),
     )

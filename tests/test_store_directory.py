@@ -34,7 +34,9 @@ def child(script: str) -> subprocess.Popen:
 def test_new_store_gets_a_marker_and_a_first_segment(tmp_path):
     store = MessageStore.open(tmp_path / "a" / "b", clock=clock, segment_size=4096)
     marker = json.loads((tmp_path / "a" / "b" / MARKER).read_text())
-    assert marker == {"format": "txmq-store", "version": 1, "segment_size": 4096}
+    assert marker == {
+        "format": "txmq-store", "version": 2, "segment_size": 4096, "queue_file_entries": 300_000
+    }
     assert os.listdir(tmp_path / "a" / "b" / "commitlog") == [f"{0:020d}"]
     assert (store.flush_mode, store.segment_size, store.directory) == (
         "async",

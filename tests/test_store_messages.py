@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import threading
 
 import pytest
@@ -153,14 +154,36 @@ def test_reopen_rebuilds_queues_identically(tmp_path):
     end, log = store.max_physical_offset, list(store.iterate())
     store.close()
     reopened = MessageStore.open(tmp_path / "s", clock=ticking_clock(), segment_size=1024)
-    assert reopened.recovery.records == 60 and reopened.recovery.truncated_bytes == 0
+    assert reopened.recovery.records == 0 and reopened.recovery.truncated_bytes == 0  # clean: nothing read
     assert reopened.recovery.segment is None and "no torn tail" in str(reopened.recovery)
+    assert reopened.recovery.clean and str(reopened.recovery).startswith("clean shutdown")
     assert queues_of(reopened, topics) == before
     assert reopened.max_physical_offset == end and list(reopened.iterate()) == log
     nxt = message(99, topic="t1", queue_id=1)
     reopened.put_message(nxt)
     assert nxt.queue_offset == len(before[("t1", 1)]) and nxt.commitlog_offset >= end
     reopened.close()
+
+
+def test_missing_consume_queues_are_rebuilt_from_the_log(tmp_path):
+    store = MessageStore.open(tmp_path / "s", clock=ticking_clock(), segment_size=1024, queue_file_entries=3)
+    kinds = [TRANSACTION_NOT, TRANSACTION_PREPARED, TRANSACTION_COMMIT, TRANSACTION_ROLLBACK]
+    for i in range(60):
+        store.put_message(message(i, kinds[i % 4], topic=f"t{i % 3}", queue_id=i % 5))
+    topics = ["t0", "t1", "t2"]
+    before = queues_of(store, topics)
+    store.close()
+    shutil.rmtree(tmp_path / "s" / "consumequeue")
+    reopened = MessageStore.open(tmp_path / "s", clock=ticking_clock(), segment_size=1024)
+    assert reopened.recovery.records == 60 and "consumequeue/ was missing" in str(reopened.recovery)
+    assert queues_of(reopened, topics) == before
+    reopened.close()
+    one_queue = tmp_path / "s" / "consumequeue" / "t1" / "1"
+    os.remove(one_queue / sorted(os.listdir(one_queue))[-1])  # the last file of one queue
+    again = MessageStore.open(tmp_path / "s", clock=ticking_clock(), segment_size=1024)
+    assert again.recovery.records == 60 and "consume queue t1/1 holds" in str(again.recovery)
+    assert queues_of(again, topics) == before
+    again.close()
 
 
 def test_empty_store_reopens_empty(tmp_path):

@@ -23,15 +23,16 @@ def clock() -> int:
     return 7
 
 
-def build(path, count: int = 3, segment_size: int = 64 * 1024) -> list[StoredMessage]:
-    """A closed store at ``path`` holding ``count`` records; returns them with their offsets."""
-    store = MessageStore.open(path, clock=clock, segment_size=segment_size)
+def build(path, count: int = 3, segment_size: int = 64 * 1024, flush: str = "async") -> list[StoredMessage]:
+    """A crashed store at ``path`` holding ``count`` records written after its last checkpoint (so recovery
+    reads them all); returns them with their offsets."""
+    store = MessageStore.open(path, clock=clock, segment_size=segment_size, flush=flush)
     msgs = [
         StoredMessage("t", 0, f"payload {i}".encode() * 3, {"i": str(i), "ü": "✓"}, i) for i in range(count)
     ]
     for m in msgs:
         assert store.put_message(m).ok
-    store.close()
+    store.crash()
     return msgs
 
 
@@ -62,7 +63,8 @@ def test_torn_tail_cut_at_every_byte_of_the_last_record_is_truncated_and_reporte
         store = MessageStore.open(work, clock=clock, segment_size=64 * 1024)
         report = store.recovery
         assert (report.truncated_bytes, report.segment, report.records) == (cut - start, SEGMENT, 2), cut
-        assert f"truncated {cut - start} bytes of torn tail from segment {SEGMENT}" in str(report)
+        assert f"cut {cut - start} bytes from segment {SEGMENT}: " in str(report)
+        assert "a record whose write was cut short" in report.cut and f"at offset {start}" in report.cut
         assert os.path.getsize(segment_path(work)) == start
         assert [m.commitlog_offset for m in store.iterate()] == [m.commitlog_offset for m in msgs[:2]]
         assert store.get_message(start) is None and store.max_queue_offset("t", 0) == 2
@@ -160,7 +162,8 @@ def test_damage_at_the_end_of_a_segment_that_is_not_the_last_is_an_error(tmp_pat
 def test_a_missing_segment_is_an_error(tmp_path):
     build(tmp_path / "s", count=12, segment_size=256)
     os.remove(segment_path(tmp_path / "s", 256))
-    with pytest.raises(CorruptStoreError, match=f"expected segment {256:020d}"):
+    expected = f"segment\\(s\\) {256:020d} missing \\(1 of the 6 from {0:020d}"
+    with pytest.raises(CorruptStoreError, match=expected):
         MessageStore.open(tmp_path / "s", clock=clock, segment_size=256)
 
 

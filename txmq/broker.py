@@ -20,6 +20,7 @@ from txmq.client.message import (
     EndTransactionRequest,
     Message,
     MessageExt,
+    PullResult,
     SendResult,
     SendStatus,
 )
@@ -28,7 +29,7 @@ from txmq.config import RECORD_HEADROOM, BrokerConfig
 from txmq.errors import BrokerUnavailableError, ClientError, StoreError
 from txmq.store.codec import IllegalMessage, encode_properties
 from txmq.store.message import StoredMessage
-from txmq.store.message_store import MessageStore, PutStatus
+from txmq.store.message_store import MessageStore, PutStatus, next_begin_offset
 from txmq.store.offsets import OffsetStore
 from txmq.trace import schema as ev
 from txmq.trace.sinks import NullSink, TraceSink
@@ -58,7 +59,7 @@ from txmq.transaction.constants import (
 )
 from txmq.transaction.end_transaction import EndTransactionProcessor
 from txmq.transaction.half_cache import HalfCache
-from txmq.transaction.op_batcher import OpBatcher, encode_body
+from txmq.transaction.op_batcher import OpBatcher, decode_body, encode_body
 from txmq.transaction.producer_manager import ProducerChannel, ProducerManager
 from txmq.transaction.resolution import ResolutionIndex, TransactionState
 
@@ -131,17 +132,65 @@ class Broker:
         self.store = MessageStore.open(
             self.directory, clock=self.clock.now_ms, flush=cfg.flush, segment_size=cfg.segment_size
         )
-        self.offsets = OffsetStore(self.directory / OFFSETS_FILE)
-        self._checkpoints = {}
-        self.resolution = None
-        if cfg.strict:
-            self.resolution = ResolutionIndex()
-            self.resolution.rebuild(self.store.iterate())
+        try:
+            self.offsets = OffsetStore(self.directory / OFFSETS_FILE)
+            self._checkpoints = {}
+            self.resolution = self._open_resolution() if cfg.strict else None
+        except BaseException:
+            self.store.crash()
+            raise
+        recovery = self.store.recovery
+        if recovery.truncated_bytes or recovery.notes:
+            self.log(f"store recovery: {recovery}")
+        self._report_offsets_beyond_end()
         now = self.clock.now_ms()
         self._next_check = now + cfg.check_interval_ms
         self._next_op_flush = now + cfg.op_batch_interval_ms
         self._next_persist = now + cfg.offset_persist_interval_ms
+        self._next_retention = now + cfg.clean_resource_interval_ms
         self._up = True
+
+    def _open_resolution(self) -> ResolutionIndex:
+        """Strict mode's index, brought up to the end of the log from where it was last flushed."""
+        store = self.store
+        index = ResolutionIndex.open(str(self.directory), lambda: store.max_physical_offset)
+        try:
+            start, end = store.min_physical_offset, store.max_physical_offset
+            applied = index.applied_offset
+            if index.created and start > 0:
+                raise StoreError(
+                    f"{index.path} is missing and the log no longer starts at 0 (segments before {start} "
+                    "were deleted): strict mode cannot rebuild which transactions were resolved; restore it "
+                    "from a backup"
+                )
+            if not start <= applied <= end:
+                where = "the log now starts at" if applied < start else "the log now ends at"
+                raise StoreError(
+                    f"{index.path} reflects the log up to offset {applied}, but {where} "
+                    f"{start if applied < start else end}: the two do not belong together; restore them from "
+                    "a backup"
+                )
+            read = index.catch_up(store.iterate(applied))
+            store.add_checkpoint_listener(index.flush)
+            if read or index.created:
+                store.flush()
+        except BaseException:
+            index.close()
+            raise
+        return index
+
+    def _report_offsets_beyond_end(self) -> None:
+        """Say which stored offsets lie past their queue's end (the store lost records they had read, or the
+        offsets file came from elsewhere); each is corrected when next used (``next_begin_offset``)."""
+        for (group, topic, queue_id), offset in sorted(self.offsets.snapshot().items()):
+            end = self.store.max_queue_offset(topic, queue_id)
+            if offset > end:
+                self.stats["offsets_beyond_end"] += 1
+                self.log(
+                    f"offset {offset} of group {group} on {topic}/{queue_id} lies beyond the queue's end "
+                    f"{end}; its next read moves it to {end} (OFFSET_OVERFLOW_BADLY, as "
+                    "DefaultMessageStore.getMessage)"
+                )
 
     def _require_up(self) -> None:
         if not self._up:
@@ -155,6 +204,8 @@ class Broker:
             self.emit(ev.CRASH, self.clock.now_ms())
             self._up = False
             self.store.crash()
+            if self.resolution is not None:
+                self.resolution.close()
             self.half_cache.clear()
             self.op_batcher.clear()
             self._checkpoints = {}
@@ -188,7 +239,11 @@ class Broker:
                         commitlog_offset=self.store.max_physical_offset,
                     )
             finally:
-                self.store.close()
+                try:
+                    self.store.close()  # its checkpoint flushes the resolution index too
+                finally:
+                    if self.resolution is not None:
+                        self.resolution.close()
                 self._up = False
                 self.half_cache.clear()
                 self.op_batcher.clear()
@@ -220,14 +275,24 @@ class Broker:
         print(f"txmq broker: {text}", file=sys.stderr)
 
     def checkpoint(self, topic: str, queue_id: int) -> int:
-        """The scanner's position in a half/Op queue: in memory, else the persisted one, else the minimum."""
+        """The scanner's position in a half/Op queue: in memory, else the persisted one, else the minimum.
+
+        A position outside the queue is moved to its nextBeginOffset, as upstream's check service does when
+        its read is OFFSET_ILLEGAL (``TransactionalMessageServiceImpl.check`` continues from it for the half
+        queue, ``fillOpRemoveMap`` stores it for the Op queue): past records deleted by retention, or back to
+        the end of a queue that lost its tail."""
         key = (topic, queue_id)
         value = self._checkpoints.get(key)
         if value is None:
             stored = self.offsets.get(CHECKPOINT_GROUP, topic, queue_id)
             value = stored if stored is not None else self.store.min_queue_offset(topic, queue_id)
             self._checkpoints[key] = value
-        return value
+        store = self.store
+        corrected = next_begin_offset(value, store.min_queue_offset(topic, queue_id),
+                                      store.max_queue_offset(topic, queue_id))
+        if corrected != value:
+            self.set_checkpoint(topic, queue_id, corrected)
+        return corrected
 
     def set_checkpoint(self, topic: str, queue_id: int, offset: int) -> None:
         """Move a scanner checkpoint (in memory; ``persist_offsets`` makes it durable)."""
@@ -454,6 +519,13 @@ class Broker:
     def pull(self, consumer_group: str, topic: str, queue_id: int, offset: int, max_messages: int = 32
              ) -> list[MessageExt]:
         """Messages of ``topic``/``queue_id`` from ``offset``; each one delivered is traced (DELIVER)."""
+        return self.pull_messages(consumer_group, topic, queue_id, offset, max_messages).messages
+
+    def pull_messages(self, consumer_group: str, topic: str, queue_id: int, offset: int,
+                      max_messages: int = 32) -> PullResult:
+        """``pull``, with the offset to read next. An offset outside the queue is corrected as upstream's
+        ``DefaultMessageStore.getMessage`` does (``next_begin_offset``), and the correction is logged as
+        upstream's PULL_OFFSET_MOVED is."""
         validate_topic(topic)
         if max_messages < 1:
             raise ClientError(f"max_messages must be at least 1, got {max_messages}")
@@ -461,10 +533,17 @@ class Broker:
             raise ClientError(f"offset must be >= 0, got {offset}")
         with self._lock:
             self._require_up()
-            end = min(self.store.max_queue_offset(topic, queue_id), offset + max_messages)
+            low = self.store.min_queue_offset(topic, queue_id)
+            high = self.store.max_queue_offset(topic, queue_id)
+            start = next_begin_offset(offset, low, high)
+            if start != offset:
+                self.stats["offsets_moved"] += 1
+                self.log(f"group {consumer_group} read {topic}/{queue_id} at offset {offset}, outside "
+                         f"[{low}, {high}): moved to {start}")
+            end = min(high, start + max_messages)
             out = []
             now = self.clock.now_ms()
-            for queue_offset in range(offset, end):
+            for queue_offset in range(start, end):
                 message = self.store.get_by_queue_offset(topic, queue_id, queue_offset)
                 if message is None:
                     continue
@@ -475,7 +554,7 @@ class Broker:
                     queue_id=queue_id, queue_offset=queue_offset, commitlog_offset=message.commitlog_offset,
                     body_crc=self.crc(message.body),
                 )
-            return out
+            return PullResult(out, end, start != offset)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be assigned in ``topic``/``queue_id``."""
@@ -554,6 +633,61 @@ class Broker:
             self._require_up()
             return self._write_due_ops(force)
 
+    def delete_expired_segments(self) -> list[str]:
+        """One retention pass (upstream ``CleanCommitLogService``): delete the commit-log segments due for
+        deletion and what lived in them; returns the deleted segment names."""
+        with self._lock:
+            self._require_up()
+            return self._expire()
+
+    def _expire(self) -> list[str]:
+        store = self.store
+        new_min = store.expired_before(self.clock.now_ms(), self.config.file_reserved_time_ms)
+        if new_min is None:
+            return []
+        half_min = store.queue_offset_from(HALF_TOPIC, HALF_QUEUE_ID, new_min)
+        op_min = store.queue_offset_from(OP_TOPIC, HALF_QUEUE_ID, new_min)
+        unresolved = self._unresolved_halves_before(half_min)
+        names = store.delete_before(new_min)
+        if self.resolution is not None:
+            self.resolution.trim(new_min)
+        self.half_cache.drop_before(new_min)  # an expired half must not be committed from the cache
+        self.stats["segments_deleted"] += len(names)
+        self.stats["halves_expired_unresolved"] += len(unresolved)
+        self.emit(ev.EXPIRE, self.clock.now_ms(), commitlog_offset=new_min, half_offset=half_min,
+                  op_offset=op_min, half_offsets=unresolved)
+        return names
+
+    def _unresolved_halves_before(self, half_min: int) -> list[int]:
+        """Half offsets below ``half_min`` (about to be deleted) whose transaction is still unresolved.
+
+        Only offsets at or past the check service's checkpoint can be: every half before it was examined
+        and is resolved, renewed or discarded. Strict mode asks its index (a pending transaction whose
+        latest copy this is); rocketmq mode has no per-transaction state and counts a half unresolved when
+        no Op record from the Op checkpoint on (or in the Op buffer) names it.
+        """
+        store = self.store
+        start = self.checkpoint(HALF_TOPIC, HALF_QUEUE_ID)
+        if start >= half_min:
+            return []
+        covered: set[int] = set(self.op_batcher.buffered(HALF_QUEUE_ID))
+        if self.resolution is None:
+            op_end = store.max_queue_offset(OP_TOPIC, HALF_QUEUE_ID)
+            for op_offset in range(self.checkpoint(OP_TOPIC, HALF_QUEUE_ID), op_end):
+                op = store.get_by_queue_offset(OP_TOPIC, HALF_QUEUE_ID, op_offset)
+                if op is not None:
+                    covered.update(decode_body(op.body))
+        out = []
+        for half_offset in range(start, half_min):
+            half = store.get_by_queue_offset(HALF_TOPIC, HALF_QUEUE_ID, half_offset)
+            if half is None or half_offset in covered:
+                continue
+            if self.resolution is None or self.resolution.pending_latest(
+                half.properties.get(PROPERTY_TRANSACTION_ID, ""), half_offset
+            ):
+                out.append(half_offset)
+        return out
+
     def persist_offsets(self) -> None:
         """Make checkpoints and consumer offsets durable (upstream: every 5 s and at shutdown)."""
         with self._lock:
@@ -575,10 +709,13 @@ class Broker:
             if now >= self._next_persist:
                 self.offsets.persist(durable=self.config.flush == "sync")
                 self._next_persist = now + cfg.offset_persist_interval_ms
+            if now >= self._next_retention:
+                self._expire()
+                self._next_retention = now + cfg.clean_resource_interval_ms
 
     def next_due_ms(self) -> int:
         """When ``tick`` next has something to do."""
-        return min(self._next_op_flush, self._next_check, self._next_persist)
+        return min(self._next_op_flush, self._next_check, self._next_persist, self._next_retention)
 
     def trace_config(self) -> dict[str, Any]:
         """The settings a trace header carries."""

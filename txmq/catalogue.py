@@ -164,12 +164,14 @@ ENTRIES: tuple[Invariant, ...] = (
         not_in_spec="the spec keeps no history of refused END_TX requests yet"),
     Invariant(
         "EventuallyResolved", LIVENESS, BOTH, SPEC | SPARK,
-        "Every transaction whose half was stored ends with an END_TX OK (COMMIT or ROLLBACK) or a DISCARD; "
+        "Every transaction whose half was stored ends with an END_TX OK (COMMIT or ROLLBACK) or a DISCARD, "
+        "unless an EXPIRE lists one of its halves among those deleted unresolved (it can no longer resolve); "
         "over a trace, every transaction old enough to judge."),
     Invariant(
         "EventuallyDelivered", LIVENESS, BOTH, SPARK,
-        "Every REAL_PUT reaches every consumer group subscribed to its topic; over a trace, every REAL_PUT "
-        "old enough to judge.",
+        "Every REAL_PUT reaches every consumer group subscribed to its topic, unless its commitlog_offset is "
+        "below the last EXPIRE's (retention deleted it before that group read it); over a trace, every "
+        "REAL_PUT old enough to judge.",
         not_in_spec=_DELIVERY_BELOW_SPEC + ", and consumers are not modelled"),
 )
 

@@ -38,7 +38,9 @@ class BrokerConfig(DataClassJsonMixin):
     """What a broker is configured with. Times are milliseconds.
 
     ``mode``: ``strict`` (transactions resolve once) or ``rocketmq`` (upstream behaviour, anomalies
-    included); see docs/design.md.
+    included); see docs/design.md. ``file_reserved_time_ms`` is upstream's ``fileReservedTime`` (72 h):
+    commit-log segments last written to longer ago are deleted, checked every ``clean_resource_interval_ms``
+    (upstream ``cleanResourceInterval``), and the check service discards halves born longer ago.
     """
 
     mode: str = "strict"
@@ -52,6 +54,7 @@ class BrokerConfig(DataClassJsonMixin):
     half_cache_enabled: bool = True
     half_cache_capacity: int = 8_000
     offset_persist_interval_ms: int = 5_000
+    clean_resource_interval_ms: int = 10_000
     flush: str = "async"
     segment_size: int = 64 * 1024 * 1024
     reject_transaction_message: bool = False
@@ -65,7 +68,8 @@ class BrokerConfig(DataClassJsonMixin):
         minimum = {
             "transaction_timeout_ms": 0, "check_interval_ms": 1, "check_max": 1, "file_reserved_time_ms": 1,
             "op_batch_max_chars": 1, "op_batch_interval_ms": 1, "op_buffer_capacity": 1,
-            "half_cache_capacity": 1, "offset_persist_interval_ms": 1, "segment_size": 4096,
+            "half_cache_capacity": 1, "offset_persist_interval_ms": 1, "clean_resource_interval_ms": 1,
+            "segment_size": 4096,
         }
         for name, low in minimum.items():
             if getattr(self, name) < low:

@@ -14,7 +14,7 @@ from txmq.errors import BrokerUnavailableError
 
 
 class BrokerRuntime:
-    """Check service, Op batch flusher and offset persister of one broker, each on its own thread.
+    """Check service, Op batch flusher, offset persister and retention of one broker, each on its own thread.
 
     ``interval_scale`` shrinks every interval (e.g. 0.01 for stress tests that cannot wait 30 s).
     """
@@ -29,6 +29,8 @@ class BrokerRuntime:
             ("txmq-check", cfg.check_interval_ms * interval_scale / 1000, broker.run_check_once),
             ("txmq-op-batch", cfg.op_batch_interval_ms * interval_scale / 1000, broker.flush_op_batches),
             ("txmq-offsets", cfg.offset_persist_interval_ms * interval_scale / 1000, broker.persist_offsets),
+            ("txmq-retention", cfg.clean_resource_interval_ms * interval_scale / 1000,
+             broker.delete_expired_segments),
         ]
         self._threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []

@@ -59,6 +59,20 @@ def test_each_group_that_misses_a_position_is_one_violation(run_trace: Callable[
     assert [s["key"] for s in result.samples] == ["txn:t1", "txn:t3"]
 
 
+def test_what_retention_deleted_is_owed_no_delivery_and_no_resolution(
+    run_trace: Callable[..., Report],
+) -> None:
+    """t1's real message (commit-log offset 500) is never delivered, and t4 is never resolved: both are
+    owed, unless an EXPIRE says t1's record was deleted and t4's latest half was deleted unresolved."""
+    trace = clean_trace()
+    undelivered(trace)
+    trace.events.remove(trace.find(S.DISCARD, "t4"))
+    expire = trace.add(S.EXPIRE, 60_000, commitlog_offset=400, half_offset=3, op_offset=0, half_offsets=[])
+    assert set(reported(run_trace(trace))) == {"EventuallyDelivered", "EventuallyResolved"}
+    expire.update(commitlog_offset=501, half_offset=8, half_offsets=[7])
+    assert reported(run_trace(trace)) == {}
+
+
 def test_ndjson_gives_the_same_report(run_trace: Callable[..., Report]) -> None:
     parquet = run_trace(clean_trace(), "t.parquet").to_dict()
     ndjson = run_trace(clean_trace(), "t.ndjson").to_dict()

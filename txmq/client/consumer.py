@@ -38,10 +38,9 @@ class PullConsumer:
         if topic not in self.topics:
             raise ClientError(f"consumer group {self.group} is not subscribed to {topic}")
         position = self._position(topic, queue_id)
-        messages = self.broker.pull(self.group, topic, queue_id, position, max_messages)
-        if messages:
-            self._next[(topic, queue_id)] = messages[-1].queue_offset + 1
-        return messages
+        result = self.broker.pull_messages(self.group, topic, queue_id, position, max_messages)
+        self._next[(topic, queue_id)] = result.next_offset  # moved past expired records, or back to the end
+        return result.messages
 
     def commit(self) -> None:
         """Commit the position of every queue read so far."""

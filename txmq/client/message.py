@@ -79,6 +79,20 @@ class SendResult:
 
 
 @dataclass(frozen=True)
+class PullResult:
+    """The broker's answer to a pull: the messages, and the queue offset to read next.
+
+    ``next_offset`` differs from the requested offset plus the messages read only when the request was
+    outside the queue (``moved``): below its first live record (they expired) or past its end, in which case
+    the reader moves there, as an upstream consumer moves to a PULL_OFFSET_MOVED's nextBeginOffset.
+    """
+
+    messages: list[MessageExt]
+    next_offset: int
+    moved: bool = False
+
+
+@dataclass(frozen=True)
 class TransactionSendResult:
     """What ``send_message_in_transaction`` returns."""
 

@@ -1,9 +1,12 @@
-"""Binary framing of commit-log records: the one place that knows the byte layout.
+"""Binary layouts of the store: commit-log frames and consume-queue entries, the one place that knows them.
 
 A frame is ``HEADER`` (payload length, zlib.crc32 of the payload, magic/version byte) followed by the
 payload: ``FIXED`` (the numeric fields), the UTF-8 topic, the properties as ``k\\x01v\\x02`` pairs, and the
 raw body. The commit-log offset is not stored: it is the frame's position. struct and str.join keep the
 per-record cost to a few microseconds, which matters because every transaction appends three records.
+
+A consume-queue entry is upstream's 20-byte unit (``ConsumeQueue.CQ_STORE_UNIT_SIZE``), big-endian as Java
+writes it: the record's commit-log offset (int64), its frame size (int32) and its tags code (int64).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from txmq.store.message import StoredMessage
+from txmq.store.message import PROPERTY_TAGS, StoredMessage
 
 HEADER = struct.Struct("<IIB")
 HEADER_SIZE = HEADER.size
@@ -22,12 +25,15 @@ FIXED_END = HEADER_SIZE + FIXED.size
 MAGIC = 0xA7  # format version 1; a different byte is a frame this version cannot read
 MIN_PAYLOAD = FIXED.size
 MAX_TOPIC_BYTES = 0xFFFF
+QUEUE_ENTRY = struct.Struct(">qiq")
+QUEUE_ENTRY_SIZE = QUEUE_ENTRY.size
 
 _pack_header = HEADER.pack
 _pack_fixed = FIXED.pack
 _unpack_header = HEADER.unpack_from
 _unpack_fixed = FIXED.unpack_from
 _crc32 = zlib.crc32
+_TAGS_KEY = PROPERTY_TAGS.encode() + b"\x01"
 
 
 class IllegalMessage(ValueError):
@@ -127,7 +133,7 @@ def frame_length_at(buf: bytes | memoryview, pos: int, end: int, max_payload: in
 
     Valid means: the header fits, the magic byte is ours, the payload length is plausible and fits, the
     topic and properties lengths fit in the payload, and the CRC matches. Recovery uses this both to walk
-    the log and to look for valid records after a damaged one.
+    the log and to look for valid records after a damaged one; every read checks it too.
     """
     if end - pos < HEADER_SIZE:
         return 0
@@ -143,8 +149,75 @@ def frame_length_at(buf: bytes | memoryview, pos: int, end: int, max_payload: in
     return HEADER_SIZE + length
 
 
-def index_fields(buf: bytes | memoryview, pos: int) -> tuple[str, int, int, int]:
-    """(topic, queue_id, sysflag, queue_offset) of the valid frame at ``pos``: what recovery indexes."""
-    sysflag, _flag, queue_id, _b, _s, _p, queue_offset, tlen, _plen = _unpack_fixed(buf, pos + HEADER_SIZE)
+def declared_frame_length(buf: bytes | memoryview, pos: int, end: int, max_payload: int) -> int:
+    """Length the header at ``pos`` claims for its frame if the header is whole and plausible, else 0.
+
+    A walk that reads a segment in chunks uses it to tell a frame cut by the chunk's end (read more) from
+    an invalid one (stop).
+    """
+    if end - pos < HEADER_SIZE:
+        return 0
+    length, _crc, magic = _unpack_header(buf, pos)
+    if magic != MAGIC or length < MIN_PAYLOAD or length > max_payload:
+        return 0
+    return HEADER_SIZE + length
+
+
+def describe_invalid(buf: bytes | memoryview, pos: int, end: int, max_payload: int) -> str:
+    """What the invalid bytes ``buf[pos:end]`` at the end of a log are, for the report of what was cut.
+
+    Distinguishes what a crash leaves (a zero-filled or partly written record) from a complete record
+    that fails its CRC, which a crash does not explain under sync flush: that record may have been
+    acknowledged. Fields of a record that fails its CRC are printed as unverified.
+    """
+    size = end - pos
+    if not any(buf[pos:end]):
+        return f"{size} zero bytes (space the crash left unwritten)"
+    if size < HEADER_SIZE:
+        return f"{size} bytes, less than a record header: a record whose write was cut short"
+    length, crc, magic = _unpack_header(buf, pos)
+    if magic != MAGIC or length < MIN_PAYLOAD or length > max_payload:
+        return f"{size} bytes that do not start with a record header"
+    if HEADER_SIZE + length > size:
+        return f"{size} bytes of a {HEADER_SIZE + length}-byte record: a record whose write was cut short"
+    fields = ""
+    try:
+        *_rest, stored, _prep, queue_offset, tlen, _plen = _unpack_fixed(buf, pos + HEADER_SIZE)
+        topic = bytes(buf[pos + FIXED_END : pos + FIXED_END + min(tlen, 80)]).decode(errors="replace")
+        fields = f" (unverified: topic {topic!r}, queue offset {queue_offset}, store timestamp {stored})"
+    except struct.error:
+        pass
+    return (
+        f"a complete {HEADER_SIZE + length}-byte record that fails its CRC{fields}"
+        + (f", then {size - HEADER_SIZE - length} more bytes" if size > HEADER_SIZE + length else "")
+    )
+
+
+def store_timestamp_of(frame: bytes | memoryview, pos: int = 0) -> int:
+    """The store timestamp of the (valid) frame at ``pos``: what retention ages a segment by."""
+    return int(_unpack_fixed(frame, pos + HEADER_SIZE)[4])
+
+
+def tags_code(tags: str | None) -> int:
+    """Upstream's ``MessageExtBrokerInner.tagsString2tagsCode``: Java's ``String.hashCode`` of the tags,
+    0 for none; consume queues store it so a tag filter needs no commit-log read."""
+    if not tags:
+        return 0
+    h = 0
+    for (unit,) in struct.iter_unpack(">H", tags.encode("utf-16-be", "surrogatepass")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def index_fields(buf: bytes | memoryview, pos: int) -> tuple[str, int, int, int, str | None]:
+    """(topic, queue_id, sysflag, queue_offset, tags) of the valid frame at ``pos``: what recovery
+    dispatches to the consume queues."""
+    sysflag, _flag, queue_id, _b, _s, _p, queue_offset, tlen, plen = _unpack_fixed(buf, pos + HEADER_SIZE)
     start = pos + FIXED_END
-    return bytes(buf[start : start + tlen]).decode(), queue_id, sysflag, queue_offset
+    topic = bytes(buf[start : start + tlen]).decode()
+    tags = None
+    if plen:
+        raw = bytes(buf[start + tlen : start + tlen + plen])
+        if _TAGS_KEY in raw:  # most records have no tags: skip decoding their properties
+            tags = decode_properties(raw).get(PROPERTY_TAGS)
+    return topic, queue_id, sysflag, queue_offset, tags

@@ -14,6 +14,7 @@ TRANSACTION_PREPARED = 4
 TRANSACTION_COMMIT = 8
 TRANSACTION_ROLLBACK = 12
 TRANSACTION_MASK = 12
+PROPERTY_TAGS = "TAGS"  # upstream MessageConst.PROPERTY_TAGS: the store hashes it into consume-queue entries
 
 
 def transaction_type(sysflag: int) -> int:

@@ -1,8 +1,10 @@
-"""The message store: a locked store directory, its commit log, and the consume queues built from it.
+"""The message store: a locked store directory, its commit log, its consume queues and its checkpoint.
 
-A consume queue is the list of commit-log offsets of the records of one (topic, queue id), in append
-order; a record's queue offset is its index there. Queues live in memory only and are rebuilt from the log
-on open, so they always agree with it, as upstream's are (docs/rocketmq-behaviour.md#crash-and-restart).
+A consume queue holds the commit-log offsets of the records of one (topic, queue id) in append order; a
+record's queue offset is its index there. Queues are files (``consumequeue``), kept in step with the log
+by the checkpoint, as upstream's are (docs/rocketmq-behaviour.md#crash-and-restart): on open only the log
+after the checkpoint is read and dispatched to them (none of it after a clean shutdown), and a queue
+missing or behind is rebuilt from the whole log. Nothing in memory grows with the number of records.
 Every public method holds one lock, so the store can be shared by the broker's threads; appends are
 serialised, as in RocketMQ's commit log.
 """
@@ -14,12 +16,12 @@ import fcntl
 import json
 import os
 import threading
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
-from txmq.errors import ConfigError, StoreError, StoreLockedError
+from txmq.errors import ConfigError, CorruptStoreError, StoreError, StoreLockedError
+from txmq.store.checkpoint import CHECKPOINT_FILE, Checkpoint, load_checkpoint
 from txmq.store.codec import (
     IllegalMessage,
     decode_frame,
@@ -27,21 +29,25 @@ from txmq.store.codec import (
     encode_properties,
     encode_topic,
     index_fields,
+    tags_code,
 )
 from txmq.store.commitlog import CommitLog
+from txmq.store.consumequeue import DEFAULT_ENTRIES_PER_FILE, QUEUE_DIR, ConsumeQueues
 from txmq.store.fileutil import atomic_write
-from txmq.store.message import StoredMessage, is_indexed
+from txmq.store.message import PROPERTY_TAGS, StoredMessage, is_indexed
 from txmq.store.recovery import RecoveryReport
 
-__all__ = ["MessageStore", "PutResult", "PutStatus", "RecoveryReport"]
+__all__ = ["MessageStore", "PutResult", "PutStatus", "RecoveryReport", "next_begin_offset"]
 
 MARKER_FILE = "txmq-store.json"
 LOCK_FILE = "lock"
 COMMITLOG_DIR = "commitlog"
 STORE_FORMAT = "txmq-store"
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: consume queues on disk and a checkpoint; a version-1 store is upgraded on open
 MIN_SEGMENT_SIZE = 256
 FLUSH_MODES = ("async", "sync")
+CHECKPOINT_BYTES = 16 << 20  # a checkpoint every this many bytes of log: what recovery reads after a crash
+DELETE_FILE_BATCH_MAX = 10  # upstream deleteFileBatchMax: segments one retention pass deletes at most
 
 
 class PutStatus(enum.Enum):
@@ -71,25 +77,57 @@ def _failure(status: PutStatus, reason: str) -> PutResult:
     return PutResult(status, -1, -1, reason)
 
 
+def next_begin_offset(offset: int, min_offset: int, max_offset: int) -> int:
+    """Where a read at ``offset`` of a queue spanning [min_offset, max_offset) continues.
+
+    Upstream ``DefaultMessageStore.getMessage``: below the minimum (the records expired) it is
+    OFFSET_TOO_SMALL with nextBeginOffset = the minimum; past the maximum (the store lost its tail, or the
+    offset came from elsewhere) OFFSET_OVERFLOW_BADLY with nextBeginOffset = the maximum; an empty queue
+    gives 0 (NO_MESSAGE_IN_QUEUE). A master broker moves the reader there (``nextOffsetCorrection``).
+    """
+    return min(max(offset, min_offset), max_offset)
+
+
+@dataclass(frozen=True)
+class _Marker:
+    segment_size: int
+    queue_file_entries: int
+    version: int
+    created: bool
+
+
 class MessageStore:
-    """A txmq store directory opened by this process. Create with ``MessageStore.open``."""
+    """A txmq store directory opened by this process. Create with ``MessageStore.open``.
+
+    >>> store = MessageStore.open("/tmp/s", clock=lambda: 0)          # doctest: +SKIP
+    >>> store.put_message(StoredMessage("T", 0, b"hi", {}, 0)).ok       # doctest: +SKIP
+    True
+    """
 
     recovery: RecoveryReport
 
     def __init__(
-        self, directory: str, lock_fd: int, clock: Callable[[], int], sync: bool, segment_size: int
+        self, directory: str, lock_fd: int, clock: Callable[[], int], sync: bool, marker: _Marker
     ) -> None:
         self.directory = directory
         self.flush_mode = "sync" if sync else "async"
-        self.segment_size = segment_size
+        self.segment_size = marker.segment_size
         self._lock_fd = lock_fd
         self._clock = clock
         self._lock = threading.Lock()
         self._closed = False
-        self._queues: dict[str, dict[int, array[int]]] = {}
-        self._log, self.recovery = CommitLog.open(
-            os.path.join(directory, COMMITLOG_DIR), segment_size, sync, self._index_recovered
-        )
+        self._listeners: list[Callable[[int], None]] = []
+        self._queues: ConsumeQueues
+        self._log: CommitLog
+        self._checkpoint_offset = 0
+        try:
+            self._recover(sync, marker)
+        except BaseException:
+            if hasattr(self, "_log"):
+                self._log.close(flush=False)
+            if hasattr(self, "_queues"):
+                self._queues.close()
+            raise
 
     @classmethod
     def open(
@@ -99,12 +137,19 @@ class MessageStore:
         clock: Callable[[], int],
         flush: str = "async",
         segment_size: int = 64 * 1024 * 1024,
+        queue_file_entries: int | None = None,
     ) -> MessageStore:
-        """Open (creating if new, recovering if not) the store in ``directory`` and lock it."""
+        """Open (creating if new, recovering if not) the store in ``directory`` and lock it.
+
+        ``queue_file_entries`` (entries per consume-queue file) is fixed when the store is created; None
+        takes the store's, or upstream's 300,000 for a new one.
+        """
         if flush not in FLUSH_MODES:
             raise ConfigError(f"flush must be one of {', '.join(FLUSH_MODES)}, got {flush!r}")
         if type(segment_size) is not int or segment_size < MIN_SEGMENT_SIZE:
             raise ConfigError(f"segment_size must be an int >= {MIN_SEGMENT_SIZE}, got {segment_size!r}")
+        if queue_file_entries is not None and (type(queue_file_entries) is not int or queue_file_entries < 1):
+            raise ConfigError(f"queue_file_entries must be a positive int, got {queue_file_entries!r}")
         path = os.fspath(directory)
         _prepare_directory(path)
         try:
@@ -112,8 +157,8 @@ class MessageStore:
         except OSError as exc:
             raise StoreError(f"cannot lock store {path}: {exc}") from None
         try:
-            segment_size = _read_or_create_marker(path, segment_size)
-            return cls(path, lock_fd, clock, flush == "sync", segment_size)
+            marker = _read_or_create_marker(path, segment_size, queue_file_entries)
+            return cls(path, lock_fd, clock, flush == "sync", marker)
         except OSError as exc:
             os.close(lock_fd)
             raise StoreError(f"cannot open store {path}: {exc}; check its files and permissions") from None
@@ -121,16 +166,123 @@ class MessageStore:
             os.close(lock_fd)
             raise
 
-    def _index_recovered(self, offset: int, buf: bytes, pos: int) -> None:
-        topic, queue_id, sysflag, queue_offset = index_fields(buf, pos)
+    # -- recovery ---------------------------------------------------------------------------------------
+
+    def _recover(self, sync: bool, marker: _Marker) -> None:
+        checkpoint = load_checkpoint(self.directory)
+        log_dir = os.path.join(self.directory, COMMITLOG_DIR)
+        notes: list[str] = []
+        if checkpoint is None:
+            if marker.version == STORE_VERSION and not marker.created and _holds_records(log_dir):
+                raise CorruptStoreError(
+                    f"{os.path.join(self.directory, CHECKPOINT_FILE)} is missing: txmq cannot tell where the "
+                    "store ended or whether segments are missing; restore it from a backup"
+                )
+            checkpoint = Checkpoint()
+        existed = marker.version == STORE_VERSION and not marker.created and checkpoint.flushed_offset > 0
+        self._log, log_notes = CommitLog.open(
+            log_dir, marker.segment_size, sync, checkpoint.min_offset, checkpoint.flushed_offset, existed
+        )
+        notes += log_notes
+        self._queues = ConsumeQueues(self.directory, marker.queue_file_entries, self._log.min_offset)
+        start = checkpoint.flushed_offset
+        rebuild = self._queues_need_rebuild(checkpoint, marker)
+        if rebuild:
+            notes.append(rebuild)
+            self._queues.wipe()
+            start = self._log.min_offset
+        records, cut = self._log.recover(start, self._dispatch)
+        self.recovery = RecoveryReport(
+            truncated_bytes=cut.size if cut else 0,
+            segment=cut.segment if cut else None,
+            records=records,
+            segments=self._log.segments,
+            max_physical_offset=self._log.max_physical_offset,
+            from_offset=start,
+            clean=checkpoint.clean and not cut,
+            cut=cut.what if cut else "",
+            notes=tuple(notes),
+        )
+        if records or cut or notes:
+            self._checkpoint(clean=False)  # what recovery did is durable; a crash from here is abnormal
+        else:  # nothing changed: only note that the store is open (a crash keeps the page cache)
+            self._checkpoint_offset = checkpoint.flushed_offset
+            Checkpoint(checkpoint.min_offset, checkpoint.flushed_offset, False, checkpoint.queues).save(
+                self.directory, durable=False
+            )
+        if marker.version != STORE_VERSION:
+            _write_marker(self.directory, marker.segment_size, marker.queue_file_entries)
+
+    def _queues_need_rebuild(self, checkpoint: Checkpoint, marker: _Marker) -> str:
+        """Why the consume queues must be rebuilt from the log ("" if they need not be): truncated back to
+        the checkpoint, each must hold exactly the entries the checkpoint recorded."""
+        if marker.version != STORE_VERSION:
+            return f"upgraded the store from format version {marker.version}: rebuilt its consume queues"
+        if not os.path.isdir(self._queues.root):
+            if checkpoint.flushed_offset <= checkpoint.min_offset and not checkpoint.queues:
+                return ""  # nothing was checkpointed: the walk from the checkpoint builds every queue
+            return f"{QUEUE_DIR}/ was missing: rebuilt the consume queues from the commit log"
+        try:
+            self._queues.load_all()
+            lengths = {}
+            for key, queue in self._queues.by_key():
+                queue.truncate_from(checkpoint.flushed_offset)
+                lengths[key] = queue.max_offset
+        except CorruptStoreError as exc:  # derived data: the log can always rebuild it
+            return f"{exc}: rebuilt the consume queues from the commit log"
+        for key in sorted(checkpoint.queues.keys() | lengths.keys()):
+            have, recorded = lengths.get(key), checkpoint.queues.get(key, 0)
+            if have != recorded:
+                state = "missing" if have is None else f"holds {have} entries, not {recorded}"
+                return f"consume queue {key} {state}: rebuilt the consume queues from the commit log"
+        return ""
+
+    def _dispatch(self, offset: int, buf: bytes, pos: int, length: int) -> None:
+        topic, queue_id, sysflag, queue_offset, tags = index_fields(buf, pos)
         if not is_indexed(sysflag):
             if queue_offset != -1:
                 raise ValueError(f"a record of sysflag {sysflag} has queue offset {queue_offset}, not -1")
             return
-        queue = self._queues.setdefault(topic, {}).setdefault(queue_id, array("q"))
-        if queue_offset != len(queue):
-            raise ValueError(f"queue {topic}/{queue_id} is at {len(queue)}, the record says {queue_offset}")
-        queue.append(offset)
+        queue = self._queues.get_or_create(topic, queue_id)
+        expected = queue.max_offset
+        if expected == 0 and queue_offset > 0 and self._log.min_offset > 0 and queue.empty_on_disk:
+            queue.start_at(queue_offset)  # rebuilding after retention: the queue's first records are gone
+        elif queue_offset != expected:
+            raise ValueError(f"queue {topic}/{queue_id} is at {expected}, the record says {queue_offset}")
+        queue.append(offset, length, tags_code(tags))
+
+    # -- durability -------------------------------------------------------------------------------------
+
+    def _checkpoint(self, clean: bool, min_offset: int | None = None) -> None:
+        """Make the log and the queues durable, then record that in the checkpoint (caller holds the lock)."""
+        self._queues.flush(durable=True)
+        self._log.fsync()
+        end = self._log.max_physical_offset
+        start = self._log.min_offset if min_offset is None else min_offset
+        Checkpoint(start, end, clean, self._queues.lengths()).save(self.directory)
+        self._checkpoint_offset = end
+        for listener in self._listeners:
+            listener(end)
+
+    def flush(self) -> int:
+        """Checkpoint now; returns the offset up to which the store is durable."""
+        with self._lock:
+            self._check_open()
+            self._checkpoint(clean=False)
+            return self._checkpoint_offset
+
+    def add_checkpoint_listener(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(durable_offset)`` after each checkpoint, under the store lock: state derived from
+        the log (strict mode's resolution index) is made durable up to the same offset. A checkpoint never
+        falls between a put and the return of ``put_message``: it comes before the append that crosses the
+        interval, so a caller that applies each record's effects before its next put has applied exactly
+        the records before ``durable_offset``."""
+        self._listeners.append(listener)
+
+    @property
+    def durable_offset(self) -> int:
+        """The offset of the last checkpoint: everything before it survives a power loss."""
+        return self._checkpoint_offset
 
     # -- writing ----------------------------------------------------------------------------------------
 
@@ -154,8 +306,12 @@ class MessageStore:
             queue = None
             queue_offset = -1
             if indexed:
-                queue = self._queues.get(msg.topic, {}).get(msg.queue_id)
-                queue_offset = 0 if queue is None else len(queue)
+                try:
+                    queue = self._queues.get_or_create(msg.topic, msg.queue_id)
+                except TypeError:
+                    reason = f"queue_id must be an int, got {msg.queue_id!r}"
+                    return _failure(PutStatus.MESSAGE_ILLEGAL, reason)
+                queue_offset = queue.max_offset
             now = self._clock()
             try:
                 frame = encode_frame(msg, topic, properties, now, queue_offset)
@@ -166,14 +322,19 @@ class MessageStore:
                     PutStatus.MESSAGE_ILLEGAL,
                     f"the record is {len(frame)} bytes, more than the segment size {self.segment_size}",
                 )
+            if self._log.max_physical_offset - self._checkpoint_offset >= CHECKPOINT_BYTES:
+                # Before the append, so a listener sees exactly the records whose effects it has applied.
+                try:
+                    self._checkpoint(clean=False)
+                except OSError as exc:
+                    reason = f"the checkpoint before this record failed: {exc}"
+                    return _failure(PutStatus.UNKNOWN_ERROR, reason)
             try:
                 offset = self._log.append(frame)
             except OSError as exc:
                 return _failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}")
-            if indexed:
-                if queue is None:
-                    queue = self._queues.setdefault(msg.topic, {}).setdefault(msg.queue_id, array("q"))
-                queue.append(offset)
+            if queue is not None:
+                queue.append(offset, len(frame), tags_code(msg.properties.get(PROPERTY_TAGS)))
             msg.store_timestamp = now
             msg.commitlog_offset = offset
             msg.queue_offset = queue_offset
@@ -191,48 +352,79 @@ class MessageStore:
             raise StoreError(f"store {self.directory} is closed; open it again with MessageStore.open")
 
     def get_message(self, commitlog_offset: int) -> StoredMessage | None:
-        """The record starting at ``commitlog_offset``, or None if no record starts there."""
+        """The record starting at ``commitlog_offset``, or None if no record starts there.
+
+        The frame found there must pass its checks, and an indexed record must be the one its consume queue
+        names: a byte position inside another record's body never passes for a record.
+        """
         with self._lock:
             self._check_open()
             frame = self._log.read(commitlog_offset)
-        return None if frame is None else decode_frame(frame, commitlog_offset)
+            if frame is None:
+                return None
+            message = decode_frame(frame, commitlog_offset)
+            if is_indexed(message.sysflag):
+                queue = self._queues.get(message.topic, message.queue_id)
+                entry = queue.get(message.queue_offset) if queue is not None else None
+                if entry is None or entry[0] != commitlog_offset:
+                    return None
+        return message
 
     def get_by_queue_offset(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
-        """The record at position ``queue_offset`` of consume queue (topic, queue_id), or None."""
+        """The record at position ``queue_offset`` of consume queue (topic, queue_id), or None outside the
+        queue's [min, max) range. A queue entry without its record is a CorruptStoreError."""
         with self._lock:
             self._check_open()
-            queue = self._queues.get(topic, {}).get(queue_id)
-            if queue is None or not 0 <= queue_offset < len(queue):
+            queue = self._queues.get(topic, queue_id)
+            entry = queue.get(queue_offset) if queue is not None else None
+            if entry is None:
                 return None
-            offset = queue[queue_offset]
-            frame = self._log.read(offset)
-        assert frame is not None, f"consume queue {topic}/{queue_id} points at no record: {offset}"
-        return decode_frame(frame, offset)
+            offset, size, _tags = entry
+            frame = self._log.read(offset, size)
+            message = decode_frame(frame, offset) if frame is not None else None
+        if message is None or (message.topic, message.queue_id, message.queue_offset) != (
+            topic, queue_id, queue_offset
+        ):
+            raise CorruptStoreError(
+                f"consume queue {topic}/{queue_id} entry {queue_offset} names a {size}-byte record at offset "
+                f"{offset}, but {'no valid' if message is None else 'another'} record is there: the log is "
+                f"damaged or the queue disagrees with it; delete {QUEUE_DIR}/ to rebuild the queues from the "
+                "log, or restore the store from a backup"
+            )
+        return message
 
     def max_queue_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the next record of (topic, queue_id) will get (0 for an unknown queue)."""
         with self._lock:
             self._check_open()
-            queue = self._queues.get(topic, {}).get(queue_id)
-            return 0 if queue is None else len(queue)
+            queue = self._queues.get(topic, queue_id)
+            return 0 if queue is None else queue.max_offset
 
     def min_queue_offset(self, topic: str, queue_id: int) -> int:
-        """Always 0: txmq never deletes old segments, so every queue starts at its first record."""
-        self._check_open()
-        return 0
-
-    def queue_ids(self, topic: str) -> list[int]:
-        """Ids of the queues of ``topic`` that hold at least one record, ascending."""
+        """The first queue offset whose record still exists: 0 until retention deletes a queue's first
+        records (equal to the maximum once every record of the queue has expired)."""
         with self._lock:
             self._check_open()
-            return sorted(self._queues.get(topic, ()))
+            queue = self._queues.get(topic, queue_id)
+            return 0 if queue is None else queue.min_offset
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Ids of the queues of ``topic`` that ever held a record, ascending."""
+        with self._lock:
+            self._check_open()
+            ids = self._queues.queue_ids_set(topic)
+            return sorted(i for i in ids if (q := self._queues.get(topic, i)) is not None and q.max_offset)
 
     def iterate(self, from_offset: int = 0) -> Iterator[StoredMessage]:
-        """Records from physical offset ``from_offset`` on, in log order, as of the call."""
+        """Records from physical offset ``from_offset`` (a record boundary, or anything up to the log's
+        start) on, in log order, as of the call. A damaged record is a CorruptStoreError."""
         with self._lock:
             self._check_open()
             end = self._log.max_physical_offset
-        return self._log.scan(from_offset, end)
+        return (
+            decode_frame(chunk[pos : pos + length], offset)
+            for offset, chunk, pos, length in self._log.scan(from_offset, end)
+        )
 
     @property
     def max_physical_offset(self) -> int:
@@ -241,27 +433,84 @@ class MessageStore:
             self._check_open()
             return self._log.max_physical_offset
 
+    @property
+    def min_physical_offset(self) -> int:
+        """The physical offset where the log starts (retention moves it forward)."""
+        with self._lock:
+            self._check_open()
+            return self._log.min_offset
+
+    # -- retention --------------------------------------------------------------------------------------
+
+    def expired_before(self, now_ms: int, reserved_ms: int) -> int | None:
+        """Where the log would start once the segments due for deletion are gone, or None if none is due.
+
+        Upstream ``MappedFileQueue.deleteExpiredFileByTime``: from the first segment on, never the last one,
+        each segment last written to more than ``reserved_ms`` ago, up to ``DELETE_FILE_BATCH_MAX`` in one
+        pass, stopping at the first that is not due (no segment in the middle is deleted). A segment was last
+        written to when the next one got its first record.
+        """
+        with self._lock:
+            self._check_open()
+            log = self._log
+            base = log.min_offset
+            for _ in range(DELETE_FILE_BATCH_MAX):
+                written = log.first_timestamp_after(base)
+                if written is None or now_ms < written + reserved_ms:
+                    break
+                base += log.segment_size
+            return base if base != log.min_offset else None
+
+    def queue_offset_from(self, topic: str, queue_id: int, commitlog_offset: int) -> int:
+        """The first queue offset whose record is at or after ``commitlog_offset``: the queue's minimum once
+        the log starts there."""
+        with self._lock:
+            self._check_open()
+            queue = self._queues.get(topic, queue_id)
+            return 0 if queue is None else queue.first_offset_from(commitlog_offset)
+
+    def delete_before(self, new_min: int) -> list[str]:
+        """Delete the segments below ``new_min`` (from ``expired_before``) and the queue entries of their
+        records; returns the deleted segment names. The new start is checkpointed first, so a crash in the
+        middle leaves segments that the next open deletes, never a store that seems to have lost them."""
+        with self._lock:
+            self._check_open()
+            if new_min % self.segment_size or not self._log.min_offset < new_min <= self._log.last_base:
+                raise ValueError(f"cannot delete the log before {new_min}: not a segment after the first one")
+            self._checkpoint(clean=False, min_offset=new_min)
+            names = self._log.delete_before(new_min)
+            self._queues.expire(new_min)
+            return names
+
     # -- closing ----------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush (fsync) every segment and release the directory lock. Calling it again does nothing."""
-        self._shutdown(flush=True)
-
-    def crash(self) -> None:
-        """Simulate a process crash: drop all in-memory state without fsync (written data stays in the page
-        cache, as after SIGKILL) and release the lock so the store can be reopened."""
-        self._shutdown(flush=False)
-
-    def _shutdown(self, flush: bool) -> None:
+        """Checkpoint (fsync every segment and queue, and record a clean shutdown) and release the
+        directory lock. Calling it again does nothing."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._queues = {}
             try:
-                self._log.close(flush=flush)
+                self._checkpoint(clean=True)
             finally:
-                os.close(self._lock_fd)
+                self._release(flush=True)
+
+    def crash(self) -> None:
+        """Simulate a process crash: drop all in-memory state without fsync (written data stays in the page
+        cache, as after SIGKILL) and release the lock so the store can be reopened."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._release(flush=False)
+
+    def _release(self, flush: bool) -> None:
+        try:
+            self._queues.close()
+            self._log.close(flush=flush)
+        finally:
+            os.close(self._lock_fd)
 
     def __enter__(self) -> MessageStore:
         return self
@@ -273,6 +522,13 @@ class MessageStore:
 
 
 # -- the store directory ----------------------------------------------------------------------------------
+
+
+def _holds_records(log_dir: str) -> bool:
+    """True if the commit log directory holds any byte of any segment."""
+    if not os.path.isdir(log_dir):
+        return False
+    return any(os.path.getsize(os.path.join(log_dir, name)) for name in os.listdir(log_dir))
 
 
 def _prepare_directory(path: str) -> None:
@@ -308,28 +564,44 @@ def _lock(path: str) -> int:
     return fd
 
 
-def _read_or_create_marker(path: str, segment_size: int) -> int:
-    """Write the marker of a new store, or check an existing one; returns the store's segment size."""
+def _write_marker(path: str, segment_size: int, queue_file_entries: int) -> None:
+    marker = {
+        "format": STORE_FORMAT, "version": STORE_VERSION, "segment_size": segment_size,
+        "queue_file_entries": queue_file_entries,
+    }
+    atomic_write(os.path.join(path, MARKER_FILE), json.dumps(marker).encode())
+
+
+def _read_or_create_marker(path: str, segment_size: int, queue_file_entries: int | None) -> _Marker:
+    """Write the marker of a new store, or check an existing one's."""
     marker_path = os.path.join(path, MARKER_FILE)
     if not os.path.exists(marker_path):
-        marker = {"format": STORE_FORMAT, "version": STORE_VERSION, "segment_size": segment_size}
-        atomic_write(marker_path, json.dumps(marker).encode())
-        return segment_size
+        entries = queue_file_entries or DEFAULT_ENTRIES_PER_FILE
+        _write_marker(path, segment_size, entries)
+        return _Marker(segment_size, entries, STORE_VERSION, created=True)
     try:
         with open(marker_path, "rb") as f:
             marker = json.loads(f.read())
         ok = marker["format"] == STORE_FORMAT and type(marker["segment_size"]) is int
         version = marker["version"]
-    except (ValueError, KeyError, TypeError):
+        stored_entries = marker.get("queue_file_entries", queue_file_entries or DEFAULT_ENTRIES_PER_FILE)
+        ok = ok and type(stored_entries) is int and stored_entries > 0
+    except (ValueError, KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
         raise StoreError(f"{marker_path} is damaged or not a txmq store marker; restore it from a backup")
-    if version != STORE_VERSION:
+    if version not in (1, STORE_VERSION):
         raise StoreError(
-            f"{path} is a txmq store of format version {version}; this txmq reads version {STORE_VERSION}"
+            f"{path} is a txmq store of format version {version}; this txmq reads versions 1 and "
+            f"{STORE_VERSION}"
         )
     if marker["segment_size"] != segment_size:
         raise ConfigError(
             f"store {path} was created with segment_size={marker['segment_size']}; open it with that value"
         )
-    return segment_size
+    if queue_file_entries is not None and stored_entries != queue_file_entries:
+        raise ConfigError(
+            f"store {path} was created with queue_file_entries={stored_entries}; open it with that value"
+        )
+    return _Marker(segment_size, stored_entries, version, created=False)
+

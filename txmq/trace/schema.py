@@ -7,7 +7,8 @@ validation read them. ``docs/trace-events.md`` is the prose version.
 Version 2 adds what a validator needs to tell a finished trace from a cut one and to follow the check
 service without guessing: the ``END`` marker a broker writes at a clean shutdown, ``CHECKPOINT`` at the
 end of each check run, the checkpoint a ``RESTART`` resumed from, producer registrations (``PRODUCER``),
-plain messages (``PLAIN_PUT``), and the ``attempt`` of a pop delivery.
+plain messages (``PLAIN_PUT``), and the ``attempt`` of a pop delivery. ``EXPIRE`` marks a retention pass
+that deleted commit-log segments, so that a validator excuses what expired instead of calling it lost.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ PLAIN_PUT = "PLAIN_PUT"  # a message sent outside any transaction was stored
 PRODUCER = "PRODUCER"  # a producer registered for checks (result UP) or left (DOWN)
 CHECKPOINT = "CHECKPOINT"  # a check run ended: half_offset / op_offset are the checkpoints it moved to
 END = "END"  # clean shutdown, always the last event: what the broker still held (see docs/trace-events.md)
+EXPIRE = "EXPIRE"  # retention deleted commit-log segments: where the log and the half/Op queues now start
 EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART,
-          PLAIN_PUT, PRODUCER, CHECKPOINT, END)
+          PLAIN_PUT, PRODUCER, CHECKPOINT, END, EXPIRE)
 
 # Actions (END_TX, LOCAL_TX, CHECK answers).
 COMMIT = "COMMIT"

@@ -39,6 +39,14 @@ class HalfCache:
             self.hits += 1
         return message
 
+    def drop_before(self, commitlog_offset: int) -> int:
+        """Forget the halves stored before ``commitlog_offset`` (their segments were deleted): an expired
+        half must not be found here after the log lost it. Returns how many were dropped."""
+        stale = [offset for offset in self._entries if offset < commitlog_offset]
+        for offset in stale:
+            del self._entries[offset]
+        return len(stale)
+
     def clear(self) -> None:
         """Forget everything (a crash); counters are kept, they describe the whole run."""
         self._entries.clear()

@@ -1,22 +1,40 @@
 """Strict mode's memory of which transactions are resolved, and which half copy of each is live.
 
 Upstream keeps no per-transaction state, which is why duplicates and commit-after-rollback happen
-(docs/rocketmq-behaviour.md). Strict mode keeps two maps, both derivable from the durable log so
-that a crash can never make the broker forget a resolution:
+(docs/rocketmq-behaviour.md). Strict mode keeps, per transaction, both derivable from the log so that a
+crash can never make the broker forget a resolution:
 
-* ``state``: txn -> COMMITTED / ROLLED_BACK / DISCARDED. A committed real message carries the txn id and
+* its state: PENDING, COMMITTED, ROLLED_BACK or DISCARDED. A committed real message carries the txn id and
   the prepared offset; a rollback writes a durable ROLLBACK marker record (not indexed in any queue); a
   discard is a record in ``TRANS_CHECK_MAX_TIME_TOPIC``; an admin resume re-appends a half marked
-  ``TXMQ_RESUMED``, which makes the transaction pending again.
-* ``latest_copy``: txn -> half-queue offset of its newest half record. The scanner skips older copies,
-  so a checkpoint lost in a crash cannot make two copies of one transaction live.
+  ``TXMQ_RESUMED``, which makes the transaction pending again;
+* its latest copy: the half-queue offset of its newest half record. The scanner skips older copies, so a
+  checkpoint lost in a crash cannot make two copies of one transaction live.
+
+The index is durable and bounded, because the log it is derived from is neither kept whole nor replayed
+whole: it is an SQLite table (``resolution.db``, next to the log), written with the log and trimmed with
+it. Each store checkpoint commits the entries changed since the previous one and records the checkpoint's
+offset as ``applied``; on open the broker replays only the records after ``applied``. Only the entries
+changed since the last checkpoint are held in memory. Each entry remembers where its transaction's newest
+record ends; retention deletes the entries whose every record is gone, so the table follows the live log.
+A resolution therefore outlives the segment that held its resolving record for as long as any half copy
+of the transaction is still in the log. Once every record of a transaction has expired the transaction is
+unknown: its half is gone, so an END_TRANSACTION for it finds nothing (NOT_FOUND) and it can no longer be
+committed.
+
+The ordering the broker keeps (and ``MessageStore`` relies on): the index learns a record's effect right
+after the put of that record, before any other put, so at a checkpoint it has applied exactly the records
+before the checkpoint's offset.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+import os
+import sqlite3
+from collections.abc import Callable, Iterable
 
+from txmq.errors import StoreError
 from txmq.store.message import (
     TRANSACTION_COMMIT,
     TRANSACTION_ROLLBACK,
@@ -30,6 +48,9 @@ from txmq.transaction.constants import (
     PROPERTY_TRANSACTION_ID,
 )
 
+INDEX_FILE = "resolution.db"
+INDEX_FORMAT = 1
+
 
 class TransactionState(enum.Enum):
     """What ``Broker.transaction_state`` answers in strict mode."""
@@ -40,58 +61,183 @@ class TransactionState(enum.Enum):
     DISCARDED = "DISCARDED"
 
 
+_CODES = {TransactionState.PENDING: 0, TransactionState.COMMITTED: 1, TransactionState.ROLLED_BACK: 2,
+          TransactionState.DISCARDED: 3}
+_STATES = {code: state for state, code in _CODES.items()}
+_PENDING = 0
+_DISCARDED = _CODES[TransactionState.DISCARDED]
+Entry = tuple[int, int, int]  # state code, half offset of the latest copy (-1: none seen), end of last record
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS txn (
+    id TEXT PRIMARY KEY, state INTEGER NOT NULL, latest INTEGER NOT NULL, last_end INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS txn_last_end ON txn (last_end);
+"""
+
+
 class ResolutionIndex:
-    """Per-transaction resolution and live-copy bookkeeping (strict mode only)."""
+    """Per-transaction resolution and live-copy bookkeeping (strict mode only). Open with ``open``.
 
-    def __init__(self) -> None:
-        self.state: dict[str, TransactionState] = {}
-        self.latest_copy: dict[str, int] = {}
+    ``log_end`` tells where the log ends now: right after a put, that is where the record that changed an
+    entry ends, which is all trimming needs to know about it.
+    """
 
-    def half_written(self, txn: str, half_offset: int, resumed: bool = False) -> None:
-        """A half record (original, renewal or resumed copy) was appended; a resumed copy re-opens a
-        discarded transaction (and only a discarded one)."""
-        self.latest_copy[txn] = half_offset
-        if resumed and self.state.get(txn) is TransactionState.DISCARDED:
-            del self.state[txn]
+    def __init__(self, db: sqlite3.Connection, path: str, log_end: Callable[[], int], created: bool) -> None:
+        self._db = db
+        self.path = path
+        self._log_end = log_end
+        self.created = created
+        self._dirty: dict[str, Entry] = {}
+        row = db.execute("SELECT value FROM meta WHERE key = 'applied'").fetchone()
+        self.applied_offset: int = row[0] if row else 0
 
-    def resolve(self, txn: str, state: TransactionState) -> None:
-        """Record a durable resolution."""
-        self.state[txn] = state
+    @classmethod
+    def open(cls, directory: str, log_end: Callable[[], int]) -> ResolutionIndex:
+        """Open (creating if absent) the index of the store in ``directory``."""
+        path = os.path.join(directory, INDEX_FILE)
+        created = not os.path.exists(path)
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            try:
+                db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # trimmed pages go back to the file system
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = FULL")
+                db.executescript(_SCHEMA)
+                row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+                if row is None:
+                    db.execute("INSERT INTO meta VALUES ('format', ?), ('applied', 0)", (INDEX_FORMAT,))
+                elif row[0] != INDEX_FORMAT:
+                    raise StoreError(f"{path} is a resolution index of format {row[0]}; this txmq reads "
+                                     f"{INDEX_FORMAT}")
+                return cls(db, path, log_end, created)
+            except BaseException:
+                db.close()
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{path} is not a usable resolution index ({exc}); restore it from a backup"
+            ) from None
+
+    # -- lookups ----------------------------------------------------------------------------------------
+
+    def _get(self, txn: str) -> Entry | None:
+        entry = self._dirty.get(txn)
+        if entry is None:
+            row = self._db.execute("SELECT state, latest, last_end FROM txn WHERE id = ?", (txn,)).fetchone()
+            if row is not None:
+                entry = (row[0], row[1], row[2])
+        return entry
 
     def resolution(self, txn: str) -> TransactionState | None:
         """The resolved state, or None while pending (or unknown)."""
-        return self.state.get(txn)
+        entry = self._get(txn)
+        return _STATES[entry[0]] if entry is not None and entry[0] != _PENDING else None
 
     def is_superseded(self, txn: str, half_offset: int) -> bool:
         """True when a newer copy of the transaction exists."""
-        latest = self.latest_copy.get(txn)
-        return latest is not None and latest != half_offset
+        entry = self._get(txn)
+        return entry is not None and entry[1] >= 0 and entry[1] != half_offset
 
     def lookup(self, txn: str) -> TransactionState | None:
         """Resolved state, PENDING for a known unresolved txn, None for an unknown one."""
-        state = self.state.get(txn)
-        if state is not None:
-            return state
-        return TransactionState.PENDING if txn in self.latest_copy else None
+        entry = self._get(txn)
+        return None if entry is None else _STATES[entry[0]]
+
+    def pending_latest(self, txn: str, half_offset: int) -> bool:
+        """True when ``half_offset`` is the latest copy of a transaction still pending."""
+        entry = self._get(txn)
+        return entry is not None and entry[0] == _PENDING and entry[1] == half_offset
+
+    # -- updates ----------------------------------------------------------------------------------------
+
+    def half_written(self, txn: str, half_offset: int, resumed: bool = False, end: int | None = None) -> None:
+        """A half record (original, renewal or resumed copy) was appended; a resumed copy re-opens a
+        discarded transaction (and only a discarded one)."""
+        entry = self._get(txn)
+        state = _PENDING if entry is None or (resumed and entry[0] == _DISCARDED) else entry[0]
+        self._dirty[txn] = (state, half_offset, self._log_end() if end is None else end)
+
+    def resolve(self, txn: str, state: TransactionState, end: int | None = None) -> None:
+        """Record a durable resolution (its record was just appended)."""
+        entry = self._get(txn)
+        self._dirty[txn] = (_CODES[state], -1 if entry is None else entry[1],
+                            self._log_end() if end is None else end)
 
     def apply_record(self, message: StoredMessage) -> None:
-        """Replay one log record (recovery): the same rules as the live path."""
+        """Apply one stored record: recovery's replay, and the live path for records it shares (discards).
+        A record that was not stored (no commit-log offset) changes nothing."""
         txn = message.properties.get(PROPERTY_TRANSACTION_ID)
-        if txn is None:
+        if txn is None or message.commitlog_offset < 0:
             return
+        end = message.commitlog_offset + 1  # any position inside the record tells where it lies
         kind = transaction_type(message.sysflag)
         if message.topic == HALF_TOPIC:
-            self.half_written(txn, message.queue_offset, PROPERTY_RESUMED in message.properties)
+            self.half_written(txn, message.queue_offset, PROPERTY_RESUMED in message.properties, end)
         elif message.topic == CHECK_MAX_TOPIC:
-            self.resolve(txn, TransactionState.DISCARDED)
+            self.resolve(txn, TransactionState.DISCARDED, end)
         elif kind == TRANSACTION_COMMIT and message.prepared_transaction_offset >= 0:
-            self.resolve(txn, TransactionState.COMMITTED)
+            self.resolve(txn, TransactionState.COMMITTED, end)
         elif kind == TRANSACTION_ROLLBACK:
-            self.resolve(txn, TransactionState.ROLLED_BACK)
+            self.resolve(txn, TransactionState.ROLLED_BACK, end)
 
-    def rebuild(self, records: Iterable[StoredMessage]) -> None:
-        """Recompute both maps from the whole log, in log order."""
-        self.state.clear()
-        self.latest_copy.clear()
+    def catch_up(self, records: Iterable[StoredMessage]) -> int:
+        """Apply the records after ``applied_offset`` (in log order); returns how many were read."""
+        count = 0
         for message in records:
             self.apply_record(message)
+            count += 1
+        return count
+
+    # -- durability and retention -----------------------------------------------------------------------
+
+    def flush(self, applied_offset: int) -> None:
+        """Commit the changed entries, recording that the index reflects the log up to ``applied_offset``
+        (a store checkpoint listener: the log is durable up to there)."""
+        rows = [(txn, *entry) for txn, entry in self._dirty.items()]
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "INSERT INTO txn VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
+                "latest = excluded.latest, last_end = excluded.last_end",
+                rows,
+            )
+            db.execute("UPDATE meta SET value = ? WHERE key = 'applied'", (applied_offset,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._dirty.clear()
+        self.applied_offset = applied_offset
+
+    def trim(self, min_offset: int) -> int:
+        """Forget the transactions whose every record lies before ``min_offset`` (deleted by retention);
+        returns how many were forgotten."""
+        for txn in [t for t, entry in self._dirty.items() if entry[2] <= min_offset]:
+            del self._dirty[txn]
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            removed = db.execute("DELETE FROM txn WHERE last_end <= ?", (min_offset,)).rowcount
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if removed:
+            db.execute("PRAGMA incremental_vacuum")
+        return int(removed)
+
+    def size(self) -> int:
+        """Transactions known (the durable table plus entries new since the last checkpoint)."""
+        stored = int(self._db.execute("SELECT COUNT(*) FROM txn").fetchone()[0])
+        new = sum(1 for txn in self._dirty if self._db.execute(
+            "SELECT 1 FROM txn WHERE id = ?", (txn,)).fetchone() is None)
+        return stored + new
+
+    def close(self) -> None:
+        """Close the database; entries changed since the last ``flush`` are dropped (a crash, or a
+        shutdown whose store checkpoint already flushed them)."""
+        self._dirty.clear()
+        self._db.close()
