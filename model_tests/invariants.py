@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from txmq.broker import Broker
-from txmq.client.message import MessageExt
+from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
 from txmq.transaction.resolution import TransactionState
 

@@ -1,4 +1,4 @@
-"""Scenarios S31 and S32 (rocketmq-semantics.md §5, §8) and what ``crash()``/``restart()`` keep and lose.
+"""Scenarios S31 and S32, and what ``crash()``/``restart()`` keep and lose.
 
 ``Broker.crash`` drops volatile state as a killed process would (the real SIGKILL test is
 tests/test_crash_sigkill.py). What survives: the log. What is lost: the half cache, the Op buffer, scanner
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from brokerkit import COMMIT, ROLLBACK, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
-from txmq.client.message import Message
 from txmq.errors import BrokerUnavailableError
+from txmq.protocol import Message
 from txmq.trace import schema as ev
 from txmq.transaction.resolution import TransactionState
 

@@ -1,8 +1,8 @@
 """The one-way links between producers and the broker, with seeded loss, duplication and delay.
 
-Upstream sends END_TRANSACTION one-way (rocketmq-semantics.md §2.1): the producer never learns whether
-it arrived. This module decides each message's fate from the simulation's random stream, holds late
-ones until their time, and drops whatever reaches a broker that is down.
+Upstream sends END_TRANSACTION one-way (``DefaultMQProducerImpl.endTransaction``): the producer never
+learns whether it arrived. This module decides each message's fate from the simulation's random stream,
+holds late ones until their time, and drops whatever reaches a broker that is down.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import heapq
 import random
 
 from txmq.broker import Broker
-from txmq.client.message import EndTransactionRequest
 from txmq.errors import BrokerUnavailableError
+from txmq.protocol import EndTransactionRequest
 from txmq.sim.workload import Workload
 
 

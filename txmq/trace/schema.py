@@ -12,6 +12,7 @@ plain messages (``PLAIN_PUT``), and the ``attempt`` of a pop delivery.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,3 +118,8 @@ class TraceHeader(DataClassJsonMixin):
     config: dict[str, Any] = field(default_factory=dict)
     format: str = FORMAT_NAME
     version: int = FORMAT_VERSION
+
+
+def body_crc(body: bytes) -> int:
+    """The checksum a trace carries for a message body (``body_crc``)."""
+    return zlib.crc32(body)

@@ -1,4 +1,4 @@
-"""Names RocketMQ uses on the wire and in the store (rocketmq-semantics.md §1)."""
+"""Names RocketMQ uses on the wire and in the store (``TopicValidator``, ``MessageConst``, ``MixAll``)."""
 
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"

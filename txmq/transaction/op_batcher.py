@@ -1,6 +1,6 @@
 """RIP-50 batched Op records: one Op message lists many half offsets (``"17,18,25,"``).
 
-Mirrors upstream's ``MessageQueueOpContext`` + ``TransactionalOpBatchService`` (rocketmq-semantics.md §4):
+Mirrors upstream's ``MessageQueueOpContext`` + ``TransactionalOpBatchService``:
 per half queue, a bounded FIFO of entries with a running character count and the time of the last
 flush. This class only decides *what* goes into each Op body; writing it is the caller's job, so the
 same logic serves the timed flush, the size-triggered flush and the synchronous overflow fallback.
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+
+from txmq.transaction.java import get_long
 
 
 @dataclass
@@ -32,16 +34,13 @@ def encode_body(half_offsets: list[int]) -> bytes:
 
 
 def decode_body(body: bytes) -> list[int]:
-    """Half offsets in an Op body; accepts the 5.x list format and the ≤4.9 single-offset format.
+    """Half offsets in an Op body; reads the 5.x list format and the <=4.9 single-offset format alike.
 
-    Unparsable pieces are skipped, as upstream maps them to -1 and ignores them.
+    Each comma-separated piece is parsed as ``Long.parseLong`` would; a piece it rejects (or a negative
+    one) is skipped, as upstream's -1 is (``TransactionalMessageServiceImpl.fillOpRemoveMap``).
     """
-    offsets = []
-    for piece in body.decode("utf-8", "replace").split(","):
-        piece = piece.strip()
-        if piece.isdigit():
-            offsets.append(int(piece))
-    return offsets
+    pieces = body.decode("utf-8", "replace").split(",")
+    return [offset for piece in pieces if (offset := get_long(piece)) >= 0]
 
 
 class OpBatcher:

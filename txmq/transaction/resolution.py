@@ -1,7 +1,7 @@
 """Strict mode's memory of which transactions are resolved, and which half copy of each is live.
 
 Upstream keeps no per-transaction state, which is why duplicates and commit-after-rollback happen
-(rocketmq-semantics.md §2.3, §3.5). Strict mode keeps two maps, both derivable from the durable log so
+(issues #5574, #8158). Strict mode keeps two maps, both derivable from the durable log so
 that a crash can never make the broker forget a resolution:
 
 * ``state``: txn -> COMMITTED / ROLLED_BACK / DISCARDED. A committed real message carries the txn id and
@@ -26,9 +26,11 @@ from txmq.store.message import (
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
+    OP_TOPIC,
     PROPERTY_RESUMED,
     PROPERTY_TRANSACTION_ID,
 )
+from txmq.transaction.op_batcher import decode_body
 
 
 class TransactionState(enum.Enum):
@@ -61,6 +63,10 @@ class ResolutionIndex:
     def resolution(self, txn: str) -> TransactionState | None:
         """The resolved state, or None while pending (or unknown)."""
         return self.state.get(txn)
+
+    def is_resolved(self, txn: str) -> bool:
+        """True once the transaction is committed, rolled back or discarded."""
+        return txn in self.state
 
     def is_superseded(self, txn: str, half_offset: int) -> bool:
         """True when a newer copy of the transaction exists."""
@@ -95,3 +101,37 @@ class ResolutionIndex:
         self.latest_copy.clear()
         for message in records:
             self.apply_record(message)
+
+
+def state_in_log(records: Iterable[StoredMessage], txn: str) -> TransactionState | None:
+    """What the log shows of ``txn`` in rocketmq mode, which keeps no per-transaction state.
+
+    COMMITTED if a real message of it was written (what consumers see, even after a rollback), else
+    ROLLED_BACK if an Op record covers one of its half copies (a commit's Op follows its real message),
+    else DISCARDED if a copy went to the discard topic and was not resumed since, else PENDING; None if no
+    half of it is in the log. Op entries still buffered in memory are not in the log yet.
+    """
+    copies: set[tuple[int, int]] = set()
+    covered: set[tuple[int, int]] = set()
+    committed = discarded = False
+    for message in records:
+        if message.topic == OP_TOPIC:
+            covered.update((message.queue_id, offset) for offset in decode_body(message.body))
+            continue
+        if message.properties.get(PROPERTY_TRANSACTION_ID) != txn:
+            continue
+        if message.topic == HALF_TOPIC:
+            copies.add((message.queue_id, message.queue_offset))
+            if PROPERTY_RESUMED in message.properties:
+                discarded = False
+        elif message.topic == CHECK_MAX_TOPIC:
+            discarded = True
+        elif transaction_type(message.sysflag) == TRANSACTION_COMMIT:
+            committed = True
+    if not copies:
+        return None
+    if committed:
+        return TransactionState.COMMITTED
+    if copies & covered:
+        return TransactionState.ROLLED_BACK
+    return TransactionState.DISCARDED if discarded else TransactionState.PENDING
