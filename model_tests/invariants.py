@@ -75,11 +75,6 @@ def observe(broker: Broker, events: Sequence[Event], received: Sequence[Received
     return Observation(events, cfg.check_max, cfg.transaction_timeout_ms, tuple(received), states, ends)
 
 
-def _real_puts(events: Iterable[Event]) -> dict[tuple[str, int, int], Event]:
-    """REAL_PUT events by their (topic, queue_id, queue_offset)."""
-    return {(e["topic"], e["queue_id"], e["queue_offset"]): e for e in events if e["event"] == ev.REAL_PUT}
-
-
 def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
     """Per transaction, every action its producers' LOCAL_TX (decision or check answer) said."""
     actions: dict[str, set[str]] = defaultdict(set)

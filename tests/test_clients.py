@@ -78,7 +78,7 @@ def test_default_producer_ids_do_not_repeat_across_processes(tmp_path: Path) -> 
 @pytest.mark.parametrize("failure", ["raise", "junk"])
 def test_local_transaction_failure_is_unknow(make_env: EnvFactory, failure: str) -> None:
     class Broken(ScriptedListener):
-        def execute_local_transaction(self, message, arg):  # noqa: ANN001, ANN202 - the listener protocol
+        def execute_local_transaction(self, message, arg):
             if failure == "raise":
                 raise RuntimeError("database down")
             return True

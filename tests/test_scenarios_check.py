@@ -336,7 +336,7 @@ def test_a_producer_failing_a_check_does_not_stop_the_scan(make_env: EnvFactory,
 @pytest.mark.parametrize("failure", ["raise", "junk"])
 def test_listener_failure_counts_as_unknow(make_env: EnvFactory, failure: str) -> None:
     class Broken(ScriptedListener):
-        def check_local_transaction(self, message):  # noqa: ANN001, ANN202 - the listener protocol
+        def check_local_transaction(self, message):
             if failure == "raise":
                 raise RuntimeError("database down")
             return "COMMIT"

@@ -108,7 +108,7 @@ class NdjsonSink(TraceSink):
         super().__init__(header)
         self._path = Path(path)
         self._tmp = self._path.with_name(self._path.name + ".events.tmp")
-        self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._file = open(self._tmp, "w", encoding="utf-8")  # closed in close()
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
         self._file.write(json.dumps(_row(seq, ts, event, fields), separators=(",", ":")) + "\n")
