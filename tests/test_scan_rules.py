@@ -221,7 +221,8 @@ def test_op_view_original_match_releases_the_whole_op() -> None:
 @pytest.mark.parametrize(("text", "long", "int_"), [
     ("60", 60, 60), ("+60", 60, 60), ("-1", -1, -1), ("٦٠", 60, 60),  # Character.digit takes any digit
     (" 60", -1, -1), ("6_0", -1, -1), ("60 ", -1, -1), ("", -1, -1), ("1.5", -1, -1), ("+", -1, -1),
-    (str(2**31), 2**31, -1), (str(2**63), -1, -1), (str(-(2**63)), -(2**63), -1),
+    (str(2**31 - 1), 2**31 - 1, 2**31 - 1), (str(2**31), 2**31, -1), (str(-(2**31)), -(2**31), -(2**31)),
+    (str(2**63 - 1), 2**63 - 1, -1), (str(2**63), -1, -1), (str(-(2**63)), -(2**63), -1),
 ])
 def test_java_number_parsing(text: str, long: int, int_: int) -> None:
     """TransactionalMessageServiceImpl.getLong / getInt: Long.parseLong / Integer.parseInt, -1 on failure."""
@@ -231,6 +232,7 @@ def test_java_number_parsing(text: str, long: int, int_: int) -> None:
 def test_times_1000_wraps_as_a_java_long() -> None:
     assert times_1000(60) == 60_000 and times_1000(-5) == -5_000
     assert times_1000(2**63 - 1) == -1000  # (2^63 - 1) * 1000 mod 2^64, signed
+    assert times_1000(9_223_372_036_854_776) == -9_223_372_036_854_775_616  # the first that wraps
 
 
 @pytest.mark.parametrize(("value", "scanner", "rejection"), [
