@@ -135,9 +135,13 @@ def test_s25_scanner_immunity_has_no_lower_clamp(make_env: EnvFactory) -> None:
     ("1", 6_001, ev.IMMUNITY_REJECTED),
     ("abc", 6_000, ev.OK),  # unparsable: the timeout
     ("abc", 6_001, ev.IMMUNITY_REJECTED),
+    ("-1", 6_001, ev.IMMUNITY_REJECTED),  # max(-1000, 6000)
+    (" 60", 6_001, ev.IMMUNITY_REJECTED),  # Long.parseLong rejects it: 0, clamped to the timeout
+    ("+60", 60_000, ev.OK),  # Long.parseLong takes a sign
 ])
 def test_s25_rejection_threshold_is_clamped(make_env: EnvFactory, seconds: str, age: int,
                                             expected: str) -> None:
+    """TransactionalMessageUtil.getImmunityTime: Long.parseLong, clamped up to the timeout."""
     env = make_env()
     producer = env.producer("G")
     result = producer.send_half(Message("T", b"x", properties={IMMUNITY: seconds}))
@@ -179,22 +183,6 @@ def test_scanner_reads_immunity_as_java_does(make_env: EnvFactory, mode: str, se
     env.run_check(30_000)  # well past it: checked
 
     assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
-
-
-@pytest.mark.parametrize(("seconds", "age", "expected"), [
-    ("-1", 6_001, ev.IMMUNITY_REJECTED),  # rejection threshold max(-1000, 6000)
-    (" 60", 6_001, ev.IMMUNITY_REJECTED),  # unparsable: 0, clamped to the timeout
-    ("+60", 60_000, ev.OK),  # Long.parseLong takes a sign
-])
-def test_rejection_reads_immunity_as_java_does(make_env: EnvFactory, seconds: str, age: int,
-                                               expected: str) -> None:
-    """TransactionalMessageUtil.getImmunityTime: Long.parseLong, clamped up to the timeout."""
-    env = make_env()
-    producer = env.producer("G")
-    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: seconds}))
-    env.advance(age)
-    producer.end_transaction(result, COMMIT)
-    assert env.events(ev.END_TX)[-1]["result"] == expected
 
 
 def test_s25_unparsable_immunity_in_the_scanner(make_env: EnvFactory) -> None:

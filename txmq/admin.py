@@ -16,7 +16,7 @@ from txmq.protocol import MessageExt
 from txmq.transaction.constants import HALF_TOPIC, OP_TOPIC
 from txmq.transaction.context import TransactionContext
 from txmq.transaction.op_batcher import decode_body
-from txmq.views import client_view
+from txmq.transaction.views import client_view
 
 
 @dataclass(frozen=True)

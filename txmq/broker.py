@@ -65,7 +65,7 @@ from txmq.transaction.op_batcher import OpBatcher
 from txmq.transaction.op_writer import OpWriter
 from txmq.transaction.producer_manager import ProducerChannel, ProducerManager
 from txmq.transaction.resolution import ResolutionIndex, TransactionState, state_in_log
-from txmq.views import client_view
+from txmq.transaction.views import client_view
 
 _TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
 OFFSETS_FILE = "offsets.json"

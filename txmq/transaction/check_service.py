@@ -44,7 +44,7 @@ from txmq.transaction.scan import (
     ScanRules,
     decide,
 )
-from txmq.views import client_view
+from txmq.transaction.views import client_view
 
 log = logging.getLogger("txmq.broker")
 
