@@ -246,3 +246,8 @@ def test_the_two_immunity_parsers(value: str, scanner: int, rejection: int) -> N
     TransactionalMessageUtil.getImmunityTime (clamped up to the timeout, junk -> 0)."""
     assert scanner_immunity_ms(value, 6_000) == scanner
     assert rejection_threshold_ms(value, 6_000) == rejection
+
+
+def test_rejection_threshold_with_a_zero_timeout() -> None:
+    """An unparsable value is a 0 s window; with transaction_timeout_ms=0 nothing raises it."""
+    assert rejection_threshold_ms("junk", 0) == 0 and rejection_threshold_ms("2", 0) == 2_000

@@ -134,7 +134,7 @@ def test_s17_unknow_until_the_limit(make_env: EnvFactory, mode: str) -> None:
     sixteenth = env.run_check(INTERVAL)
     assert (sixteenth.checks, sixteenth.discards) == (0, 1)
     [discard] = env.events(ev.DISCARD)
-    assert (discard["check_count"], discard["half_offset"]) == (15, 15)
+    assert (discard["check_count"], discard["half_offset"], discard["ts"]) == (15, 15, env.clock.now_ms())
     assert discard["result"] == ev.DISCARD_CHECK_MAX
     assert (discard["topic"], discard["producer_group"]) == ("TRANS_CHECK_MAX_TIME_TOPIC", "G")
     [dead] = env.broker.discarded_messages()

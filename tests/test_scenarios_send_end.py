@@ -99,7 +99,18 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
 
 def test_s04_rollback(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
-    result = send(env.producer(), b"cancelled", ROLLBACK)
+    producer = env.producer()
+    result = producer.send_half(Message("T", b"cancelled"))
+    end = env.log_end()
+    producer.end_transaction(result, ROLLBACK)
+    marker = env.broker.admin.message(end)
+    if mode == "strict":  # its durable rollback record: ROLLBACK type, no body, indexed in no queue
+        assert marker is not None and env.log_end() > end
+        assert (marker.topic, marker.body, marker.sysflag, marker.queue_offset) == ("T", b"", 12, -1)
+        assert marker.prepared_transaction_offset == result.commitlog_offset
+        assert marker.properties == {"__transactionId__": result.msg_id, "PGROUP": "G"}
+    else:  # upstream writes nothing but the Op entry
+        assert marker is None and env.log_end() == end
 
     assert env.visible("T") == []
     assert end_results(env) == [ev.OK]

@@ -247,3 +247,23 @@ def test_a_valid_frame_right_after_a_false_magic_candidate_is_found(tmp_path):
     with pytest.raises(CorruptStoreError, match=following):
         MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
     assert read(path) == bytes(data)
+
+
+def test_the_first_valid_record_after_damage_is_named(tmp_path):
+    """Damage in the first of three records: the error names the second, the first valid one after it."""
+    msgs = build(tmp_path / "s", count=3)
+    path = segment_path(tmp_path / "s")
+    data = bytearray(read(path))
+    data[HEADER.size + 3] ^= 0xFF
+    rewrite(path, bytes(data))
+    following = f"followed by a valid record at offset {msgs[1].commitlog_offset};"
+    with pytest.raises(CorruptStoreError, match=following):
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+
+
+def test_a_clean_open_reports_no_torn_tail(tmp_path):
+    build(tmp_path / "s", count=2)
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    text = str(store.recovery)
+    assert text.endswith("; no torn tail") and "recovered 2 records in 1 segment(s)" in text
+    store.close()

@@ -431,7 +431,7 @@ class Broker:
             if record is None or record.topic != CHECK_MAX_TOPIC:
                 raise ClientError(f"no discarded half at commit-log offset {commitlog_offset}")
             props = dict(record.properties)
-            txn = props.get(PROPERTY_TRANSACTION_ID, "")
+            txn = props[PROPERTY_TRANSACTION_ID]
             if ctx.resolution is not None:
                 state = ctx.resolution.lookup(txn)
                 if state is not TransactionState.DISCARDED:

@@ -166,9 +166,9 @@ class CheckService:
         one-way to any live producer of the half's group."""
         ctx = self.ctx
         copy = ctx.halves.renew(half, count, ev.RENEW_FOR_CHECK)
-        group = half.properties.get(PROPERTY_PRODUCER_GROUP, "")
+        group = half.properties[PROPERTY_PRODUCER_GROUP]
         channel = ctx.producers.select(group)
-        txn = half.properties.get(PROPERTY_TRANSACTION_ID, "")
+        txn = half.properties[PROPERTY_TRANSACTION_ID]
         if ctx.trace.enabled:
             ctx.trace.emit(
                 ev.CHECK, ctx.clock.now_ms(), txn=txn, producer_group=group,
@@ -205,7 +205,7 @@ class CheckService:
         put = ctx.store.put_message(record)
         if ctx.trace.enabled:
             ctx.trace.emit(
-                ev.DISCARD, ctx.clock.now_ms(), txn=half.properties.get(PROPERTY_TRANSACTION_ID, ""),
+                ev.DISCARD, ctx.clock.now_ms(), txn=half.properties[PROPERTY_TRANSACTION_ID],
                 producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP), half_offset=half.queue_offset,
                 commitlog_offset=put.commitlog_offset, check_count=count, topic=CHECK_MAX_TOPIC,
                 result=reason,

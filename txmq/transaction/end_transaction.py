@@ -57,7 +57,7 @@ def rollback_marker_of(half: StoredMessage) -> StoredMessage:
         queue_id=int(props[PROPERTY_REAL_QUEUE_ID]),
         body=b"",
         properties={PROPERTY_TRANSACTION_ID: props[PROPERTY_TRANSACTION_ID],
-                    PROPERTY_PRODUCER_GROUP: props.get(PROPERTY_PRODUCER_GROUP, "")},
+                    PROPERTY_PRODUCER_GROUP: props[PROPERTY_PRODUCER_GROUP]},
         born_timestamp=half.born_timestamp,
         sysflag=TRANSACTION_ROLLBACK,
         prepared_transaction_offset=half.commitlog_offset,
@@ -129,13 +129,13 @@ class EndTransactionProcessor:
                 from_check=request.from_transaction_check, result=name,
             )
         if half is not None:
-            self._resolve(half, real, request.transaction_id, now)
+            self._resolve(half, real, now)
         return answer(name, put_status)
 
-    def _resolve(self, half: StoredMessage, real: StoredMessage | None, request_txn: str, now: int) -> None:
+    def _resolve(self, half: StoredMessage, real: StoredMessage | None, now: int) -> None:
         """After a commit's real message (``real``) or a rollback: trace, resolve (strict), queue the Op."""
         ctx = self.ctx
-        txn = half.properties.get(PROPERTY_TRANSACTION_ID, request_txn)
+        txn = half.properties[PROPERTY_TRANSACTION_ID]
         if real is not None and ctx.trace.enabled:
             ctx.trace.emit(
                 ev.REAL_PUT, now, txn=txn, producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP),
@@ -148,7 +148,8 @@ class EndTransactionProcessor:
         ctx.ops.queue(half.queue_id, half.queue_offset)
 
     def _decide(self, request: EndTransactionRequest) -> tuple[str, StoredMessage | None]:
-        """The result name, and the half when the request is to be applied."""
+        """The result name, and the half when the request is to be applied. A record that passes the
+        group check was written by the broker for a transaction, so it carries the transaction id."""
         ctx = self.ctx
         if request.state is LocalTransactionState.UNKNOW:
             return ev.IGNORED_UNKNOWN, None
@@ -166,7 +167,7 @@ class EndTransactionProcessor:
         if half.queue_offset != request.tran_state_table_offset:
             return ev.OFFSET_MISMATCH, None
         if ctx.resolution is not None:
-            txn = props.get(PROPERTY_TRANSACTION_ID, request.transaction_id)
+            txn = props[PROPERTY_TRANSACTION_ID]
             if ctx.resolution.is_resolved(txn):
                 return ev.ALREADY_RESOLVED, None
         return ev.OK, half

@@ -172,7 +172,7 @@ def decide(offset: int, read_half: Callable[[int], StoredMessage | None], ops: O
         return Decision(STOP, reason=STOP_NO_RECORD)
     props = half.properties
     if resolution is not None:  # strict: decided per transaction, before anything is written
-        txn = props.get(PROPERTY_TRANSACTION_ID, "")
+        txn = props[PROPERTY_TRANSACTION_ID]
         if resolution.is_resolved(txn):
             return Decision(SKIP_RESOLVED, half, reason=RESOLVED)
         if resolution.is_superseded(txn, offset):
