@@ -108,15 +108,16 @@ def test_s23_immunity_rejection(make_env: EnvFactory, mode: str, age: int, expec
 def test_s24_immunity_longer_than_budget(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     result = immune_half(env, "1800")
+    immune_half(env, "1800")
 
-    for _ in range(16):
-        env.run_check(INTERVAL)
+    reports = [env.run_check(INTERVAL) for _ in range(16)]
 
+    assert [(r.immunity_renewals, r.discards) for r in reports] == [(2, 0)] * 15 + [(0, 2)]
     assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY] * 15
     assert env.events(ev.CHECK) == []
-    [discard] = env.events(ev.DISCARD)
+    discard = env.events(ev.DISCARD)[0]
     assert (discard["check_count"], discard["result"]) == (15, ev.DISCARD_CHECK_MAX)
-    assert [m.body for m in env.broker.discarded_messages()] == [b"x"]
+    assert [m.body for m in env.broker.discarded_messages()] == [b"x", b"x"]
 
 
 def test_s25_scanner_immunity_has_no_lower_clamp(make_env: EnvFactory) -> None:

@@ -23,7 +23,7 @@ from brokerkit import (
 
 from txmq.admin import ScanPosition
 from txmq.errors import StoreError
-from txmq.protocol import LocalTransactionState, Message, MessageExt, SendResult
+from txmq.protocol import CheckTransactionStateRequest, LocalTransactionState, Message, MessageExt, SendResult
 from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
 from txmq.transaction.resolution import TransactionState
@@ -81,6 +81,38 @@ def test_s14_runs_are_scheduled_every_interval(make_env: EnvFactory) -> None:
     env.advance(1)
     env.broker.tick()
     assert check_counts(env) == [1, 2]
+
+
+def test_checks_reach_any_producer_of_the_group_with_the_copy(make_env: EnvFactory, mode: str) -> None:
+    """AbstractTransactionalMessageCheckListener.sendCheckMessage: the request names the copy (its
+    offsets), the group, the transaction and its count, and carries the copy relabelled with the real
+    topic and queue. Counters: one check per half, each examined once."""
+
+    class Recording:
+        producer_id = "recorder"
+        active = True
+
+        def __init__(self) -> None:
+            self.requests: list[CheckTransactionStateRequest] = []
+
+        def check_transaction_state(self, request: CheckTransactionStateRequest) -> None:
+            self.requests.append(request)
+
+    env = make_env(mode)
+    channel = Recording()
+    env.broker.register_producer("G", channel)
+    sent = [env.broker.send_half(Message("T", body, queue_id=2), "G", "p", f"t{i}") for i, body in enumerate(
+        (b"A", b"B"))]
+
+    report = env.run_check(TIMEOUT + 1)
+
+    assert (report.examined, report.checks) == (2, 2) and env.broker.broker_stats()["checks"] == 2
+    first = channel.requests[0]
+    assert (first.producer_group, first.transaction_id, first.check_count) == ("G", "t0", 1)
+    assert (first.tran_state_table_offset, first.message.queue_offset) == (2, 2)
+    assert first.commit_log_offset == first.message.commitlog_offset > sent[1].commitlog_offset
+    assert (first.message.topic, first.message.queue_id, first.message.body) == ("T", 2, b"A")
+    assert [r.transaction_id for r in channel.requests] == ["t0", "t1"]
 
 
 def test_s15_head_of_line_stop(make_env: EnvFactory, mode: str) -> None:
@@ -330,6 +362,7 @@ def test_a_producer_failing_a_check_does_not_stop_the_scan(make_env: EnvFactory,
 
     assert env.run_check(TIMEOUT + 1).checks == 2
     assert env.bodies() == [b"b"]
+    assert "check of G-" in caplog.text and "at half offset 2 failed in the producer" in caplog.text
     assert "channel closed" in caplog.text
 
 
@@ -410,6 +443,8 @@ def test_op_queue_is_read_in_batches_as_needed(make_env: EnvFactory, mode: str) 
         assert env.broker.admin.checkpoints() == ScanPosition(41, 32)
         env.run_check(INTERVAL)  # the next run starts past them: those Ops are done at once
         assert env.broker.admin.checkpoints() == ScanPosition(42, 40)
+    # The next run reads from the Op checkpoint: nothing new, so the Op queue is drained at once.
+    assert env.run_check(INTERVAL).op_reads == 1
 
 
 def test_young_half_stops_before_more_ops_are_read(make_env: EnvFactory) -> None:
