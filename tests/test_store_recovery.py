@@ -236,14 +236,15 @@ def test_a_valid_frame_right_after_a_false_magic_candidate_is_found(tmp_path):
     store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
     first = StoredMessage("t", 0, b"first record", {}, 0)
     second = StoredMessage("t", 0, body, {}, 1)
-    assert store.put_message(first).ok and store.put_message(second).ok
+    third = StoredMessage("t", 0, b"third record", {}, 2)
+    assert store.put_message(first).ok and store.put_message(second).ok and store.put_message(third).ok
     store.close()
     path = segment_path(tmp_path / "s")
     data = bytearray(read(path))
     assert data[second.commitlog_offset + magic_at - 1] == MAGIC  # the false candidate, one byte early
     data[first.commitlog_offset + HEADER.size + 2] ^= 0xFF  # damage the first record's payload
     rewrite(path, bytes(data))
-    following = f"followed by a valid record at offset {second.commitlog_offset}"
+    following = f"followed by a valid record at offset {second.commitlog_offset};"
     with pytest.raises(CorruptStoreError, match=following):
         MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
     assert read(path) == bytes(data)

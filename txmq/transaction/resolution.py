@@ -60,10 +60,6 @@ class ResolutionIndex:
         """Record a durable resolution."""
         self.state[txn] = state
 
-    def resolution(self, txn: str) -> TransactionState | None:
-        """The resolved state, or None while pending (or unknown)."""
-        return self.state.get(txn)
-
     def is_resolved(self, txn: str) -> bool:
         """True once the transaction is committed, rolled back or discarded."""
         return txn in self.state
