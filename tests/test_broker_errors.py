@@ -317,7 +317,8 @@ def test_disk_full_at_plain_send_acknowledges_nothing(make_env: EnvFactory) -> N
     assert env.visible() == []
 
 
-def test_disk_full_at_op_flush_loses_the_entries(make_env: EnvFactory) -> None:
+def test_disk_full_at_op_flush_loses_the_entries(make_env: EnvFactory, caplog: pytest.LogCaptureFixture
+                                                 ) -> None:
     env = make_env("rocketmq")
     pad_log(env)
     producer = env.producer("G", ScriptedListener(COMMIT))
@@ -327,6 +328,8 @@ def test_disk_full_at_op_flush_loses_the_entries(make_env: EnvFactory) -> None:
         env.broker.flush_op_batches(force=True)
 
     assert env.events(ev.OP_PUT) == []
-    assert env.broker.broker_stats()["op_write_failures"] == 1
+    stats = env.broker.broker_stats()
+    assert stats["op_write_failures"] == 1 and "op_records" not in stats
+    assert "an Op record for half offsets [0] was not stored" in caplog.text
     env.run_check(6_001)  # as upstream: the half is checked again and the COMMIT answer duplicates
     assert env.bodies() == [b"x", b"x"]

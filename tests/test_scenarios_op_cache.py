@@ -57,6 +57,8 @@ def test_s28_op_batching_by_size(make_env: EnvFactory, mode: str) -> None:
     assert decode_body(record.body) == op["half_offsets"] == list(range(len(op["half_offsets"])))
     env.broker.flush_op_batches(force=True)
     assert env.op_entries() == list(range(1_100))
+    stats = env.broker.broker_stats()
+    assert (stats["op_records"], stats["op_entries"]) == (len(env.events(ev.OP_PUT)), 1_100)
 
 
 def test_s29_buffer_overflow_writes_synchronously(make_env: EnvFactory, mode: str) -> None:
@@ -296,6 +298,7 @@ def test_batcher_capacity() -> None:
     batcher = OpBatcher(max_chars=4_096, interval_ms=3_000, capacity=2)
     assert batcher.offer(0, 1, 0) and batcher.offer(0, 2, 0)
     assert not batcher.offer(0, 3, 0)
+    assert not batcher.over_size(7) and batcher.take_batch(7) == []  # a queue never offered to
     assert batcher.buffered(0) == [1, 2] and batcher.buffered(5) == []
     batcher.clear()
     assert batcher.buffered(0) == [] and batcher.take_batch(0, first=[3]) == [3]
