@@ -24,6 +24,8 @@ from brokerkit import (
 from txmq.admin import ScanPosition
 from txmq.errors import StoreError
 from txmq.protocol import CheckTransactionStateRequest, LocalTransactionState, Message, MessageExt, SendResult
+from txmq.store.message import StoredMessage
+from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
 from txmq.transaction.resolution import TransactionState
@@ -44,6 +46,7 @@ def test_s14_no_check_until_age_exceeds_timeout(make_env: EnvFactory, mode: str)
 
     young = env.run_check(TIMEOUT)
     assert young.checks == 0 and young.stopped_at == 0 and env.events(ev.CHECK) == []
+    assert env.events(ev.CHECKPOINT) == []  # nothing moved: no checkpoint traced
 
     assert env.run_check(1).checks == 1
     original, copy = env.halves()
@@ -584,5 +587,22 @@ def test_immunity_copy_whose_original_op_was_read_is_dropped(make_env: EnvFactor
     renewed = [(e["prev_half_offset"], e["result"]) for e in env.events(ev.HALF_RENEW)][2:]
     # The original again (its Op is not read yet), OLD and its copy; not copy 34: its original's Op was read.
     assert renewed == [(0, ev.RENEW_IMMUNITY), (33, ev.RENEW_FOR_CHECK), (35, ev.RENEW_FOR_CHECK)]
-    assert report.op_reads == 3
+    assert (report.op_reads, report.examined, report.resolved_by_op) == (3, 4, 32)
     assert env.broker.admin.checkpoints() == ScanPosition(36, 33)
+
+
+def test_op_record_with_another_tag_matches_nothing(make_env: EnvFactory, mode: str) -> None:
+    """TransactionalMessageServiceImpl.fillOpRemoveMap: an Op record whose tag is not REMOVE_TAG ("d") is
+    logged as illegal and counted done; the half it names is not resolved by it."""
+    env = make_env(mode)
+    env.producer("G", ScriptedListener(UNKNOW)).send_half(Message("T", b"x"))
+    env.broker.close()
+    with MessageStore.open(env.directory, clock=env.clock.now_ms, segment_size=env.broker.config.segment_size
+                           ) as store:  # another writer's record in the Op queue
+        assert store.put_message(StoredMessage(OP_TOPIC, 0, b"0,", {"TAGS": "x"}, env.clock.now_ms())).ok
+    env.broker.restart()
+
+    report = env.run_check(TIMEOUT + 1)
+
+    assert (report.checks, report.resolved_by_op) == (1, 0)
+    assert env.broker.admin.checkpoints() == ScanPosition(1, 1)
