@@ -133,6 +133,12 @@ CASES = [
      (scan.SKIP_COVERED, None, None)),
     ("TransactionalMessageServiceImpl.checkPrepareQueueOffset: getLong's -1 falls through; drained: stop",
      half({IMMUNITY: "60", ORIGINAL: "x"}), ops(), None, START, (scan.STOP, None, scan.STOP_TIME_LIMIT)),
+    ("TransactionalMessageServiceImpl.check: fallen through at the window's end, age is not past it",
+     half({IMMUNITY: "60", ORIGINAL: "x"}, age=60_000), ops(), None, START,
+     (scan.STOP, None, scan.STOP_TIME_LIMIT)),
+    ("TransactionalMessageServiceImpl.check: fallen through at age 1, the clock-ahead test needs <= -1",
+     half({IMMUNITY: "60", ORIGINAL: "x"}, age=1), ops(), None, START,
+     (scan.STOP, None, scan.STOP_TIME_LIMIT)),
     ("TransactionalMessageServiceImpl.checkPrepareQueueOffset: -1 falls through; Ops unread: read them",
      half({IMMUNITY: "60", ORIGINAL: "x"}), ops((0, [OFFSET + 1], OP_BORN)), None, START,
      (scan.READ_OPS, None, None)),
@@ -170,6 +176,8 @@ def test_decisions_carry_what_they_need() -> None:
     original = run(half({IMMUNITY: "60", ORIGINAL: "3"}), ops((4, [3], OP_BORN)))
     assert (original.covered, original.by_original) == (3, True)
     assert run(half(), ops(), None, START + 60_001).half is None
+    fallen = half({IMMUNITY: "60", ORIGINAL: "x"})
+    assert run(fallen).half is fallen  # the run ends at a record it read
 
 
 def test_decide_reads_the_record_only_when_no_op_covers_it() -> None:
