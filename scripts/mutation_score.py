@@ -5,8 +5,9 @@ only_mutate`` in pyproject.toml, each mutant's outcome from mutmut's ``mutants/<
 equivalent mutants (name and reason) from the table in ``docs/mutation-survivors.md``. A module passes at
 95 % of its non-equivalent mutants detected (killed, timed out, or refused by the type check).
 
-    python scripts/mutation_score.py [MODULE ...]     the table (every module, or the named ones)
-    python scripts/mutation_score.py --pattern MODULE mutmut's name pattern for MODULE
+    python scripts/mutation_score.py [MODULE ...]              the table (every module, or the named ones)
+    python scripts/mutation_score.py --pattern [MODULE ...]    mutmut's name patterns for the modules
+    python scripts/mutation_score.py --survivors [MODULE ...]  survivors not listed as equivalent
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ def score(path: str, equivalent: dict[str, str]) -> tuple[int, int, int, list[st
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--pattern"]:
         print(" ".join(f"{dotted(p)}.*" for p in select(argv[1:])))
+        return 0
+    if argv[:1] == ["--survivors"]:  # to run again after tests changed (mutmut keeps a result otherwise)
+        equivalent = equivalents()
+        paths = [p for p in select(argv[1:]) if (ROOT / "mutants" / f"{p}.meta").exists()]
+        print(" ".join(name for p in paths for name in score(p, equivalent)[3]))
         return 0
     equivalent = equivalents()
     failed = False
