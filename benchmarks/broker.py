@@ -16,10 +16,10 @@ import tempfile
 import time
 
 from txmq.broker import Broker
-from txmq.client.message import LocalTransactionState, Message
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.protocol import LocalTransactionState, Message
 from txmq.store.message import TRANSACTION_COMMIT, StoredMessage
 from txmq.store.message_store import MessageStore
 from txmq.transaction.constants import HALF_TOPIC, OP_TOPIC

@@ -40,10 +40,10 @@ from typing import Any
 
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.soak import SoakSample, decision_of, resident_bytes, run_soak
 from txmq.transaction.resolution import INDEX_FILE
 
@@ -83,7 +83,7 @@ def drive(directory: str, mode: str, n: int, report_at: set[int], keep_open: boo
         if i in report_at:
             gc.collect()
             print(json.dumps({"transactions": i, "rss": resident_bytes(),
-                              "log_bytes": broker.store.max_physical_offset}), flush=True)
+                              "log_bytes": broker.admin.commitlog_max_offset()}), flush=True)
     if keep_open:
         print(json.dumps({"ready": True}), flush=True)
         time.sleep(3600)  # killed by the parent
@@ -96,8 +96,9 @@ def time_open(directory: str, mode: str) -> None:
     started = time.perf_counter()
     broker = Broker(directory, BrokerConfig(mode=mode), ManualClock(START_MS + 10**8))
     elapsed = time.perf_counter() - started
-    print(json.dumps({"open_s": elapsed, "records_read": broker.store.recovery.records,
-                      "rss": resident_bytes(), "recovery": str(broker.store.recovery)}), flush=True)
+    recovery = broker.admin.recovery()
+    print(json.dumps({"open_s": elapsed, "records_read": recovery.records,
+                      "rss": resident_bytes(), "recovery": str(recovery)}), flush=True)
     broker.close()
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from txmq import catalogue
 from txmq.broker import Broker
-from txmq.client.message import MessageExt
+from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
 from txmq.trace.check_bound import check_counts
 from txmq.transaction.resolution import TransactionState
@@ -77,11 +77,6 @@ def observe(broker: Broker, events: Sequence[Event], received: Sequence[Received
             states = {t: broker.transaction_state(t) for t in txns}
         ends = {(topic, q): broker.max_offset(topic, q) for topic in topics for q in broker.queue_ids(topic)}
     return Observation(events, cfg.check_max, cfg.transaction_timeout_ms, tuple(received), states, ends)
-
-
-def _real_puts(events: Iterable[Event]) -> dict[tuple[str, int, int], Event]:
-    """REAL_PUT events by their (topic, queue_id, queue_offset)."""
-    return {(e["topic"], e["queue_id"], e["queue_offset"]): e for e in events if e["event"] == ev.REAL_PUT}
 
 
 def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:

@@ -37,11 +37,12 @@ from hypothesis.stateful import (
 from model_tests.invariants import CATALOGUE, InvariantViolation, Received, assert_holds, observe
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message, MessageExt, SendResult
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import ClientError
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt, SendResult
+from txmq.store.faults import StoreFaults, faulty_opener
 from txmq.trace import schema as ev
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.resolution import TransactionState
@@ -121,6 +122,7 @@ class BrokerMachine(RuleBasedStateMachine):
         self.directory = tempfile.mkdtemp(prefix="txmq-model-", dir=SCRATCH)
         self.clock = ManualClock(1_000_000)
         self.sink = MemorySink()
+        self.faults = StoreFaults()  # the store refusing a real-message put, when a rule asks
         self.txns: dict[str, Txn] = {}
         self.listener = SharedListener(self.txns)
         self.producers: list[TransactionProducer] = []
@@ -147,7 +149,7 @@ class BrokerMachine(RuleBasedStateMachine):
     def _end(self, request: EndTransactionRequest) -> None:
         """Deliver one END_TRANSACTION and hold the broker's answer against the register."""
         assert self.broker is not None
-        result = self.broker.end_transaction(request)
+        result = self.broker.end_transaction(request).name
         txn = self.txns[request.transaction_id]
         if result == ev.OK:
             assert not self.strict or txn.register is PENDING, (
@@ -186,7 +188,8 @@ class BrokerMachine(RuleBasedStateMachine):
         them most schedules would spend their steps on an empty broker)."""
         values = data.draw(self.config_values, label="config")
         self.config = BrokerConfig(mode=self.mode, **values)
-        self.broker = Broker(self.directory, self.config, self.clock, self.sink)
+        self.broker = Broker(self.directory, self.config, self.clock, self.sink,
+                             open_store=faulty_opener(self.faults))
         self.consumer = PullConsumer(self.broker, CONSUMER_GROUP, [TOPIC])
         self._start_producer()
         return multiple(*(self._send_half(0, i % 2, decision) for i, decision in enumerate(decisions)))
@@ -327,12 +330,12 @@ class BrokerMachine(RuleBasedStateMachine):
         self.broker.restart()
         self.consumer.reset()
 
-    @precondition(lambda self: self.broker is not None and self.broker.faults.real_put_failures == 0)
+    @precondition(lambda self: self.broker is not None and self.faults.refuse_commits == 0)
     @rule()
     def fail_next_real_put(self) -> None:
         """The store refuses the next real-message put (S13)."""
         assert self.broker is not None
-        self.broker.faults.real_put_failures = 1
+        self.faults.refuse_commits = 1
 
     @rule(pick=PICK)
     def resume_discarded(self, pick: int) -> None:

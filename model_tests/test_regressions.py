@@ -17,11 +17,11 @@ from model_tests.invariants import Received, check, observe
 from model_tests.machine import CONSUMER_GROUP, GROUP, TOPIC, SharedListener, Txn
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import ClientError
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.resolution import TransactionState
 
@@ -85,7 +85,7 @@ def test_resume_of_stale_discard_record_keeps_commit(rig: Callable[..., Rig]) ->
     assert r.broker.transaction_state(txn) is TransactionState.DISCARDED
     record = r.broker.discarded_messages()[0]
     r.broker.resume_check_half_message(record.commitlog_offset)
-    assert r.broker.end_transaction(commit) == "OK"
+    assert r.broker.end_transaction(commit).name == "OK"
     assert r.broker.transaction_state(txn) is TransactionState.COMMITTED
     try:
         r.broker.resume_check_half_message(record.commitlog_offset)

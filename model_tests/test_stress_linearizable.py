@@ -33,9 +33,9 @@ from model_tests.invariants import CATALOGUE, check, observe
 from model_tests.linearizability import Outcome, Resolution, State, Verdict, check_history
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.config import BrokerConfig
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
 from txmq.runtime import BrokerRuntime
 from txmq.trace import schema as ev
 from txmq.trace.sinks import MemorySink
@@ -122,7 +122,7 @@ class RecordingTransport:
 
     def __call__(self, request: EndTransactionRequest) -> str:
         invoked = Recorder.now()
-        result = self.broker.end_transaction(request)
+        result = self.broker.end_transaction(request).name
         returned = Recorder.now()
         if request.state is S.UNKNOW:
             return result

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite: ruff, mypy, then pytest under coverage (branch coverage of txmq/, must stay >= 90%).
+# The test suite: ruff, mypy, the import layers, then pytest under coverage (branch coverage of txmq/, must stay >= 90%).
 # Arguments are passed to pytest. pytest's exit code 5 (no tests collected) counts as a failure.
 TXMQ_EXTRAS="spark,test,bench"
 source "$(dirname "$0")/bootstrap.sh"
@@ -9,6 +9,9 @@ ruff check .
 
 echo "== mypy" >&2
 mypy
+
+echo "== import layers (lint-imports)" >&2
+lint-imports --no-cache
 
 echo "== pytest under coverage" >&2
 rm -f .coverage .coverage.*

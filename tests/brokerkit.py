@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from txmq.broker import Broker
-from txmq.client.message import (
+from txmq.client.producer import TransactionProducer
+from txmq.clock import ManualClock
+from txmq.protocol import (
     EndTransactionRequest,
     LocalTransactionState,
     Message,
     MessageExt,
     SendResult,
 )
-from txmq.client.producer import TransactionProducer
-from txmq.clock import ManualClock
-from txmq.store.message import StoredMessage
+from txmq.store.faults import StoreFaults
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.check_service import CheckRunReport
 from txmq.transaction.constants import HALF_TOPIC, OP_TOPIC
@@ -66,8 +66,8 @@ class HeldTransport:
         self.held.append(request)
 
     def release(self, index: int = 0) -> str:
-        """Deliver the ``index``-th held request; returns the broker's result."""
-        return self.broker.end_transaction(self.held.pop(index))
+        """Deliver the ``index``-th held request; returns the broker's result name."""
+        return self.broker.end_transaction(self.held.pop(index)).name
 
 
 @dataclass
@@ -78,6 +78,7 @@ class Env:
     clock: ManualClock
     sink: MemorySink
     directory: Path
+    faults: StoreFaults
     listeners: list[ScriptedListener] = field(default_factory=list)
 
     def producer(self, group: str = "G", listener: ScriptedListener | None = None,
@@ -114,19 +115,22 @@ class Env:
         """Trace events called ``name`` whose columns equal ``match``."""
         return [e for e in self.sink.of(name) if all(e[k] == v for k, v in match.items())]
 
-    def queue_records(self, topic: str, queue_id: int = 0) -> list[StoredMessage]:
-        """Every record of a (system) queue, straight from the store."""
-        store = self.broker.store
-        found = (store.get_by_queue_offset(topic, queue_id, i)
-                 for i in range(store.max_queue_offset(topic, queue_id)))
-        return [m for m in found if m is not None]
+    def queue_records(self, topic: str, queue_id: int = 0) -> list[MessageExt]:
+        """Every record of a (system) queue, through the admin API."""
+        admin = self.broker.admin
+        return admin.read(topic, queue_id, 0, max(1, self.broker.max_offset(topic, queue_id)))
 
-    def halves(self) -> list[StoredMessage]:
+    def halves(self) -> list[MessageExt]:
         return self.queue_records(HALF_TOPIC)
 
     def op_entries(self) -> list[int]:
         """Half offsets listed by every Op record on disk, in order."""
-        return [int(p) for op in self.queue_records(OP_TOPIC) for p in op.body.decode().split(",") if p]
+        count = max(1, self.broker.max_offset(OP_TOPIC, 0))
+        return [offset for op in self.broker.admin.read_ops(0, 0, count) for offset in op.half_offsets]
+
+    def log_end(self) -> int:
+        """The commit-log offset past the last record: unchanged means nothing was written."""
+        return self.broker.admin.commitlog_max_offset()
 
 
 EnvFactory = Callable[..., Env]

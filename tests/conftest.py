@@ -15,6 +15,7 @@ from tlc_tools import require_tlc
 from txmq.broker import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.store.faults import StoreFaults, faulty_opener
 from txmq.trace.sinks import MemorySink
 
 
@@ -27,8 +28,10 @@ def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
         directory = tmp_path / f"store{len(made)}"
         clock = ManualClock(start_ms)
         sink = MemorySink()
-        broker = Broker(directory, BrokerConfig(mode=mode, **config), clock, sink)
-        env = Env(broker, clock, sink, directory)
+        faults = StoreFaults()
+        broker = Broker(directory, BrokerConfig(mode=mode, **config), clock, sink,
+                        open_store=faulty_opener(faults))
+        env = Env(broker, clock, sink, directory, faults)
         made.append(env)
         return env
 

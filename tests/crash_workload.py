@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 
 from txmq.broker import Broker
-from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message, MessageExt, SendResult
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt, SendResult
 from txmq.trace import schema as ev
 
 STEPS = 20_000
@@ -74,7 +74,7 @@ class AckTransport:
         self.last: str | None = None
 
     def __call__(self, request: EndTransactionRequest) -> None:
-        self.last = self.broker.end_transaction(request)
+        self.last = self.broker.end_transaction(request).name
 
 
 def main(argv: list[str]) -> int:

@@ -11,8 +11,8 @@ from brokerkit import COMMIT, ROLLBACK, UNKNOW, EnvFactory, ScriptedListener, se
 
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import CheckTransactionStateRequest, Message, MessageExt, TransactionSendResult
 from txmq.errors import ClientError
+from txmq.protocol import CheckTransactionStateRequest, Message, MessageExt, TransactionSendResult
 from txmq.trace import schema as ev
 
 
@@ -55,7 +55,7 @@ def test_default_producer_ids_are_unique(make_env: EnvFactory) -> None:
 APP_RUN = """
 import sys
 from txmq.broker import Broker
-from txmq.client.message import LocalTransactionState, Message
+from txmq.protocol import LocalTransactionState, Message
 from txmq.client.producer import TransactionProducer
 class Commit:
     def execute_local_transaction(self, message, arg): return LocalTransactionState.COMMIT_MESSAGE
@@ -78,7 +78,7 @@ def test_default_producer_ids_do_not_repeat_across_processes(tmp_path: Path) -> 
 @pytest.mark.parametrize("failure", ["raise", "junk"])
 def test_local_transaction_failure_is_unknow(make_env: EnvFactory, failure: str) -> None:
     class Broken(ScriptedListener):
-        def execute_local_transaction(self, message, arg):  # noqa: ANN001, ANN202 - the listener protocol
+        def execute_local_transaction(self, message, arg):
             if failure == "raise":
                 raise RuntimeError("database down")
             return True

@@ -8,6 +8,7 @@ import pytest
 
 from txmq.config import RECORD_HEADROOM, BrokerConfig
 from txmq.errors import ConfigError
+from txmq.store.message_store import FLUSH_MODES, MIN_SEGMENT_SIZE
 
 
 def test_defaults_are_upstreams() -> None:
@@ -51,16 +52,23 @@ def test_wrong_types_and_values(values: dict[str, Any], message: str) -> None:
 MINIMA = {
     "transaction_timeout_ms": 0, "check_interval_ms": 1, "check_max": 1, "file_reserved_time_ms": 1,
     "op_batch_max_chars": 1, "op_batch_interval_ms": 1, "op_buffer_capacity": 1, "half_cache_capacity": 1,
-    "offset_persist_interval_ms": 1, "segment_size": 4_096,
+    "offset_persist_interval_ms": 1,
 }
 
 
 @pytest.mark.parametrize(("name", "low"), sorted(MINIMA.items()))
 def test_out_of_range(name: str, low: int) -> None:
-    small = {"op_batch_max_chars": 16} if name == "segment_size" else {}
-    assert getattr(BrokerConfig.from_mapping({name: low, **small}), name) == low
+    assert getattr(BrokerConfig.from_mapping({name: low}), name) == low
     with pytest.raises(ConfigError, match=f"{name} must be at least {low}, got {low - 1}"):
-        BrokerConfig.from_mapping({name: low - 1, **small})
+        BrokerConfig.from_mapping({name: low - 1})
+
+
+def test_segment_size_minimum_is_the_stores() -> None:
+    """One minimum segment size and one list of flush modes: the store's."""
+    with pytest.raises(ConfigError, match=f"segment_size must be at least {MIN_SEGMENT_SIZE}, got 255"):
+        BrokerConfig(segment_size=MIN_SEGMENT_SIZE - 1)
+    with pytest.raises(ConfigError, match=f"flush must be one of {', '.join(FLUSH_MODES)}"):
+        BrokerConfig(flush="never")
 
 
 def test_segment_must_hold_a_full_op_record() -> None:

@@ -20,11 +20,11 @@ from test_conformance_trace import SPEC, Listener
 from tlc_tools import JAR, needs_tlc
 
 from txmq.broker import Broker
-from txmq.client.message import LocalTransactionState, Message
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
+from txmq.protocol import LocalTransactionState, Message
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
 from txmq.tla.trace_validation import Validation, coverage, validate

@@ -19,10 +19,10 @@ from tlc_tools import JAR, needs_tlc
 from txmq.broker import Broker
 from txmq.cli import main
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
 from txmq.tla.replay import judge, load_schedule

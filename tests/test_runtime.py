@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from brokerkit import COMMIT, UNKNOW, ScriptedListener
 
 from txmq.broker import Broker
-from txmq.client.message import Message
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock, SystemClock
 from txmq.config import BrokerConfig
+from txmq.protocol import Message
 from txmq.runtime import BrokerRuntime
 from txmq.trace import schema as ev
 from txmq.trace.schema import TraceHeader
@@ -30,10 +30,12 @@ SCALE = 0.01  # check every 300 ms, Op batch every 1 ms, offsets every 50 ms
 CONFIG = BrokerConfig(transaction_timeout_ms=10, op_batch_interval_ms=100)
 
 
+SINKS: dict[int, MemorySink] = {}
+
+
 def memory_sink(broker: Broker) -> MemorySink:
     """The events the ``broker`` fixture's broker traced (it traces to a MemorySink)."""
-    assert isinstance(broker.sink, MemorySink)
-    return broker.sink
+    return SINKS[id(broker)]
 
 
 def wait_for(condition: Callable[[], bool], what: str) -> None:
@@ -49,11 +51,13 @@ def visible(broker: Broker) -> list[bytes]:
 
 
 @pytest.fixture
-def broker(tmp_path: Path):  # noqa: ANN201 - a generator fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
     sink = MemorySink()
     b = Broker(tmp_path / "s", CONFIG, trace=sink)
+    SINKS[id(b)] = sink
     yield b
     b.close()
+    del SINKS[id(b)]
 
 
 def test_runtime_checks_flushes_and_persists(broker: Broker) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener
 
-from txmq.client.message import Message, SendResult
 from txmq.errors import ClientError
+from txmq.protocol import Message, SendResult
 from txmq.trace import schema as ev
 from txmq.transaction.resolution import TransactionState
 
@@ -92,13 +92,13 @@ def test_s23_immunity_rejection(make_env: EnvFactory, mode: str, age: int, expec
     producer = env.producer("G")
     result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
     env.advance(age)
-    end = env.broker.store.max_physical_offset
+    end = env.log_end()
 
     producer.end_transaction(result, COMMIT)
 
     assert env.events(ev.END_TX)[-1]["result"] == expected
     if expected == ev.IMMUNITY_REJECTED:
-        assert env.broker.store.max_physical_offset == end and env.visible() == []
+        assert env.log_end() == end and env.visible() == []
         # A check answer at the same age is accepted.
         producer.end_transaction(result, COMMIT, from_check=True)
         assert env.events(ev.END_TX)[-1]["result"] == ev.OK
@@ -108,15 +108,16 @@ def test_s23_immunity_rejection(make_env: EnvFactory, mode: str, age: int, expec
 def test_s24_immunity_longer_than_budget(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     result = immune_half(env, "1800")
+    immune_half(env, "1800")
 
-    for _ in range(16):
-        env.run_check(INTERVAL)
+    reports = [env.run_check(INTERVAL) for _ in range(16)]
 
+    assert [(r.immunity_renewals, r.discards) for r in reports] == [(2, 0)] * 15 + [(0, 2)]
     assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY] * 15
     assert env.events(ev.CHECK) == []
-    [discard] = env.events(ev.DISCARD)
+    discard = env.events(ev.DISCARD)[0]
     assert (discard["check_count"], discard["result"]) == (15, ev.DISCARD_CHECK_MAX)
-    assert [m.body for m in env.broker.discarded_messages()] == [b"x"]
+    assert [m.body for m in env.broker.discarded_messages()] == [b"x", b"x"]
 
 
 def test_s25_scanner_immunity_has_no_lower_clamp(make_env: EnvFactory) -> None:
@@ -135,15 +136,54 @@ def test_s25_scanner_immunity_has_no_lower_clamp(make_env: EnvFactory) -> None:
     ("1", 6_001, ev.IMMUNITY_REJECTED),
     ("abc", 6_000, ev.OK),  # unparsable: the timeout
     ("abc", 6_001, ev.IMMUNITY_REJECTED),
+    ("-1", 6_001, ev.IMMUNITY_REJECTED),  # max(-1000, 6000)
+    (" 60", 6_001, ev.IMMUNITY_REJECTED),  # Long.parseLong rejects it: 0, clamped to the timeout
+    ("+60", 60_000, ev.OK),  # Long.parseLong takes a sign
 ])
 def test_s25_rejection_threshold_is_clamped(make_env: EnvFactory, seconds: str, age: int,
                                             expected: str) -> None:
+    """TransactionalMessageUtil.getImmunityTime: Long.parseLong, clamped up to the timeout."""
     env = make_env()
     producer = env.producer("G")
     result = producer.send_half(Message("T", b"x", properties={IMMUNITY: seconds}))
     env.advance(age)
     producer.end_transaction(result, COMMIT)
     assert env.events(ev.END_TX)[-1]["result"] == expected
+
+
+def test_future_born_half_with_immunity_is_reput(make_env: EnvFactory, mode: str) -> None:
+    """TransactionalMessageServiceImpl.check: with the immunity property the window test has no lower
+    bound, so a half born in the broker's future (producer clock ahead) is re-put, not checked (S26's
+    check applies to halves without the property)."""
+    env = make_env(mode)
+    env.producer("G", ScriptedListener(UNKNOW))
+    future = env.clock.now_ms() + 5_000
+    immune = Message("T", b"x", properties={IMMUNITY: "60"})
+    env.broker.send_half(immune, "G", "p", "F", born_timestamp=future)
+
+    report = env.run_check(1)
+
+    assert (report.immunity_renewals, report.checks) == (1, 0)
+    assert renew_results(env, "F") == [ev.RENEW_IMMUNITY] and env.events(ev.CHECK) == []
+
+
+@pytest.mark.parametrize(("seconds", "reput_at_age"), [
+    ("-1", 6_000),  # getImmunityTime: -1 means the transaction timeout
+    (" 60", 6_000),  # Long.parseLong rejects it: the timeout
+    ("6_0", 6_000),
+    ("60", 60_000),
+])
+def test_scanner_reads_immunity_as_java_does(make_env: EnvFactory, mode: str, seconds: str,
+                                             reput_at_age: int) -> None:
+    """TransactionalMessageServiceImpl.getImmunityTime parses with Long.parseLong; -1 and anything it
+    rejects mean the transaction timeout."""
+    env = make_env(mode)
+    result = immune_half(env, seconds)
+
+    env.run_check(reput_at_age)  # the last instant inside the window: re-put
+    env.run_check(30_000)  # well past it: checked
+
+    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
 
 
 def test_s25_unparsable_immunity_in_the_scanner(make_env: EnvFactory) -> None:
@@ -166,10 +206,13 @@ def test_s35_discard_on_age(make_env: EnvFactory, mode: str) -> None:
 
     env.run_check(1)
 
+    # TransactionalMessageServiceImpl.check: needDiscard counts the examination before needSkip discards,
+    # so the record carries count 1 (resolveDiscardMsg writes the incremented property).
     [discard] = env.events(ev.DISCARD)
-    assert (discard["txn"], discard["result"], discard["check_count"]) == ("OLD", ev.DISCARD_RETENTION, 0)
+    assert (discard["txn"], discard["result"], discard["check_count"]) == ("OLD", ev.DISCARD_RETENTION, 1)
     assert [e["txn"] for e in env.events(ev.CHECK)] == ["EDGE"]
-    assert [m.body for m in env.broker.discarded_messages()] == [b"ancient"]
+    [dead] = env.broker.discarded_messages()
+    assert dead.body == b"ancient" and dead.properties["TRANSACTION_CHECK_TIMES"] == "1"
     if mode == "strict":
         assert env.broker.transaction_state("OLD") is TransactionState.DISCARDED
 
@@ -183,8 +226,9 @@ def test_s35_discard_on_age_after_checks(make_env: EnvFactory) -> None:
         env.run_check(INTERVAL)
 
     assert len(env.events(ev.CHECK)) == 4
-    [discard] = env.events(ev.DISCARD)
-    assert (discard["result"], discard["check_count"]) == (ev.DISCARD_RETENTION, 4)
+    [discard] = env.events(ev.DISCARD)  # the copy carrying 4, counted a fifth time before the age test
+    assert (discard["result"], discard["check_count"]) == (ev.DISCARD_RETENTION, 5)
+    assert env.broker.discarded_messages()[0].properties["TRANSACTION_CHECK_TIMES"] == "5"
 
 
 def discard_after_15_checks(env: Env, listener: ScriptedListener) -> SendResult:
@@ -213,7 +257,7 @@ def test_s36_resume_gives_fifteen_more_checks(make_env: EnvFactory, mode: str) -
         env.run_check(INTERVAL)
     counts = [e["check_count"] for e in env.events(ev.CHECK)]
     assert counts == list(range(1, 16)) * 2
-    assert len(env.broker.discarded_messages()) == 2
+    assert len(env.broker.discarded_messages()) == 2 == env.broker.broker_stats()["discards"]
 
 
 def test_s36_resume_then_commit(make_env: EnvFactory, mode: str) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from brokerkit import COMMIT, ROLLBACK, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
-from txmq.client.message import Message
 from txmq.errors import BrokerUnavailableError
+from txmq.protocol import Message
 from txmq.trace import schema as ev
 from txmq.transaction.resolution import TransactionState
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
-from txmq.client.message import Message
 from txmq.config import BrokerConfig
+from txmq.protocol import Message
 from txmq.trace import schema as ev
-from txmq.transaction.op_batcher import decode_body
+from txmq.transaction.op_batcher import OpBatcher, decode_body, encode_body
 
 
 def test_s27_op_batching_by_time(make_env: EnvFactory, mode: str) -> None:
@@ -57,6 +57,8 @@ def test_s28_op_batching_by_size(make_env: EnvFactory, mode: str) -> None:
     assert decode_body(record.body) == op["half_offsets"] == list(range(len(op["half_offsets"])))
     env.broker.flush_op_batches(force=True)
     assert env.op_entries() == list(range(1_100))
+    stats = env.broker.broker_stats()
+    assert (stats["op_records"], stats["op_entries"]) == (len(env.events(ev.OP_PUT)), 1_100)
 
 
 def test_s29_buffer_overflow_writes_synchronously(make_env: EnvFactory, mode: str) -> None:
@@ -103,10 +105,48 @@ def test_s30_op_not_yet_flushed_when_checked_rocketmq(make_env: EnvFactory) -> N
     assert env.bodies() == [b"x", b"x"]
 
 
+def test_size_triggered_flush_restarts_the_batch_interval(make_env: EnvFactory, mode: str) -> None:
+    """TransactionalOpBatchService: any wake-up runs batchSendOpMessage, whose next tick is its own start
+    plus the interval; the schedule does not keep the ticks it had before."""
+    env = make_env(mode, op_batch_max_chars=4)
+    start = env.clock.now_ms()
+    producer = env.producer()
+    env.advance(1_000)
+    for body in (b"0", b"1", b"2"):
+        send(producer, body, COMMIT)  # "0,1,2," passes 4 characters: the batch thread is woken at 1 s
+    assert [e["half_offsets"] for e in env.events(ev.OP_PUT)] == [[0, 1]]
+    assert env.broker.next_due_ms() == start + 4_000
+
+    while len(env.events(ev.OP_PUT)) < 2:
+        env.advance(100)
+        env.broker.tick()
+    assert env.events(ev.OP_PUT)[1]["ts"] == start + 4_000  # a full interval after the wake-up
+
+
+def test_exactly_max_chars_waits_for_the_next_tick(make_env: EnvFactory, mode: str) -> None:
+    """TransactionalMessageServiceImpl.deletePrepareMessage wakes the thread only past the size
+    (totalSize > max); batchSendOpMessage flushes a context holding at least the size (>= max) at its
+    next tick even if the interval since that context's last write has not passed."""
+    env = make_env(mode, op_batch_max_chars=4)
+    start = env.clock.now_ms()
+    producer = env.producer()
+    env.advance(2_500)
+    send(producer, b"0", COMMIT)
+    send(producer, b"1", COMMIT)  # "0,1," is exactly 4 characters: no wake-up
+    assert env.events(ev.OP_PUT) == []
+
+    while not env.events(ev.OP_PUT):
+        env.advance(100)
+        env.broker.tick()
+    [op] = env.events(ev.OP_PUT)
+    assert (op["ts"], op["half_offsets"]) == (start + 3_000, [0, 1])  # 0.5 s after the context was made
+
+
 def test_op_body_parser_accepts_both_formats() -> None:
     assert decode_body(b"17,18,25,") == [17, 18, 25]
     assert decode_body(b"42") == [42]  # the <= 4.9 single-offset body
-    assert decode_body(b"1,x,,-3, 2,") == [1, 2]  # unparsable pieces are ignored, as upstream's -1
+    # Pieces Long.parseLong rejects (or negative ones) are ignored, as upstream's -1 is.
+    assert decode_body(b"1,x,,-3, 2,+4,4_0,") == [1, 4]
 
 
 def cache_stats(env: Env) -> tuple[int, int, int]:
@@ -116,10 +156,9 @@ def cache_stats(env: Env) -> tuple[int, int, int]:
 
 def test_s34_commit_right_after_send_hits_the_cache(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
-    assert env.broker.half_cache.hit_ratio is None
+    assert cache_stats(env) == (0, 0, 0)
     send(env.producer(), b"x", COMMIT)
     assert cache_stats(env) == (1, 0, 0)
-    assert env.broker.half_cache.hit_ratio == 1.0
     assert env.bodies() == [b"x"]
 
 
@@ -206,3 +245,60 @@ def test_half_cache_is_empty_after_a_clean_restart(make_env: EnvFactory) -> None
     env.broker.restart()
     producer.end_transaction(result, COMMIT)
     assert cache_stats(env) == (0, 1, 0)
+
+
+def test_batcher_cuts_bodies_at_the_size_limit() -> None:
+    """TransactionalMessageServiceImpl.getOpMessage: entries are appended while the body is shorter than
+    the limit, so a body ends at the first entry reaching it."""
+    batcher = OpBatcher(max_chars=10, interval_ms=3_000, capacity=100)
+    for offset in range(100, 110):  # "100," is 4 characters
+        assert batcher.offer(0, offset, 0)
+    assert batcher.take_batch(0) == [100, 101, 102]  # 12 characters: the third reached 10
+    assert batcher.take_batch(0, first=[7, 8, 9, 10]) == [7, 8, 9, 10, 103]  # 2+2+2+3 = 9 < 10, one more
+    assert batcher.buffered(0) == list(range(104, 110))
+    assert batcher.over_size(0)  # 24 characters left
+    assert batcher.due_batches(0) == [(0, [104, 105, 106]), (0, [107, 108, 109])]
+    assert encode_body([104, 105, 106]) == b"104,105,106,"
+
+
+def test_batcher_force_flushes_every_body() -> None:
+    """A forced flush (strict close) writes everything, in as many bodies as the size limit needs."""
+    batcher = OpBatcher(max_chars=8, interval_ms=3_000, capacity=100)
+    for offset in range(10, 20):  # 3 characters each: 30 characters, 3 per body of 9
+        batcher.offer(0, offset, 0)
+    bodies = batcher.due_batches(1, force=True)
+    assert [offsets for _, offsets in bodies] == [[10, 11, 12], [13, 14, 15], [16, 17, 18], [19]]
+    assert batcher.buffered(0) == []
+
+
+def test_batcher_size_and_interval_rules() -> None:
+    """batchSendOpMessage: a context is flushed when it holds at least the size, or when the interval
+    passed since its last write; a full body's worth left over is cut at once (the immediate re-tick)."""
+    batcher = OpBatcher(max_chars=4, interval_ms=3_000, capacity=100)
+    batcher.offer(0, 1, now_ms=0)  # the context is made at 0
+    assert not batcher.over_size(0)
+    assert batcher.due_batches(2_999) == []
+    assert batcher.due_batches(3_000) == [(0, [1])]  # the interval since the context was made
+    batcher.offer(0, 2, now_ms=3_100)
+    assert batcher.due_batches(5_999) == []  # the interval counts from the last write, at 3000
+    assert batcher.due_batches(6_000) == [(0, [2])]
+    for offset in (3, 4, 5, 6, 7):
+        batcher.offer(0, offset, 6_100)
+    assert batcher.over_size(0)  # 10 characters > 4
+    assert batcher.due_batches(6_100) == [(0, [3, 4]), (0, [5, 6])]  # 2 characters left: not a full body
+    assert batcher.buffered(0) == [7]
+    batcher.offer(0, 8, 6_100)
+    batcher.offer(1, 9, 6_100)  # another half queue has its own context
+    assert not batcher.over_size(0)  # exactly 4 characters
+    assert batcher.due_batches(6_100) == [(0, [7, 8])]  # at least the size: flushed without waiting
+
+
+def test_batcher_capacity() -> None:
+    """MessageQueueOpContext's queue is bounded: a full buffer refuses the entry (the caller writes it)."""
+    batcher = OpBatcher(max_chars=4_096, interval_ms=3_000, capacity=2)
+    assert batcher.offer(0, 1, 0) and batcher.offer(0, 2, 0)
+    assert not batcher.offer(0, 3, 0)
+    assert not batcher.over_size(7) and batcher.take_batch(7) == []  # a queue never offered to
+    assert batcher.buffered(0) == [1, 2] and batcher.buffered(5) == []
+    batcher.clear()
+    assert batcher.buffered(0) == [] and batcher.take_batch(0, first=[3]) == [3]

@@ -8,10 +8,10 @@ import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message
 from txmq.errors import ClientError
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message
 from txmq.trace import schema as ev
-from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
+from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC
 from txmq.transaction.resolution import TransactionState
 
 SEGMENT = 8192
@@ -52,9 +52,9 @@ def test_expiry_is_traced_and_a_lagging_consumer_group_moves_past_it(make_env: E
     deleted = expire_all_but_last(env)
     assert deleted and deleted[0] == f"{0:020d}"
     [expire] = env.events(ev.EXPIRE)
-    assert expire["commitlog_offset"] == env.broker.store.min_physical_offset > 0
+    assert expire["commitlog_offset"] == env.broker.admin.commitlog_min_offset() > 0
     assert expire["half_offset"] == 3 and expire["op_offset"] == 1 and expire["half_offsets"] == []
-    assert env.broker.store.min_queue_offset("T", 0) == 3
+    assert env.broker.admin.min_offset("T", 0) == 3
     fresh = send(producer, b"new", COMMIT)
     assert [m.body for m in lagging.poll()] == [b"new"]  # the three expired ones are skipped, not awaited
     assert env.broker.consumer_offset("lagging", "T", 0) == 4
@@ -62,7 +62,7 @@ def test_expiry_is_traced_and_a_lagging_consumer_group_moves_past_it(make_env: E
     # END_TRANSACTION for an expired half finds nothing (the half cache does not keep it alive either)
     late = EndTransactionRequest("G", sent[0].queue_offset, sent[0].commitlog_offset,
                                  LocalTransactionState.COMMIT_MESSAGE, False, sent[0].msg_id, "p")
-    assert env.broker.end_transaction(late) == ev.NOT_FOUND
+    assert env.broker.end_transaction(late).name == ev.NOT_FOUND
     assert fresh.queue_offset == 3
 
 
@@ -73,12 +73,12 @@ def test_the_scanner_checkpoint_moves_to_the_first_live_half(make_env: EnvFactor
         send(producer, b"%d" % i, COMMIT)
     env.broker.flush_op_batches(force=True)
     roll(env)
-    assert env.broker.offsets.get(CHECKPOINT_GROUP, HALF_TOPIC, 0) is None  # no check ran yet: at 0
+    assert env.broker.consumer_offset(CHECKPOINT_GROUP, HALF_TOPIC, 0) is None  # no check ran yet: at 0
     expire_all_but_last(env)
     env.run_check()
     env.broker.persist_offsets()
-    assert env.broker.offsets.get(CHECKPOINT_GROUP, HALF_TOPIC, 0) == 3
-    assert env.broker.checkpoint(OP_TOPIC, 0) == 1
+    assert env.broker.consumer_offset(CHECKPOINT_GROUP, HALF_TOPIC, 0) == 3
+    assert env.broker.admin.checkpoints(0).op_offset == 1
 
 
 def test_unresolved_halves_that_expire_are_listed_and_can_no_longer_be_committed(
@@ -94,7 +94,7 @@ def test_unresolved_halves_that_expire_are_listed_and_can_no_longer_be_committed
     assert expire["half_offsets"] == [pending.queue_offset] and done.queue_offset != pending.queue_offset
     late = EndTransactionRequest("G", pending.queue_offset, pending.commitlog_offset,
                                  LocalTransactionState.COMMIT_MESSAGE, False, pending.msg_id, "p")
-    assert env.broker.end_transaction(late) == ev.NOT_FOUND
+    assert env.broker.end_transaction(late).name == ev.NOT_FOUND
     assert env.bodies() == []  # the committed one's real message expired with its segment
     if mode == "strict":
         with pytest.raises(ClientError, match="no transaction"):
@@ -139,17 +139,18 @@ def test_a_strict_resolution_outlives_its_resolving_record(make_env: EnvFactory)
 def test_the_resolution_index_is_trimmed_with_the_log(make_env: EnvFactory) -> None:
     env = make_env("strict", **RETENTION)
     producer = env.producer()
-    for i in range(5):
-        send(producer, b"%d" % i, COMMIT)
+    sent = [send(producer, b"%d" % i, COMMIT) for i in range(5)]
     env.broker.flush_op_batches(force=True)
-    assert env.broker.resolution is not None and env.broker.resolution.size() == 5
+    assert {env.broker.transaction_state(s.msg_id) for s in sent} == {TransactionState.COMMITTED}
     roll(env)
     expire_all_but_last(env)
-    assert env.broker.resolution.size() == 0
+    for s in sent:  # every record of each is gone, and so is its entry in the index
+        with pytest.raises(ClientError, match="no transaction"):
+            env.broker.transaction_state(s.msg_id)
 
 
 def test_offsets_beyond_a_queue_end_are_reported_and_moved_at_the_next_read(
-    make_env: EnvFactory, capsys: pytest.CaptureFixture[str], mode: str
+    make_env: EnvFactory, caplog: pytest.LogCaptureFixture, mode: str
 ) -> None:
     env = make_env(mode)
     producer = env.producer()
@@ -157,7 +158,7 @@ def test_offsets_beyond_a_queue_end_are_reported_and_moved_at_the_next_read(
     env.broker.commit_consumer_offset("C", "T", 0, 50)  # as if the store had lost records C had read
     env.broker.close()
     env.broker.restart()
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "offset 50 of group C on T/0 lies beyond the queue's end 1" in err
     assert "OFFSET_OVERFLOW_BADLY" in err
     consumer = PullConsumer(env.broker, "C", ["T"])

@@ -11,10 +11,18 @@ from __future__ import annotations
 import pytest
 from brokerkit import COMMIT, ROLLBACK, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
-from txmq.client.message import EndTransactionRequest, Message, SendResult, SendStatus
 from txmq.errors import ClientError
-from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_MASK, StoredMessage
+from txmq.protocol import (
+    EndTransactionRequest,
+    EndTransactionResult,
+    Message,
+    MessageExt,
+    SendResult,
+    SendStatus,
+)
+from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_MASK
 from txmq.trace import schema as ev
+from txmq.trace.schema import body_crc
 from txmq.transaction.constants import HALF_TOPIC, OP_TAG, OP_TOPIC
 from txmq.transaction.resolution import TransactionState
 
@@ -48,7 +56,7 @@ def test_s01_half_is_stored_invisibly(make_env: EnvFactory, mode: str) -> None:
     [put] = env.events(ev.HALF_PUT)
     assert (put["txn"], put["topic"], put["queue_id"]) == (result.msg_id, "T", 2)
     assert (put["half_offset"], put["commitlog_offset"]) == (0, result.commitlog_offset)
-    assert put["producer"] == producer.producer_id and put["body_crc"] == env.broker.crc(b"hello")
+    assert put["producer"] == producer.producer_id and put["body_crc"] == body_crc(b"hello")
 
 
 def test_s02_transactions_disabled(make_env: EnvFactory, mode: str) -> None:
@@ -56,7 +64,7 @@ def test_s02_transactions_disabled(make_env: EnvFactory, mode: str) -> None:
     producer = env.producer()
     with pytest.raises(ClientError, match="rejects transactional"):
         producer.send_half(Message("T", b"x"))
-    assert env.broker.store.max_physical_offset == 0
+    assert env.log_end() == 0
     assert env.events(ev.HALF_PUT) == []
 
 
@@ -67,7 +75,7 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     [real] = env.visible("T")
     assert (real.body, real.queue_id, real.queue_offset) == (b"paid", 1, 0)
     assert real.transaction_id == result.msg_id
-    stored = env.broker.store.get_message(real.commitlog_offset)
+    stored = env.broker.admin.message(real.commitlog_offset)
     assert stored is not None
     assert stored.sysflag & TRANSACTION_MASK == TRANSACTION_COMMIT
     assert stored.prepared_transaction_offset == result.commitlog_offset
@@ -91,7 +99,18 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
 
 def test_s04_rollback(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
-    result = send(env.producer(), b"cancelled", ROLLBACK)
+    producer = env.producer()
+    result = producer.send_half(Message("T", b"cancelled"))
+    end = env.log_end()
+    producer.end_transaction(result, ROLLBACK)
+    marker = env.broker.admin.message(end)
+    if mode == "strict":  # its durable rollback record: ROLLBACK type, no body, indexed in no queue
+        assert marker is not None and env.log_end() > end
+        assert (marker.topic, marker.body, marker.sysflag, marker.queue_offset) == ("T", b"", 12, -1)
+        assert marker.prepared_transaction_offset == result.commitlog_offset
+        assert marker.properties == {"__transactionId__": result.msg_id, "PGROUP": "G"}
+    else:  # upstream writes nothing but the Op entry
+        assert marker is None and env.log_end() == end
 
     assert env.visible("T") == []
     assert end_results(env) == [ev.OK]
@@ -176,7 +195,7 @@ def test_s07_rollback_after_commit_rocketmq(make_env: EnvFactory) -> None:
     assert env.op_entries() == [0, 0]
 
 
-def request_for(target: SendResult | StoredMessage, **change: object) -> EndTransactionRequest:
+def request_for(target: SendResult | MessageExt, **change: object) -> EndTransactionRequest:
     """A COMMIT from group G for the record ``target`` (a send's result or a stored record), as changed."""
     fields: dict[str, object] = dict(
         producer_group="G", tran_state_table_offset=target.queue_offset,
@@ -190,13 +209,15 @@ def request_for(target: SendResult | StoredMessage, **change: object) -> EndTran
 def test_s08_unknown_offset(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     result = env.producer().send_half(Message("T", b"x"))
-    end = env.broker.store.max_physical_offset
+    end = env.log_end()
 
     beyond = env.broker.end_transaction(request_for(result, commit_log_offset=end + 1000))
     inside = env.broker.end_transaction(request_for(result, commit_log_offset=result.commitlog_offset + 3))
 
-    assert beyond == inside == ev.NOT_FOUND
-    assert env.broker.store.max_physical_offset == end
+    # EndTransactionProcessor: SYSTEM_ERROR "Find prepared transaction message failed".
+    not_found = EndTransactionResult(ev.NOT_FOUND, 1, "Find prepared transaction message failed")
+    assert beyond == inside == not_found
+    assert env.log_end() == end
     flush_all(env)
     assert env.visible() == [] and env.queue_records(OP_TOPIC) == []
 
@@ -205,11 +226,11 @@ def test_s08_offset_on_a_real_message_strict(make_env: EnvFactory) -> None:
     env = make_env("strict")
     send(env.producer(), b"real", COMMIT)
     [real] = env.visible()
-    stored = env.broker.store.get_message(real.commitlog_offset)
+    stored = env.broker.admin.message(real.commitlog_offset)
     assert stored is not None
     target = request_for(stored)
 
-    assert env.broker.end_transaction(target) == ev.NOT_FOUND
+    assert env.broker.end_transaction(target).name == ev.NOT_FOUND
     assert env.bodies() == [b"real"]
 
 
@@ -218,10 +239,10 @@ def test_s08_offset_on_a_real_message_rocketmq(make_env: EnvFactory) -> None:
     env = make_env("rocketmq")
     send(env.producer(), b"real", COMMIT)
     [real] = env.visible()
-    stored = env.broker.store.get_message(real.commitlog_offset)
+    stored = env.broker.admin.message(real.commitlog_offset)
     assert stored is not None
 
-    assert env.broker.end_transaction(request_for(stored)) == ev.OK
+    assert env.broker.end_transaction(request_for(stored)) == EndTransactionResult(ev.OK, 0)
     assert env.bodies() == [b"real", b"real"]
 
 
@@ -229,10 +250,11 @@ def test_s09_group_mismatch(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     owner = env.producer("G", ScriptedListener(COMMIT))
     result = owner.send_half(Message("T", b"x"))
-    end = env.broker.store.max_physical_offset
+    end = env.log_end()
 
-    assert env.broker.end_transaction(request_for(result, producer_group="OTHER")) == ev.GROUP_MISMATCH
-    assert env.broker.store.max_physical_offset == end and env.visible() == []
+    assert env.broker.end_transaction(request_for(result, producer_group="OTHER")) == EndTransactionResult(
+        ev.GROUP_MISMATCH, 1, "The producer group wrong")
+    assert env.log_end() == end and env.visible() == []
     # The half is later checked through a producer of the stored group, which commits it.
     env.run_check(6_001)
     [check] = env.events(ev.CHECK)
@@ -244,25 +266,25 @@ def test_s09_group_mismatch(make_env: EnvFactory, mode: str) -> None:
 def test_s10_queue_offset_mismatch(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     result = env.producer().send_half(Message("T", b"x"))
-    end = env.broker.store.max_physical_offset
+    end = env.log_end()
 
     answer = env.broker.end_transaction(request_for(result, tran_state_table_offset=5))
 
-    assert answer == ev.OFFSET_MISMATCH
-    assert env.broker.store.max_physical_offset == end and env.visible() == []
+    assert answer == EndTransactionResult(ev.OFFSET_MISMATCH, 1, "The transaction state table offset wrong")
+    assert env.log_end() == end and env.visible() == []
 
 
 @pytest.mark.parametrize("from_check", [False, True])
 def test_s12_unknow_end_does_nothing(make_env: EnvFactory, mode: str, from_check: bool) -> None:
     env = make_env(mode)
     result = env.producer().send_half(Message("T", b"x"))
-    end = env.broker.store.max_physical_offset
+    end = env.log_end()
 
     unknown = request_for(result, state=UNKNOW, from_transaction_check=from_check)
     answer = env.broker.end_transaction(unknown)
 
-    assert answer == ev.IGNORED_UNKNOWN
-    assert env.broker.store.max_physical_offset == end
+    assert answer == EndTransactionResult(ev.IGNORED_UNKNOWN, None)  # upstream sends no response at all
+    assert env.log_end() == end
     flush_all(env)
     assert env.queue_records(OP_TOPIC) == []
     if mode == "strict":
@@ -274,7 +296,7 @@ def test_s12_unknow_end_does_nothing(make_env: EnvFactory, mode: str, from_check
 def test_s13_real_put_failure_leaves_half_pending(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     producer = env.producer("G", ScriptedListener(COMMIT))
-    env.broker.faults.real_put_failures = 1
+    env.faults.refuse_commits = 1
     result = send(producer, b"retry-me", COMMIT)
 
     assert end_results(env) == [ev.STORE_ERROR]
@@ -331,3 +353,29 @@ def test_s40_commit_order_defines_visible_order(make_env: EnvFactory, mode: str)
     visible = env.visible()
     assert [(m.body, m.queue_offset) for m in visible] == [(b"B", 0), (b"A", 1)]
     assert [e["txn"] for e in env.events(ev.REAL_PUT)] == [b.msg_id, a.msg_id]
+
+
+def test_end_transaction_answers_carry_rocketmq_codes(make_env: EnvFactory, mode: str) -> None:
+    """EndTransactionProcessor.processRequest: SUCCESS (0); a refused real-message put answers by its
+    status (sendFinalMessage: SERVICE_NOT_AVAILABLE -> 14); an immunity rejection is ILLEGAL_OPERATION
+    (604, no remark)."""
+    env = make_env(mode)
+    producer = env.producer()
+    ok = producer.send_half(Message("T", b"ok"))
+    assert env.broker.end_transaction(request_for(ok)) == EndTransactionResult(ev.OK, 0)
+
+    refused = producer.send_half(Message("T", b"refused"))
+    env.faults.refuse_commits = 1
+    answer = env.broker.end_transaction(request_for(refused))
+    assert answer == EndTransactionResult(ev.STORE_ERROR, 14, "Service not available now.")
+    assert not answer.ok and env.bodies() == [b"ok"]
+
+    immune = producer.send_half(Message("T", b"late", properties={"CHECK_IMMUNITY_TIME_IN_SECONDS": "10"}))
+    env.advance(10_001)
+    assert env.broker.end_transaction(request_for(immune)) == EndTransactionResult(ev.IMMUNITY_REJECTED, 604)
+
+    again = env.broker.end_transaction(request_for(ok))
+    if mode == "strict":  # strict's own refusal, answered as upstream's consistency failures are
+        assert (again.name, again.code) == (ev.ALREADY_RESOLVED, 1) and "resolved" in (again.remark or "")
+    else:
+        assert again == EndTransactionResult(ev.OK, 0)

@@ -223,3 +223,51 @@ def test_a_frame_whose_lengths_overrun_its_payload_is_invalid_despite_its_crc(tm
     store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
     assert (store.recovery.truncated_bytes, store.recovery.records) == (len(frame), 3)
     store.close()
+
+
+def test_a_valid_frame_right_after_a_false_magic_candidate_is_found(tmp_path):
+    """next_valid_frame moves one byte on after a candidate that is not a frame: a valid record whose own
+    header holds the magic byte just before its real one (in the CRC's last byte) is still found, so the
+    damage before it is reported, never cut."""
+    magic_at = HEADER.size - 1
+    for n in range(5000):  # a body whose frame's CRC ends in the magic byte (one in 256)
+        body = f"body {n}".encode()
+        message = StoredMessage("t", 0, body, {}, 1)
+        frame = encode_frame(message, encode_topic("t"), encode_properties({}), 7, 1)
+        if frame[magic_at - 1] == MAGIC:
+            break
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    first = StoredMessage("t", 0, b"first record", {}, 0)
+    second = StoredMessage("t", 0, body, {}, 1)
+    third = StoredMessage("t", 0, b"third record", {}, 2)
+    assert store.put_message(first).ok and store.put_message(second).ok and store.put_message(third).ok
+    store.crash()  # recovery then reads every record (after a clean close it reads none)
+    path = segment_path(tmp_path / "s")
+    data = bytearray(read(path))
+    assert data[second.commitlog_offset + magic_at - 1] == MAGIC  # the false candidate, one byte early
+    data[first.commitlog_offset + HEADER.size + 2] ^= 0xFF  # damage the first record's payload
+    rewrite(path, bytes(data))
+    following = f"followed by a valid record at offset {second.commitlog_offset};"
+    with pytest.raises(CorruptStoreError, match=following):
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    assert read(path) == bytes(data)
+
+
+def test_the_first_valid_record_after_damage_is_named(tmp_path):
+    """Damage in the first of three records: the error names the second, the first valid one after it."""
+    msgs = build(tmp_path / "s", count=3)
+    path = segment_path(tmp_path / "s")
+    data = bytearray(read(path))
+    data[HEADER.size + 3] ^= 0xFF
+    rewrite(path, bytes(data))
+    following = f"followed by a valid record at offset {msgs[1].commitlog_offset};"
+    with pytest.raises(CorruptStoreError, match=following):
+        MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+
+
+def test_a_clean_open_reports_no_torn_tail(tmp_path):
+    build(tmp_path / "s", count=2)
+    store = MessageStore.open(tmp_path / "s", clock=clock, segment_size=64 * 1024)
+    text = str(store.recovery)
+    assert text.endswith("; no torn tail") and "read 2 records from offset 0 up to" in text
+    store.close()

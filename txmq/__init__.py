@@ -4,4 +4,38 @@ The public API is re-exported here so that users write ``from txmq import Broker
 to know which module holds what.
 """
 
+from txmq.broker import Broker
+from txmq.client.consumer import PullConsumer
+from txmq.client.producer import TransactionListener, TransactionProducer
+from txmq.clock import ManualClock, SystemClock
+from txmq.config import BrokerConfig
+from txmq.protocol import (
+    EndTransactionResult,
+    LocalTransactionState,
+    Message,
+    MessageExt,
+    SendResult,
+    TransactionSendResult,
+)
+from txmq.runtime import BrokerRuntime
+from txmq.transaction.resolution import TransactionState
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "Broker",
+    "BrokerConfig",
+    "BrokerRuntime",
+    "EndTransactionResult",
+    "LocalTransactionState",
+    "ManualClock",
+    "Message",
+    "MessageExt",
+    "PullConsumer",
+    "SendResult",
+    "SystemClock",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "TransactionState",
+]

@@ -1,46 +1,48 @@
 """The single-node transactional broker: a synchronous, thread-safe state machine.
 
 Every public method takes the broker lock, so trace events come out in the order state changed. Timed
-services are plain methods (``run_check_once``, ``flush_op_batches``, ``persist_offsets``, or ``tick``
-to run whichever are due); ``txmq.runtime`` runs them on threads with the system clock, tests and the
-simulation call them with a ``ManualClock``.
+services are plain methods (``run_check_once``, ``flush_op_batches``, ``persist_offsets``,
+``delete_expired_segments``, or ``tick`` to run whichever are due); ``txmq.runtime`` runs them on threads
+with the system clock, tests and the simulation call them with a ``ManualClock``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-import sys
 import threading
-import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from txmq.client.message import (
+from txmq.admin import BrokerAdmin
+from txmq.clock import Clock, SystemClock
+from txmq.config import RECORD_HEADROOM, BrokerConfig
+from txmq.errors import BrokerUnavailableError, ClientError, StoreError
+from txmq.protocol import (
     EndTransactionRequest,
+    EndTransactionResult,
     Message,
     MessageExt,
     PullResult,
     SendResult,
     SendStatus,
 )
-from txmq.clock import Clock, SystemClock
-from txmq.config import RECORD_HEADROOM, BrokerConfig
-from txmq.errors import BrokerUnavailableError, ClientError, StoreError
 from txmq.store.codec import IllegalMessage, encode_properties
+from txmq.store.faults import StoreOpener
 from txmq.store.message import StoredMessage
-from txmq.store.message_store import MessageStore, PutStatus, next_begin_offset
+from txmq.store.message_store import MessageStore, next_begin_offset
 from txmq.store.offsets import OffsetStore
 from txmq.trace import schema as ev
+from txmq.trace.schema import body_crc
 from txmq.trace.sinks import NullSink, TraceSink
 from txmq.transaction.check_service import CheckRunReport, CheckService
+from txmq.transaction.checkpoints import ScanCheckpoints
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
-    CHECKPOINT_GROUP,
     CLUSTER_NAME,
     HALF_QUEUE_ID,
     HALF_TOPIC,
-    OP_TAG,
     OP_TOPIC,
     PROPERTY_CLUSTER,
     PROPERTY_DISCARDED_HALF_OFFSET,
@@ -57,29 +59,21 @@ from txmq.transaction.constants import (
     RESERVED_PROPERTIES,
     SYSTEM_TOPICS,
 )
+from txmq.transaction.context import TransactionContext
 from txmq.transaction.end_transaction import EndTransactionProcessor
 from txmq.transaction.half_cache import HalfCache
-from txmq.transaction.op_batcher import OpBatcher, decode_body, encode_body
+from txmq.transaction.halves import HalfLog
+from txmq.transaction.op_batcher import OpBatcher
+from txmq.transaction.op_writer import OpWriter
 from txmq.transaction.producer_manager import ProducerChannel, ProducerManager
-from txmq.transaction.resolution import ResolutionIndex, TransactionState
+from txmq.transaction.resolution import TransactionState, open_for_store, state_in_log
+from txmq.transaction.retention import expire
+from txmq.transaction.views import client_view
 
 _TOPIC_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
 OFFSETS_FILE = "offsets.json"
 MAX_QUEUE_ID = 2**31 - 1  # the store keeps queue ids as int32
-
-
-class FaultPlan:
-    """Faults the broker itself can be told to produce (the store refusing a real-message put, S13)."""
-
-    def __init__(self) -> None:
-        self.real_put_failures = 0
-
-    def take_real_put_failure(self) -> bool:
-        """Consume one planned failure; True if this put must fail."""
-        if self.real_put_failures > 0:
-            self.real_put_failures -= 1
-            return True
-        return False
+log = logging.getLogger("txmq.broker")
 
 
 def validate_topic(topic: str) -> None:
@@ -94,7 +88,17 @@ class Broker:
     """A transactional broker over one store directory.
 
     ``Broker(directory, config, clock, trace)`` opens (or creates and recovers) the store. ``crash()``
-    drops everything volatile as a killed process would; ``restart()`` recovers from disk.
+    drops everything volatile as a killed process would; ``restart()`` recovers from disk. Its API is its
+    methods, each taking the broker's lock; ``config``, ``clock`` and ``directory`` are fixed at creation,
+    and ``admin`` inspects the store read-only. ``open_store`` opens the store (tests and the simulation
+    pass ``txmq.store.faults.faulty_opener`` to inject refused puts)::
+
+        from txmq import Broker, BrokerConfig, ManualClock
+
+        clock = ManualClock()
+        with Broker("/tmp/store", BrokerConfig(mode="rocketmq"), clock) as broker:
+            clock.advance(30_000)
+            broker.tick()  # the check service, Op batcher, offset persister and retention run when due
     """
 
     def __init__(
@@ -103,150 +107,141 @@ class Broker:
         config: BrokerConfig | None = None,
         clock: Clock | None = None,
         trace: TraceSink | None = None,
+        open_store: StoreOpener = MessageStore.open,
     ) -> None:
-        self.directory = Path(directory)
-        self.config = config or BrokerConfig()
-        self.clock = clock or SystemClock()
-        self.sink = trace or NullSink()
-        self.tracing = self.sink.enabled
+        self._directory = Path(directory)
+        self._config = config or BrokerConfig()
+        self._clock = clock or SystemClock()
+        self._trace = trace or NullSink()
+        self._open_store = open_store
         self._lock = threading.RLock()
-        self.producers = ProducerManager()
-        self.faults = FaultPlan()
-        self.stats: Counter[str] = Counter()
-        self.half_cache = HalfCache(self.config.half_cache_capacity)
-        self.op_batcher = OpBatcher(
-            self.config.op_batch_max_chars, self.config.op_batch_interval_ms, self.config.op_buffer_capacity
-        )
-        self._end_tx = EndTransactionProcessor(self)
-        self._check = CheckService(self)
-        self.store: MessageStore
-        self.offsets: OffsetStore
-        self.resolution: ResolutionIndex | None = None
-        self._checkpoints: dict[tuple[str, int], int] = {}
-        self._up = False
+        self._producers = ProducerManager()
+        self._stats: Counter[str] = Counter()
+        self._cache = HalfCache(self._config.half_cache_capacity)
+        cfg = self._config
+        self._batcher = OpBatcher(cfg.op_batch_max_chars, cfg.op_batch_interval_ms, cfg.op_buffer_capacity)
+        self._ctx: TransactionContext | None = None
+        self.admin = BrokerAdmin(self._lock, self._context)
         self._open()
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The settings this broker runs with."""
+        return self._config
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every timestamp and timed service of this broker reads."""
+        return self._clock
+
+    @property
+    def directory(self) -> Path:
+        """The store directory."""
+        return self._directory
 
     # ----------------------------------------------------------------- lifecycle
     def _open(self) -> None:
-        cfg = self.config
-        self.store = MessageStore.open(
-            self.directory, clock=self.clock.now_ms, flush=cfg.flush, segment_size=cfg.segment_size
+        cfg = self._config
+        store = self._open_store(
+            self._directory, clock=self._clock.now_ms, flush=cfg.flush, segment_size=cfg.segment_size
         )
         try:
-            self.offsets = OffsetStore(self.directory / OFFSETS_FILE)
-            self._checkpoints = {}
-            self.resolution = self._open_resolution() if cfg.strict else None
+            self._offsets = OffsetStore(self._directory / OFFSETS_FILE)
+            resolution = open_for_store(str(self._directory), store) if cfg.strict else None
         except BaseException:
-            self.store.crash()
+            store.crash()
             raise
-        recovery = self.store.recovery
-        if recovery.truncated_bytes or recovery.notes:
-            self.log(f"store recovery: {recovery}")
-        self._report_offsets_beyond_end()
-        now = self.clock.now_ms()
+        if store.recovery.truncated_bytes or store.recovery.notes:
+            log.warning("store recovery: %s", store.recovery)
+        self._report_offsets_beyond_end(store)
+        cache = self._cache if cfg.half_cache_enabled else None
+        ctx = TransactionContext(
+            store=store, config=cfg, clock=self._clock, trace=self._trace, resolution=resolution,
+            halves=HalfLog(store, cache, resolution, self._clock, self._trace),
+            ops=OpWriter(store, self._batcher, self._clock, self._trace, self._stats,
+                         cfg.op_batch_interval_ms),
+            producers=self._producers, checkpoints=ScanCheckpoints(self._offsets, store), stats=self._stats,
+        )
+        self._end_tx = EndTransactionProcessor(ctx)
+        self._check = CheckService(ctx)
+        now = self._clock.now_ms()
         self._next_check = now + cfg.check_interval_ms
-        self._next_op_flush = now + cfg.op_batch_interval_ms
         self._next_persist = now + cfg.offset_persist_interval_ms
         self._next_retention = now + cfg.clean_resource_interval_ms
-        self._up = True
+        self._ctx = ctx
 
-    def _open_resolution(self) -> ResolutionIndex:
-        """Strict mode's index, brought up to the end of the log from where it was last flushed."""
-        store = self.store
-        index = ResolutionIndex.open(str(self.directory), lambda: store.max_physical_offset)
-        try:
-            start, end = store.min_physical_offset, store.max_physical_offset
-            applied = index.applied_offset
-            if index.created and start > 0:
-                raise StoreError(
-                    f"{index.path} is missing and the log no longer starts at 0 (segments before {start} "
-                    "were deleted): strict mode cannot rebuild which transactions were resolved; restore it "
-                    "from a backup"
-                )
-            if not start <= applied <= end:
-                where = "the log now starts at" if applied < start else "the log now ends at"
-                raise StoreError(
-                    f"{index.path} reflects the log up to offset {applied}, but {where} "
-                    f"{start if applied < start else end}: the two do not belong together; restore them from "
-                    "a backup"
-                )
-            read = index.catch_up(store.iterate(applied))
-            store.add_checkpoint_listener(index.flush)
-            if read or index.created:
-                store.flush()
-        except BaseException:
-            index.close()
-            raise
-        return index
-
-    def _report_offsets_beyond_end(self) -> None:
+    def _report_offsets_beyond_end(self, store: MessageStore) -> None:
         """Say which stored offsets lie past their queue's end (the store lost records they had read, or the
         offsets file came from elsewhere); each is corrected when next used (``next_begin_offset``)."""
-        for (group, topic, queue_id), offset in sorted(self.offsets.snapshot().items()):
-            end = self.store.max_queue_offset(topic, queue_id)
+        for (group, topic, queue_id), offset in sorted(self._offsets.snapshot().items()):
+            end = store.max_queue_offset(topic, queue_id)
             if offset > end:
-                self.stats["offsets_beyond_end"] += 1
-                self.log(
-                    f"offset {offset} of group {group} on {topic}/{queue_id} lies beyond the queue's end "
-                    f"{end}; its next read moves it to {end} (OFFSET_OVERFLOW_BADLY, as "
-                    "DefaultMessageStore.getMessage)"
-                )
+                self._stats["offsets_beyond_end"] += 1
+                log.warning("offset %d of group %s on %s/%d lies beyond the queue's end %d; its next read "
+                            "moves it to %d (OFFSET_OVERFLOW_BADLY, as DefaultMessageStore.getMessage)",
+                            offset, group, topic, queue_id, end, end)
 
-    def _require_up(self) -> None:
-        if not self._up:
+    def _context(self) -> TransactionContext:
+        """The running broker's context (the caller holds the lock)."""
+        if self._ctx is None:
             raise BrokerUnavailableError("the broker is down; restart() it before sending requests")
+        return self._ctx
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        if self._trace.enabled:
+            self._trace.emit(event, self._clock.now_ms(), **fields)
 
     def crash(self) -> None:
         """Die like a killed process: the log keeps what was written; cache, Op buffer, unpersisted
         checkpoints and consumer offsets are gone."""
         with self._lock:
-            self._require_up()
-            self.emit(ev.CRASH, self.clock.now_ms())
-            self._up = False
-            self.store.crash()
-            if self.resolution is not None:
-                self.resolution.close()
-            self.half_cache.clear()
-            self.op_batcher.clear()
-            self._checkpoints = {}
+            ctx = self._context()
+            self._emit(ev.CRASH)
+            self._ctx = None
+            ctx.store.crash()
+            if ctx.resolution is not None:
+                ctx.resolution.close()
+            self._cache.clear()
+            self._batcher.clear()
 
     def restart(self) -> None:
         """Recover from disk after ``crash()`` (or ``close()``)."""
         with self._lock:
-            if self._up:
+            if self._ctx is not None:
                 raise BrokerUnavailableError("the broker is running; crash() or close() it first")
             self._open()
-            self.emit(ev.RESTART, self.clock.now_ms(), result=str(self.store.recovery),
-                      half_offset=self.checkpoint(HALF_TOPIC, HALF_QUEUE_ID),
-                      op_offset=self.checkpoint(OP_TOPIC, HALF_QUEUE_ID))
+            ctx = self._context()
+            self._emit(ev.RESTART, result=str(ctx.store.recovery),
+                       half_offset=ctx.checkpoints.get(HALF_TOPIC, HALF_QUEUE_ID),
+                       op_offset=ctx.checkpoints.get(OP_TOPIC, HALF_QUEUE_ID))
 
     def close(self) -> None:
-        """Clean shutdown: strict flushes every buffered Op; rocketmq flushes only the due ones, as upstream's
-        ``TransactionalOpBatchService`` does when woken at shutdown; then checkpoints are persisted and the
-        store closed. What stays in memory (the rest of the Op
-        buffer, the half cache) is gone, as after a process exit."""
+        """Clean shutdown: the batch thread's last run (strict writes every buffered Op; rocketmq only the
+        due ones, as upstream's shutdown wake-up does), then checkpoints are persisted and the store
+        closed. What stays in memory (the rest of the Op buffer, the half cache) is gone."""
         with self._lock:
-            if not self._up:
+            ctx = self._ctx
+            if ctx is None:
                 return
-            self._write_due_ops(force=self.config.strict)
-            self.persist_offsets()
+            ctx.ops.tick(force=self._config.strict)
+            self._persist()
             try:
-                if self.tracing:  # the end marker: what a finished trace leaves behind, so a cut one shows
-                    self.emit(
-                        ev.END, self.clock.now_ms(), half_offsets=self.op_batcher.buffered(HALF_QUEUE_ID),
-                        queue_offset=self.store.max_queue_offset(HALF_TOPIC, HALF_QUEUE_ID),
-                        op_offset=self.store.max_queue_offset(OP_TOPIC, HALF_QUEUE_ID),
-                        commitlog_offset=self.store.max_physical_offset,
-                    )
+                store = ctx.store
+                self._emit(  # the end marker: what a finished trace leaves behind, so a cut one shows
+                    ev.END, half_offsets=self._batcher.buffered(HALF_QUEUE_ID),
+                    queue_offset=store.max_queue_offset(HALF_TOPIC, HALF_QUEUE_ID),
+                    op_offset=store.max_queue_offset(OP_TOPIC, HALF_QUEUE_ID),
+                    commitlog_offset=store.max_physical_offset,
+                )
             finally:
                 try:
-                    self.store.close()  # its checkpoint flushes the resolution index too
+                    ctx.store.close()  # its checkpoint flushes the resolution index too
                 finally:
-                    if self.resolution is not None:
-                        self.resolution.close()
-                self._up = False
-                self.half_cache.clear()
-                self.op_batcher.clear()
+                    if ctx.resolution is not None:
+                        ctx.resolution.close()
+                self._ctx = None
+                self._cache.clear()
+                self._batcher.clear()
 
     def __enter__(self) -> Broker:
         return self
@@ -257,141 +252,20 @@ class Broker:
     @property
     def running(self) -> bool:
         """True between open/restart and crash/close."""
-        return self._up
-
-    # ----------------------------------------------------------------- helpers shared by components
-    def emit(self, event: str, ts: int, **fields: Any) -> None:
-        """Trace one event (nothing at all when tracing is off)."""
-        if self.tracing:
-            self.sink.record(event, ts, fields)
-
-    @staticmethod
-    def crc(body: bytes) -> int:
-        """The body checksum traced for messages."""
-        return zlib.crc32(body)
-
-    def log(self, text: str) -> None:
-        """Operational warnings (one-way failures upstream only logs)."""
-        print(f"txmq broker: {text}", file=sys.stderr)
-
-    def checkpoint(self, topic: str, queue_id: int) -> int:
-        """The scanner's position in a half/Op queue: in memory, else the persisted one, else the minimum.
-
-        A position outside the queue is moved to its nextBeginOffset, as upstream's check service does when
-        its read is OFFSET_ILLEGAL (``TransactionalMessageServiceImpl.check`` continues from it for the half
-        queue, ``fillOpRemoveMap`` stores it for the Op queue): past records deleted by retention, or back to
-        the end of a queue that lost its tail."""
-        key = (topic, queue_id)
-        value = self._checkpoints.get(key)
-        if value is None:
-            stored = self.offsets.get(CHECKPOINT_GROUP, topic, queue_id)
-            value = stored if stored is not None else self.store.min_queue_offset(topic, queue_id)
-            self._checkpoints[key] = value
-        store = self.store
-        corrected = next_begin_offset(value, store.min_queue_offset(topic, queue_id),
-                                      store.max_queue_offset(topic, queue_id))
-        if corrected != value:
-            self.set_checkpoint(topic, queue_id, corrected)
-        return corrected
-
-    def set_checkpoint(self, topic: str, queue_id: int, offset: int) -> None:
-        """Move a scanner checkpoint (in memory; ``persist_offsets`` makes it durable)."""
-        self._checkpoints[(topic, queue_id)] = offset
-        self.offsets.set(CHECKPOINT_GROUP, topic, queue_id, offset)
-
-    def lookup_half(self, commitlog_offset: int) -> StoredMessage | None:
-        """A half by commit-log offset: the cache (read-and-delete) first, then the log."""
-        if self.config.half_cache_enabled:
-            cached = self.half_cache.take(commitlog_offset)
-            if cached is not None:
-                return cached
-        return self.store.get_message(commitlog_offset)
-
-    def append_half(self, half: StoredMessage) -> StoredMessage:
-        """Append a half record (original or copy); cache it and track its transaction's live copy."""
-        put = self.store.put_message(half)
-        if put.status is not PutStatus.PUT_OK:
-            raise StoreError(f"the store refused a half record: {put.status.name} {put.reason}")
-        if self.config.half_cache_enabled:
-            self.half_cache.put(half)
-        if self.resolution is not None:
-            txn = half.properties.get(PROPERTY_TRANSACTION_ID)
-            if txn is not None:
-                self.resolution.half_written(txn, half.queue_offset, PROPERTY_RESUMED in half.properties)
-        return half
-
-    def trace_renew(self, copy: StoredMessage, prev: StoredMessage | None, reason: str,
-                    prev_half_offset: int | None = None) -> None:
-        """Trace a HALF_RENEW for a copy just appended."""
-        props = copy.properties
-        self.emit(
-            ev.HALF_RENEW, self.clock.now_ms(), txn=props.get(PROPERTY_TRANSACTION_ID),
-            producer_group=props.get(PROPERTY_PRODUCER_GROUP), half_offset=copy.queue_offset,
-            prev_half_offset=prev.queue_offset if prev is not None else prev_half_offset,
-            commitlog_offset=copy.commitlog_offset,
-            check_count=int(props.get(PROPERTY_TRANSACTION_CHECK_TIMES, "0")), result=reason,
-        )
-
-    def message_ext(self, message: StoredMessage, as_real: bool = False) -> MessageExt:
-        """The client view of a stored message; ``as_real`` relabels a half with its real topic/queue."""
-        topic, queue_id = message.topic, message.queue_id
-        if as_real:
-            topic = message.properties.get(PROPERTY_REAL_TOPIC, topic)
-            queue_id = int(message.properties.get(PROPERTY_REAL_QUEUE_ID, queue_id))
-        return MessageExt(
-            topic=topic, queue_id=queue_id, queue_offset=message.queue_offset,
-            commitlog_offset=message.commitlog_offset, body=message.body, properties=dict(message.properties),
-            born_timestamp=message.born_timestamp, store_timestamp=message.store_timestamp,
-        )
-
-    def queue_op(self, half_queue_id: int, half_offset: int) -> None:
-        """Record that a half is done: buffer its Op entry; a full buffer writes synchronously (S29)
-        and a buffer past the size limit is flushed at once (upstream wakes its batch thread)."""
-        now = self.clock.now_ms()
-        if not self.op_batcher.offer(half_queue_id, half_offset, now):
-            self._write_op(half_queue_id, self.op_batcher.take_batch(half_queue_id, first=[half_offset]))
-            self.stats["op_sync_writes"] += 1
-        elif self.op_batcher.over_size(half_queue_id):
-            self._write_due_ops(force=False)
-
-    def _write_op(self, queue_id: int, half_offsets: list[int]) -> None:
-        now = self.clock.now_ms()
-        op = StoredMessage(
-            topic=OP_TOPIC, queue_id=queue_id, body=encode_body(half_offsets),
-            properties={PROPERTY_TAGS: OP_TAG}, born_timestamp=now,
-        )
-        put = self.store.put_message(op)
-        if not put.ok:  # upstream only logs it: these entries are lost, their halves will be checked
-            self.log(f"an Op record for half offsets {half_offsets} was not stored: {put.reason}")
-            self.stats["op_write_failures"] += 1
-            return
-        self.stats["op_records"] += 1
-        self.stats["op_entries"] += len(half_offsets)
-        self.emit(
-            ev.OP_PUT, now, op_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
-            queue_id=queue_id, half_offsets=half_offsets,
-        )
-
-    def _write_due_ops(self, force: bool) -> int:
-        batches = self.op_batcher.due_batches(self.clock.now_ms(), force=force)
-        for queue_id, offsets in batches:
-            self._write_op(queue_id, offsets)
-        return len(batches)
+        return self._ctx is not None
 
     # ----------------------------------------------------------------- producer side
     def register_producer(self, group: str, channel: ProducerChannel) -> None:
         """A producer of ``group`` is online and may receive checks."""
         with self._lock:
-            self.producers.register(group, channel)
-            self.emit(ev.PRODUCER, self.clock.now_ms(), producer_group=group, producer=channel.producer_id,
-                      result=ev.PRODUCER_UP)
+            self._producers.register(group, channel)
+            self._emit(ev.PRODUCER, producer_group=group, producer=channel.producer_id, result=ev.PRODUCER_UP)
 
     def unregister_producer(self, group: str, producer_id: str) -> None:
         """A producer left (shutdown, or a crash that closed its connection)."""
         with self._lock:
-            if self.producers.unregister(group, producer_id):
-                self.emit(ev.PRODUCER, self.clock.now_ms(), producer_group=group, producer=producer_id,
-                          result=ev.PRODUCER_DOWN)
+            if self._producers.unregister(group, producer_id):
+                self._emit(ev.PRODUCER, producer_group=group, producer=producer_id, result=ev.PRODUCER_DOWN)
 
     def send_message(self, message: Message, uniq_key: str) -> SendResult:
         """Store a plain (non-transactional) message: visible to consumers at once."""
@@ -399,29 +273,28 @@ class Broker:
         props = self._client_properties(message, uniq_key)
         self._check_size(message.body, props)
         with self._lock:
-            self._require_up()
+            store = self._context().store
             record = StoredMessage(
                 topic=message.topic, queue_id=message.queue_id, body=message.body, properties=props,
-                born_timestamp=self.clock.now_ms(),
+                born_timestamp=self._clock.now_ms(),
             )
-            put = self.store.put_message(record)
+            put = store.put_message(record)
             if not put.ok:
                 raise StoreError(f"the store refused the message: {put.status.name} {put.reason}")
-            self.emit(ev.PLAIN_PUT, self.clock.now_ms(), topic=message.topic, queue_id=message.queue_id,
-                      queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
-                      body_crc=self.crc(message.body))
+            self._emit(ev.PLAIN_PUT, topic=message.topic, queue_id=message.queue_id,
+                       queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
+                       body_crc=body_crc(message.body))
             return SendResult(SendStatus.SEND_OK, uniq_key, put.commitlog_offset, message.queue_id,
                               put.queue_offset)
 
     def send_half(self, message: Message, producer_group: str, producer: str | None, uniq_key: str,
                   born_timestamp: int | None = None) -> SendResult:
-        """Store a transactional half (S1): rewritten to the half topic, queue 0, invisible."""
+        """Store a transactional half (S1): rewritten to the half topic, queue 0, invisible. A delay level
+        is not carried (the Java client clears it before sending)."""
         validate_topic(message.topic)
-        if message.delay_level:
-            raise ClientError("transactional messages do not support delay levels; send with delay_level=0")
         if not producer_group:
             raise ClientError("a transactional message needs a producer group")
-        if self.config.reject_transaction_message:
+        if self._config.reject_transaction_message:
             raise ClientError("this broker rejects transactional messages (reject_transaction_message=true)")
         props = self._client_properties(message, uniq_key)
         props[PROPERTY_TRANSACTION_PREPARED] = "true"
@@ -432,19 +305,17 @@ class Broker:
         props[PROPERTY_CLUSTER] = CLUSTER_NAME
         self._check_size(message.body, props)
         with self._lock:
-            self._require_up()
-            now = self.clock.now_ms()
-            half = StoredMessage(
+            ctx = self._context()
+            now = self._clock.now_ms()
+            half = ctx.halves.append(StoredMessage(
                 topic=HALF_TOPIC, queue_id=HALF_QUEUE_ID, body=message.body, properties=props,
                 born_timestamp=now if born_timestamp is None else born_timestamp,
+            ))
+            self._emit(
+                ev.HALF_PUT, txn=uniq_key, producer_group=producer_group, producer=producer,
+                half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset,
+                topic=message.topic, queue_id=message.queue_id, body_crc=body_crc(message.body),
             )
-            self.append_half(half)
-            if self.tracing:
-                self.emit(
-                    ev.HALF_PUT, now, txn=uniq_key, producer_group=producer_group, producer=producer,
-                    half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset,
-                    topic=message.topic, queue_id=message.queue_id, body_crc=self.crc(message.body),
-                )
             return SendResult(SendStatus.SEND_OK, uniq_key, half.commitlog_offset, message.queue_id,
                               half.queue_offset, transaction_id=uniq_key)
 
@@ -477,40 +348,45 @@ class Broker:
             size = len(body) + len(encode_properties(props))
         except IllegalMessage as exc:
             raise ClientError(f"invalid message properties: {exc}") from None
-        limit = self.config.segment_size - RECORD_HEADROOM
+        limit = self._config.segment_size - RECORD_HEADROOM
         if size > limit:
             raise ClientError(
                 f"the message's body and properties take {size} bytes; with segment_size="
-                f"{self.config.segment_size} this broker accepts at most {limit}"
+                f"{self._config.segment_size} this broker accepts at most {limit}"
             )
 
     def record_local_transaction(self, txn: str, producer_group: str, producer: str, action: str,
                                  from_check: bool, half_offset: int | None = None,
                                  check_count: int | None = None) -> None:
         """Trace a producer's local decision (LOCAL_TX) in the broker's event order."""
-        if not self.tracing:
+        if not self._trace.enabled:
             return
         with self._lock:
-            self.emit(ev.LOCAL_TX, self.clock.now_ms(), txn=txn, producer_group=producer_group,
-                      producer=producer, action=action, from_check=from_check, half_offset=half_offset,
-                      check_count=check_count)
+            self._emit(ev.LOCAL_TX, txn=txn, producer_group=producer_group, producer=producer, action=action,
+                       from_check=from_check, half_offset=half_offset, check_count=check_count)
 
-    def end_transaction(self, request: EndTransactionRequest) -> str:
-        """Apply END_TRANSACTION; returns the result name (``OK``, ``NOT_FOUND``, ...). Upstream clients
-        send it one-way and never see this answer."""
+    def end_transaction(self, request: EndTransactionRequest) -> EndTransactionResult:
+        """Apply END_TRANSACTION; returns txmq's result name with RocketMQ's response code and remark.
+        Upstream clients send it one-way and never see this answer."""
         with self._lock:
-            self._require_up()
-            result = self._end_tx.process(request)
-            self.stats[f"end_tx_{result}"] += 1
+            result = self._end_tx_processor().process(request)
+            self._stats[f"end_tx_{result.name}"] += 1
             return result
 
+    def _end_tx_processor(self) -> EndTransactionProcessor:
+        self._context()
+        return self._end_tx
+
     def transaction_state(self, txn: str) -> TransactionState:
-        """Strict mode: PENDING, COMMITTED, ROLLED_BACK or DISCARDED."""
+        """PENDING, COMMITTED, ROLLED_BACK or DISCARDED. Strict mode answers from its resolution index;
+        rocketmq mode, which keeps no per-transaction state, from what the log shows (a scan of the
+        whole log: see ``txmq.transaction.resolution.state_in_log``)."""
         with self._lock:
-            self._require_up()
-            if self.resolution is None:
-                raise ClientError("transaction_state is defined in strict mode only; this broker is rocketmq")
-            state = self.resolution.lookup(txn)
+            ctx = self._context()
+            if ctx.resolution is not None:
+                state = ctx.resolution.lookup(txn)
+            else:
+                state = state_in_log(ctx.store.iterate(), txn)
             if state is None:
                 raise ClientError(f"no transaction {txn!r} is known to this broker")
             return state
@@ -532,62 +408,57 @@ class Broker:
         if offset < 0:
             raise ClientError(f"offset must be >= 0, got {offset}")
         with self._lock:
-            self._require_up()
-            low = self.store.min_queue_offset(topic, queue_id)
-            high = self.store.max_queue_offset(topic, queue_id)
+            store = self._context().store
+            low = store.min_queue_offset(topic, queue_id)
+            high = store.max_queue_offset(topic, queue_id)
             start = next_begin_offset(offset, low, high)
             if start != offset:
-                self.stats["offsets_moved"] += 1
-                self.log(f"group {consumer_group} read {topic}/{queue_id} at offset {offset}, outside "
-                         f"[{low}, {high}): moved to {start}")
+                self._stats["offsets_moved"] += 1
+                log.warning("group %s read %s/%d at offset %d, outside [%d, %d): moved to %d",
+                            consumer_group, topic, queue_id, offset, low, high, start)
             end = min(high, start + max_messages)
             out = []
-            now = self.clock.now_ms()
             for queue_offset in range(start, end):
-                message = self.store.get_by_queue_offset(topic, queue_id, queue_offset)
+                message = store.get_by_queue_offset(topic, queue_id, queue_offset)
                 if message is None:
                     continue
-                ext = self.message_ext(message)
+                ext = client_view(message)
                 out.append(ext)
-                self.emit(
-                    ev.DELIVER, now, txn=ext.transaction_id, consumer_group=consumer_group, topic=topic,
+                self._emit(
+                    ev.DELIVER, txn=ext.transaction_id, consumer_group=consumer_group, topic=topic,
                     queue_id=queue_id, queue_offset=queue_offset, commitlog_offset=message.commitlog_offset,
-                    body_crc=self.crc(message.body),
+                    body_crc=body_crc(message.body),
                 )
             return PullResult(out, end, start != offset)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be assigned in ``topic``/``queue_id``."""
         with self._lock:
-            self._require_up()
-            return self.store.max_queue_offset(topic, queue_id)
+            return self._context().store.max_queue_offset(topic, queue_id)
 
     def queue_ids(self, topic: str) -> list[int]:
         """Queues of ``topic`` that hold messages."""
         with self._lock:
-            self._require_up()
-            return self.store.queue_ids(topic)
+            return self._context().store.queue_ids(topic)
 
     def consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         """The committed offset of a consumer group (None if it never committed)."""
         with self._lock:
-            self._require_up()  # a crashed broker's table holds offsets the crash has already lost
-            return self.offsets.get(group, topic, queue_id)
+            self._context()  # a crashed broker's table holds offsets the crash has already lost
+            return self._offsets.get(group, topic, queue_id)
 
     def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Remember a consumer group's progress (durable at the next ``persist_offsets``)."""
         with self._lock:
-            self._require_up()
-            self.offsets.set(group, topic, queue_id, offset)
+            self._context()
+            self._offsets.set(group, topic, queue_id, offset)
 
     # ----------------------------------------------------------------- admin
     def discarded_messages(self) -> list[MessageExt]:
         """Every record in TRANS_CHECK_MAX_TIME_TOPIC (halves that ran out of checks)."""
         with self._lock:
-            self._require_up()
-            end = self.store.max_queue_offset(CHECK_MAX_TOPIC, 0)
-            found = (self.store.get_by_queue_offset(CHECK_MAX_TOPIC, 0, i) for i in range(end))
-            return [self.message_ext(m) for m in found if m is not None]
+            end = self._context().store.max_queue_offset(CHECK_MAX_TOPIC, 0)
+            return self.admin.read(CHECK_MAX_TOPIC, 0, 0, max(end, 1))
 
     def resume_check_half_message(self, commitlog_offset: int) -> SendResult:
         """Admin RESUME_CHECK_HALF_MESSAGE (S36): re-append a discarded half with check count 0.
@@ -595,28 +466,25 @@ class Broker:
         Strict mode resumes only a transaction that is discarded now: a stale discard record of one that
         was resumed and resolved since must not re-open it."""
         with self._lock:
-            self._require_up()
-            record = self.store.get_message(commitlog_offset)
+            ctx = self._context()
+            record = ctx.store.get_message(commitlog_offset)
             if record is None or record.topic != CHECK_MAX_TOPIC:
                 raise ClientError(f"no discarded half at commit-log offset {commitlog_offset}")
             props = dict(record.properties)
-            if self.resolution is not None:
-                txn = props.get(PROPERTY_TRANSACTION_ID, "")
-                state = self.resolution.lookup(txn)
+            txn = props[PROPERTY_TRANSACTION_ID]
+            if ctx.resolution is not None:
+                state = ctx.resolution.lookup(txn)
                 if state is not TransactionState.DISCARDED:
                     raise ClientError(f"transaction {txn} is {state.value if state else 'unknown'} now; "
                                       "only a discarded transaction can be resumed")
             previous = props.pop(PROPERTY_DISCARDED_HALF_OFFSET, None)
             props[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
             props[PROPERTY_RESUMED] = "1"
-            half = StoredMessage(
+            half = ctx.halves.append(StoredMessage(
                 topic=HALF_TOPIC, queue_id=HALF_QUEUE_ID, body=record.body, properties=props,
                 born_timestamp=record.born_timestamp, sysflag=record.sysflag, flag=record.flag,
-            )
-            self.append_half(half)
-            self.trace_renew(half, None, ev.RENEW_RESUME,
-                             prev_half_offset=int(previous) if previous is not None else None)
-            txn = props.get(PROPERTY_TRANSACTION_ID, "")
+            ))
+            ctx.halves.trace_renew(half, int(previous) if previous is not None else None, ev.RENEW_RESUME)
             return SendResult(SendStatus.SEND_OK, txn, half.commitlog_offset,
                               int(props.get(PROPERTY_REAL_QUEUE_ID, "0")), half.queue_offset, txn)
 
@@ -624,108 +492,63 @@ class Broker:
     def run_check_once(self) -> CheckRunReport:
         """One back-check pass over the half queue."""
         with self._lock:
-            self._require_up()
+            self._context()
             return self._check.run_once()
 
     def flush_op_batches(self, force: bool = False) -> int:
-        """One batch tick: write the Op records that are due; returns how many were written."""
+        """One run of the Op batch thread: write the Op records that are due (all of them with
+        ``force``), restarting its interval; returns how many were written."""
         with self._lock:
-            self._require_up()
-            return self._write_due_ops(force)
+            return self._context().ops.tick(force)
 
     def delete_expired_segments(self) -> list[str]:
         """One retention pass (upstream ``CleanCommitLogService``): delete the commit-log segments due for
         deletion and what lived in them; returns the deleted segment names."""
         with self._lock:
-            self._require_up()
-            return self._expire()
-
-    def _expire(self) -> list[str]:
-        store = self.store
-        new_min = store.expired_before(self.clock.now_ms(), self.config.file_reserved_time_ms)
-        if new_min is None:
-            return []
-        half_min = store.queue_offset_from(HALF_TOPIC, HALF_QUEUE_ID, new_min)
-        op_min = store.queue_offset_from(OP_TOPIC, HALF_QUEUE_ID, new_min)
-        unresolved = self._unresolved_halves_before(half_min)
-        names = store.delete_before(new_min)
-        if self.resolution is not None:
-            self.resolution.trim(new_min)
-        self.half_cache.drop_before(new_min)  # an expired half must not be committed from the cache
-        self.stats["segments_deleted"] += len(names)
-        self.stats["halves_expired_unresolved"] += len(unresolved)
-        self.emit(ev.EXPIRE, self.clock.now_ms(), commitlog_offset=new_min, half_offset=half_min,
-                  op_offset=op_min, half_offsets=unresolved)
-        return names
-
-    def _unresolved_halves_before(self, half_min: int) -> list[int]:
-        """Half offsets below ``half_min`` (about to be deleted) whose transaction is still unresolved.
-
-        Only offsets at or past the check service's checkpoint can be: every half before it was examined
-        and is resolved, renewed or discarded. Strict mode asks its index (a pending transaction whose
-        latest copy this is); rocketmq mode has no per-transaction state and counts a half unresolved when
-        no Op record from the Op checkpoint on (or in the Op buffer) names it.
-        """
-        store = self.store
-        start = self.checkpoint(HALF_TOPIC, HALF_QUEUE_ID)
-        if start >= half_min:
-            return []
-        covered: set[int] = set(self.op_batcher.buffered(HALF_QUEUE_ID))
-        if self.resolution is None:
-            op_end = store.max_queue_offset(OP_TOPIC, HALF_QUEUE_ID)
-            for op_offset in range(self.checkpoint(OP_TOPIC, HALF_QUEUE_ID), op_end):
-                op = store.get_by_queue_offset(OP_TOPIC, HALF_QUEUE_ID, op_offset)
-                if op is not None:
-                    covered.update(decode_body(op.body))
-        out = []
-        for half_offset in range(start, half_min):
-            half = store.get_by_queue_offset(HALF_TOPIC, HALF_QUEUE_ID, half_offset)
-            if half is None or half_offset in covered:
-                continue
-            if self.resolution is None or self.resolution.pending_latest(
-                half.properties.get(PROPERTY_TRANSACTION_ID, ""), half_offset
-            ):
-                out.append(half_offset)
-        return out
+            return expire(self._context())
 
     def persist_offsets(self) -> None:
         """Make checkpoints and consumer offsets durable (upstream: every 5 s and at shutdown)."""
         with self._lock:
-            self._require_up()
-            self.offsets.persist(durable=self.config.flush == "sync")
+            self._context()
+            self._persist()
+
+    def _persist(self) -> None:
+        self._offsets.persist(durable=self._config.flush == "sync")
 
     def tick(self) -> None:
         """Run every timed service whose time has come (manual-clock drivers call this)."""
         with self._lock:
-            self._require_up()
-            now = self.clock.now_ms()
-            cfg = self.config
-            if now >= self._next_op_flush:
-                self._write_due_ops(force=False)
-                self._next_op_flush = now + cfg.op_batch_interval_ms
+            ctx = self._context()
+            now = self._clock.now_ms()
+            cfg = self._config
+            if now >= ctx.ops.next_tick_ms:
+                ctx.ops.tick()
             if now >= self._next_check:
                 self._check.run_once()
-                self._next_check = self.clock.now_ms() + cfg.check_interval_ms
+                self._next_check = self._clock.now_ms() + cfg.check_interval_ms
             if now >= self._next_persist:
-                self.offsets.persist(durable=self.config.flush == "sync")
+                self._persist()
                 self._next_persist = now + cfg.offset_persist_interval_ms
             if now >= self._next_retention:
-                self._expire()
+                expire(ctx)
                 self._next_retention = now + cfg.clean_resource_interval_ms
 
     def next_due_ms(self) -> int:
         """When ``tick`` next has something to do."""
-        return min(self._next_op_flush, self._next_check, self._next_persist, self._next_retention)
+        with self._lock:
+            return min(self._context().ops.next_tick_ms, self._next_check, self._next_persist,
+                       self._next_retention)
 
     def trace_config(self) -> dict[str, Any]:
         """The settings a trace header carries."""
-        return dict(self.config.as_dict())
+        return dict(self._config.as_dict())
 
     def broker_stats(self) -> dict[str, Any]:
         """Counters for summaries: Op records and entries, checks, discards, cache hits and misses."""
         with self._lock:
-            stats = dict(self.stats)
-            stats["half_cache_hits"] = self.half_cache.hits
-            stats["half_cache_misses"] = self.half_cache.misses
-            stats["half_cache_evictions"] = self.half_cache.evictions
+            stats = dict(self._stats)
+            stats["half_cache_hits"] = self._cache.hits
+            stats["half_cache_misses"] = self._cache.misses
+            stats["half_cache_evictions"] = self._cache.evictions
             return stats

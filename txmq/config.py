@@ -8,12 +8,12 @@ from typing import Any
 from dataclasses_json import DataClassJsonMixin
 
 from txmq.errors import ConfigError
+from txmq.store.message_store import FLUSH_MODES, MIN_SEGMENT_SIZE
 
 MODES = ("strict", "rocketmq")
 # Bytes of a segment a record needs beyond a message's body and properties: the frame header, the longest
 # topic name, and the properties the broker adds to derived records. An Op body must fit in the rest too.
 RECORD_HEADROOM = 1024
-FLUSH_POLICIES = ("async", "sync")
 
 
 # What each scalar field annotation accepts. bool is a subclass of int in Python, so it is ruled out for
@@ -63,13 +63,13 @@ class BrokerConfig(DataClassJsonMixin):
         check_field_types(self)
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.flush not in FLUSH_POLICIES:
-            raise ConfigError(f"flush must be one of {', '.join(FLUSH_POLICIES)}, got {self.flush!r}")
+        if self.flush not in FLUSH_MODES:
+            raise ConfigError(f"flush must be one of {', '.join(FLUSH_MODES)}, got {self.flush!r}")
         minimum = {
             "transaction_timeout_ms": 0, "check_interval_ms": 1, "check_max": 1, "file_reserved_time_ms": 1,
             "op_batch_max_chars": 1, "op_batch_interval_ms": 1, "op_buffer_capacity": 1,
             "half_cache_capacity": 1, "offset_persist_interval_ms": 1, "clean_resource_interval_ms": 1,
-            "segment_size": 4096,
+            "segment_size": MIN_SEGMENT_SIZE,
         }
         for name, low in minimum.items():
             if getattr(self, name) < low:

@@ -7,8 +7,8 @@ where it left off, and re-reads what it had not committed when the broker crashe
 from __future__ import annotations
 
 from txmq.broker import Broker, validate_topic
-from txmq.client.message import MessageExt
 from txmq.errors import ClientError
+from txmq.protocol import MessageExt
 
 
 class PullConsumer:

@@ -7,13 +7,15 @@ to the broker — so that simulations and tests can lose, duplicate or delay the
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from txmq.broker import Broker
-from txmq.client.message import (
+from txmq.errors import BrokerUnavailableError, ClientError
+from txmq.protocol import (
     CheckTransactionStateRequest,
     EndTransactionRequest,
     LocalTransactionState,
@@ -22,7 +24,6 @@ from txmq.client.message import (
     SendResult,
     TransactionSendResult,
 )
-from txmq.errors import BrokerUnavailableError, ClientError
 
 EndTransactionTransport = Callable[[EndTransactionRequest], Any]
 # Default producer ids carry a token of this process: transaction ids must never repeat across process
@@ -109,7 +110,13 @@ class TransactionProducer:
         return self.broker.send_half(message, self.group, self.producer_id, key)
 
     def send_message_in_transaction(self, message: Message, arg: Any = None) -> TransactionSendResult:
-        """Send a half, run the local transaction, end it one-way with the listener's answer."""
+        """Send a half, run the local transaction, end it one-way with the listener's answer.
+
+        A delay level is cleared first, as the Java client does (``DefaultMQProducerImpl
+        .sendMessageInTransaction``: transactional messages are never scheduled); the listener sees the
+        message as sent."""
+        if message.delay_level:
+            message = dataclasses.replace(message, delay_level=0)
         result = self.send_half(message)
         state = _safe(lambda: self.listener.execute_local_transaction(message, arg))  # type: ignore[union-attr]
         self.broker.record_local_transaction(result.msg_id, self.group, self.producer_id, state.action, False)

@@ -11,8 +11,8 @@ import heapq
 import random
 
 from txmq.broker import Broker
-from txmq.client.message import EndTransactionRequest
 from txmq.errors import BrokerUnavailableError
+from txmq.protocol import EndTransactionRequest
 from txmq.sim.workload import Workload
 
 

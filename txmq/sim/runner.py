@@ -8,6 +8,7 @@ plus a full check budget), so the trace's liveness properties can be judged.
 
 from __future__ import annotations
 
+import logging
 import random
 import shutil
 import tempfile
@@ -20,13 +21,14 @@ from typing import Any
 
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
+from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.network import FaultyNetwork
 from txmq.sim.workload import Workload
+from txmq.store.faults import StoreFaults, faulty_opener
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import TraceSink, open_sink
 from txmq.transaction.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
@@ -108,7 +110,9 @@ class Simulation:
         self.seed = seed
         self.rng = random.Random(seed)
         self.clock = ManualClock(START_MS)
-        self.broker = Broker(store_dir, config, self.clock, sink)
+        self.sink = sink
+        self.faults = StoreFaults()  # the store refusing real-message puts (S13), as the workload asks
+        self.broker = Broker(store_dir, config, self.clock, sink, open_store=faulty_opener(self.faults))
         self.network = FaultyNetwork(self.broker, workload, self.rng)
         self.progress = progress
         w = workload
@@ -129,15 +133,6 @@ class Simulation:
         producer = TransactionProducer(self.broker, group, self.tables[group], producer_id, self.network.send)
         self.producers[group].append(producer.start())
         return producer
-
-    def _crash_producer(self) -> None:
-        """A live producer vanishes; a new instance of its group starts in its place."""
-        group = self.rng.choice(self.groups)
-        live = [p for p in self.producers[group] if p.active]
-        victim = self.rng.choice(live)
-        victim.crash()
-        self._restarts[victim.producer_id] += 1
-        self._start_producer(group, f"{victim.producer_id}r{self._restarts[victim.producer_id]}")
 
     def _crash_broker(self) -> None:
         self.broker.crash()
@@ -210,7 +205,7 @@ class Simulation:
             self._start_producer(group, f"{producer.producer_id}r{self._restarts[producer.producer_id]}")
             return
         if w.real_put_failure and first is COMMIT and rng.random() < w.real_put_failure:
-            self.broker.faults.real_put_failures += 1
+            self.faults.refuse_commits += 1
         producer.end_transaction(sent, first)
 
     def run(self) -> SimulationResult:
@@ -237,7 +232,7 @@ class Simulation:
         stats = self.broker.broker_stats()
         self.broker.close()
         return SimulationResult(
-            seed=self.seed, mode=cfg.mode, transactions=n, events=Counter(self.broker.sink.counts),
+            seed=self.seed, mode=cfg.mode, transactions=n, events=Counter(self.sink.counts),
             outcomes=self.outcomes, broker_stats=stats,
             network={"lost": self.network.lost, "duplicated": self.network.duplicated,
                      "delayed": self.network.delayed},
@@ -263,6 +258,9 @@ def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, 
     if store_dir is None:
         temp = tempfile.mkdtemp(prefix="txmq-sim-")
         store_dir = temp
+    broker_log = logging.getLogger("txmq.broker")
+    level = broker_log.level
+    broker_log.setLevel(logging.ERROR)  # the warnings a simulation causes are its injected faults
     try:
         with open_sink(out, header) as sink:
             sim = Simulation(workload, seed, config, sink, Path(store_dir), progress)
@@ -270,6 +268,7 @@ def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, 
             sink.header.config["broker_stats"] = dict(result.broker_stats)
             sink.header.config["end_ts"] = START_MS + result.sim_ms
     finally:
+        broker_log.setLevel(level)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
     result.trace_path = str(out) if out is not None else None

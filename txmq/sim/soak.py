@@ -29,13 +29,12 @@ from pathlib import Path
 
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
-from txmq.client.message import EndTransactionRequest, LocalTransactionState, Message, MessageExt
 from txmq.client.producer import TransactionProducer
 from txmq.clock import SystemClock
 from txmq.config import BrokerConfig
 from txmq.errors import BrokerUnavailableError
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
 from txmq.runtime import BrokerRuntime
-from txmq.trace import schema as ev
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -190,7 +189,7 @@ def run_soak(directory: Path, duration_s: float, *, mode: str = "strict", seed: 
             answer = broker.end_transaction(request)
         except BrokerUnavailableError:
             return
-        if answer == ev.OK and request.state is COMMIT:
+        if answer.ok and request.state is COMMIT:
             ledger.ack(request.transaction_id)
 
     producer = TransactionProducer(broker, "soak", _SoakListener(seed), f"soak-{seed}", transport).start()

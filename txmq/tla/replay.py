@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from txmq.broker import Broker
-from txmq.client.message import (
+from txmq.clock import ManualClock
+from txmq.config import BrokerConfig
+from txmq.errors import ConfigError
+from txmq.protocol import (
     CheckTransactionStateRequest,
     EndTransactionRequest,
     LocalTransactionState,
     Message,
 )
-from txmq.clock import ManualClock
-from txmq.config import BrokerConfig
-from txmq.errors import ConfigError
 from txmq.tla.manifest import ModelEntry
 from txmq.tla.parser import Outcome, TlcResult, TraceState
 from txmq.tla.runner import run_tlc

@@ -13,6 +13,7 @@ that deleted commit-log segments, so that a validator excuses what expired inste
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,3 +120,8 @@ class TraceHeader(DataClassJsonMixin):
     config: dict[str, Any] = field(default_factory=dict)
     format: str = FORMAT_NAME
     version: int = FORMAT_VERSION
+
+
+def body_crc(body: bytes) -> int:
+    """The checksum a trace carries for a message body (``body_crc``)."""
+    return zlib.crc32(body)

@@ -120,7 +120,7 @@ class NdjsonSink(TraceSink):
         self._path = Path(path)
         check_output_path(self._path, "trace")
         self._tmp = temp_beside(self._path)
-        self._file = open(self._tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._file = open(self._tmp, "w", encoding="utf-8")  # closed in close()
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
         self._file.write(json.dumps(_row(seq, ts, event, fields), separators=(",", ":")) + "\n")

@@ -1,62 +1,52 @@
-"""One run of the back-check service: the half queue scanned against the Op queue.
+"""The back-check service: one run scans each half queue and applies ``scan.decide`` to each record.
 
-Upstream ``TransactionalMessageServiceImpl.check``, step for step, minus the sleeps: txmq reads the Op
-queue to its end once at the start of a run, which is what upstream converges to before its first
-check of a run (it re-reads Ops until a pull returns nothing, then stops re-reading). Strict mode adds
-two skips: copies of resolved transactions, and copies superseded by a newer copy of the same
-transaction.
+Upstream ``TransactionalMessageServiceImpl.check`` minus the sleeps. The rules live in ``scan``; this
+module reads what they need (half records, Op records in batches of 32) and carries decisions out:
+renew-then-check, immunity re-puts, discards, and the checkpoints at the end of each queue's run. Strict
+mode adds two skips (resolved transactions, superseded copies) inside ``decide``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+import logging
+from dataclasses import dataclass
+from functools import partial
 
-from txmq.client.message import CheckTransactionStateRequest
+from txmq.protocol import CheckTransactionStateRequest
 from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
+    OP_TAG,
     OP_TOPIC,
-    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TAGS,
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_ID,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
 )
+from txmq.transaction.context import TransactionContext
 from txmq.transaction.op_batcher import decode_body
+from txmq.transaction.scan import (
+    CHECK,
+    DISCARD,
+    OP_BATCH,
+    READ_OPS,
+    REPUT_IMMUNITY,
+    SKIP_COVERED,
+    SKIP_RESOLVED,
+    STOP,
+    Decision,
+    Moment,
+    OpView,
+    ScanRules,
+    decide,
+)
+from txmq.transaction.views import client_view
 
-if TYPE_CHECKING:
-    from txmq.broker import Broker
-
-
-
-def scanner_immunity_ms(value: str, timeout_ms: int) -> int:
-    """The scanner's immunity parser: seconds × 1000, unparsable -> timeout, no lower clamp (S25)."""
-    try:
-        return int(value) * 1000
-    except ValueError:
-        return timeout_ms
-
-
-@dataclass
-class _OpView:
-    """What one run learned from the Op queue (upstream's removeMap / opMsgMap / doneOpOffset)."""
-
-    remove: dict[int, int] = field(default_factory=dict)
-    pending: dict[int, set[int]] = field(default_factory=dict)
-    done: set[int] = field(default_factory=set)
-
-    def mark_resolved(self, half_offset: int) -> None:
-        """The half at ``half_offset`` is matched by its Op: release that Op when it has no more."""
-        op_offset = self.remove.pop(half_offset)
-        waiting = self.pending.get(op_offset)
-        if waiting is not None:
-            waiting.discard(half_offset)
-            if not waiting:
-                self.done.add(op_offset)
+log = logging.getLogger("txmq.broker")
 
 
 @dataclass
@@ -69,180 +59,157 @@ class CheckRunReport:
     checks: int = 0
     immunity_renewals: int = 0
     discards: int = 0
+    op_reads: int = 0
     stopped_at: int | None = None
+    stop_reason: str | None = None
 
 
 class CheckService:
-    """Runs check passes over every half queue of a broker (the caller holds the broker lock)."""
+    """Runs check passes over every half queue (the caller holds the broker lock)."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, ctx: TransactionContext) -> None:
+        self.ctx = ctx
+        cfg = ctx.config
+        self.rules = ScanRules(cfg.check_max, cfg.transaction_timeout_ms, cfg.file_reserved_time_ms)
 
     def run_once(self) -> CheckRunReport:
         """One pass over every half queue."""
         report = CheckRunReport()
-        for queue_id in self.broker.store.queue_ids(HALF_TOPIC):
+        for queue_id in self.ctx.store.queue_ids(HALF_TOPIC):
             self._scan_queue(queue_id, report)
         return report
 
-    def _read_ops(self, queue_id: int, op_start: int, half_start: int) -> _OpView:
-        store = self.broker.store
-        view = _OpView()
-        for op_offset in range(op_start, store.max_queue_offset(OP_TOPIC, queue_id)):
-            op = store.get_by_queue_offset(OP_TOPIC, queue_id, op_offset)
-            offsets = decode_body(op.body) if op is not None and op.body else []
-            live = {o for o in offsets if o >= half_start}
-            if not live:
-                view.done.add(op_offset)
-                continue
-            view.pending[op_offset] = live
-            for half_offset in live:
-                view.remove[half_offset] = op_offset
-        return view
-
     def _scan_queue(self, queue_id: int, report: CheckRunReport) -> None:
-        broker = self.broker
-        store, config, resolution = broker.store, broker.config, broker.resolution
-        start = broker.clock.now_ms()
-        half_start = broker.checkpoint(HALF_TOPIC, queue_id)
-        op_start = broker.checkpoint(OP_TOPIC, queue_id)
-        view = self._read_ops(queue_id, op_start, half_start)
+        ctx = self.ctx
+        clock, checkpoints = ctx.clock, ctx.checkpoints
+        start = clock.now_ms()
+        half_start = checkpoints.get(HALF_TOPIC, queue_id)
+        op_start = checkpoints.get(OP_TOPIC, queue_id)
+        ops = OpView(half_start, op_start)
+        self._read_ops(queue_id, ops, report)
+        read_half = partial(ctx.store.get_by_queue_offset, HALF_TOPIC, queue_id)
         i = half_start
-        end = store.max_queue_offset(HALF_TOPIC, queue_id)
+        end = ctx.store.max_queue_offset(HALF_TOPIC, queue_id)  # later records are the run's own copies
         while i < end:
-            if i in view.remove:
-                view.mark_resolved(i)
-                report.resolved_by_op += 1
-                i += 1
+            decision = decide(i, read_half, ops, ctx.resolution, Moment(start, clock.now_ms()), self.rules)
+            if decision.outcome == READ_OPS:
+                self._read_ops(queue_id, ops, report)
                 continue
-            half = store.get_by_queue_offset(HALF_TOPIC, queue_id, i)
-            if half is None:
-                i += 1
-                continue
-            report.examined += 1
-            txn = half.properties.get(PROPERTY_TRANSACTION_ID, "")
-            if resolution is not None and (
-                resolution.resolution(txn) is not None or resolution.is_superseded(txn, i)
-            ):
-                report.skipped_resolved += 1
-                i += 1
-                continue
-            times = half.properties.get(PROPERTY_TRANSACTION_CHECK_TIMES)
-            count = int(times) if times is not None else None
-            now = broker.clock.now_ms()
-            age = now - half.born_timestamp
-            if count is not None and count >= config.check_max:
-                self._discard(half, count, ev.DISCARD_CHECK_MAX)
-                report.discards += 1
-                i += 1
-                continue
-            if age > config.file_reserved_time_ms:
-                self._discard(half, count or 0, ev.DISCARD_RETENTION)
-                report.discards += 1
-                i += 1
-                continue
-            next_count = (count or 0) + 1
-            if half.store_timestamp >= start:
-                report.stopped_at = i
+            if decision.half is not None:
+                report.examined += 1
+            if decision.outcome == STOP:
+                report.stopped_at, report.stop_reason = i, decision.reason
                 break
-            immunity = half.properties.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
-            if immunity is None:
-                threshold = config.transaction_timeout_ms
-                if 0 <= age <= threshold:
-                    report.stopped_at = i
-                    break
-            else:
-                threshold = scanner_immunity_ms(immunity, config.transaction_timeout_ms)
-                if 0 <= age <= threshold:
-                    self._immunity_path(half, next_count, view)
-                    report.immunity_renewals += 1
-                    i += 1
-                    continue
-            # Here age > threshold, or age < 0 (producer clock ahead, S26): check now.
-            self._renew_and_check(half, next_count)
-            report.checks += 1
+            self._apply(decision, ops, report)
             i += 1
-        if i != half_start:
-            broker.set_checkpoint(HALF_TOPIC, queue_id, i)
-        op_next = op_start
-        while op_next in view.done:
-            op_next += 1
-        if op_next != op_start:
-            broker.set_checkpoint(OP_TOPIC, queue_id, op_next)
-        if i != half_start or op_next != op_start:
-            broker.emit(ev.CHECKPOINT, broker.clock.now_ms(), queue_id=queue_id, half_offset=i,
-                        op_offset=op_next)
+        self._save_checkpoints(queue_id, half_start, i, op_start, ops.checkpoint(op_start))
 
-    def _renewed(self, half: StoredMessage, count: int, **extra: str) -> StoredMessage:
-        """A copy of ``half`` appended to the half queue with check count ``count``."""
-        props = dict(half.properties)
-        props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(count)
-        props.update(extra)
-        copy = StoredMessage(
-            topic=half.topic, queue_id=half.queue_id, body=half.body, properties=props,
-            born_timestamp=half.born_timestamp, sysflag=half.sysflag, flag=half.flag,
-        )
-        return self.broker.append_half(copy)
-
-    def _immunity_path(self, half: StoredMessage, count: int, view: _OpView) -> None:
-        """Inside the immunity window: re-put (no check), unless the original's Op was seen
-        (``TransactionalMessageServiceImpl.checkPrepareQueueOffset``)."""
-        original = half.properties.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
-        if original is not None and int(original) in view.remove:
-            view.mark_resolved(int(original))
+    def _apply(self, decision: Decision, ops: OpView, report: CheckRunReport) -> None:
+        """Carry out a decision that moves the cursor past its record."""
+        outcome, half = decision.outcome, decision.half
+        if outcome == SKIP_COVERED:
+            assert decision.covered is not None
+            if decision.by_original:
+                ops.match_original(decision.covered)
+            else:
+                ops.match(decision.covered)
+                report.resolved_by_op += 1
             return
-        extra = {}
-        if original is None:
-            extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
-        copy = self._renewed(half, count, **extra)
-        self.broker.trace_renew(copy, half, ev.RENEW_IMMUNITY)
+        if outcome == SKIP_RESOLVED:
+            report.skipped_resolved += 1
+            return
+        assert half is not None and decision.count is not None
+        if outcome == DISCARD:
+            assert decision.reason is not None
+            self._discard(half, decision.count, decision.reason)
+            report.discards += 1
+        elif outcome == REPUT_IMMUNITY:
+            extra = {}
+            if decision.mark_original:  # the first copy records its original (renewImmunityHalfMessageInner)
+                extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
+            self.ctx.halves.renew(half, decision.count, ev.RENEW_IMMUNITY, **extra)
+            report.immunity_renewals += 1
+        else:
+            assert outcome == CHECK, outcome
+            self._renew_and_check(half, decision.count)
+            report.checks += 1
+
+    def _read_ops(self, queue_id: int, ops: OpView, report: CheckRunReport) -> None:
+        """Read the next batch of Op records into ``ops`` (``TransactionalMessageServiceImpl.pullOpMsg``
+        of 32); a record without the Op tag or body counts as done, as upstream's does."""
+        store = self.ctx.store
+        stop = min(ops.next_offset + OP_BATCH, store.max_queue_offset(OP_TOPIC, queue_id))
+        batch = []
+        for op_offset in range(ops.next_offset, stop):
+            op = store.get_by_queue_offset(OP_TOPIC, queue_id, op_offset)
+            assert op is not None, f"Op queue {queue_id} has no record at {op_offset}"
+            usable = op.body and op.properties.get(PROPERTY_TAGS) == OP_TAG
+            batch.append((op_offset, decode_body(op.body) if usable else None, op.born_timestamp))
+        ops.add_batch(batch)
+        report.op_reads += 1
+
+    def _save_checkpoints(self, queue_id: int, half_start: int, half_next: int, op_start: int,
+                          op_next: int) -> None:
+        """Move the checkpoints that moved, and trace where the run left them."""
+        ctx = self.ctx
+        if half_next != half_start:
+            ctx.checkpoints.set(HALF_TOPIC, queue_id, half_next)
+        if op_next != op_start:
+            ctx.checkpoints.set(OP_TOPIC, queue_id, op_next)
+        if (half_next != half_start or op_next != op_start) and ctx.trace.enabled:
+            ctx.trace.emit(ev.CHECKPOINT, ctx.clock.now_ms(), queue_id=queue_id, half_offset=half_next,
+                           op_offset=op_next)
 
     def _renew_and_check(self, half: StoredMessage, count: int) -> None:
-        """Renew then check (``putBackHalfMsgQueue``): the check is for the new copy, sent to any live
-        producer of the group (``AbstractTransactionalMessageCheckListener.sendCheckMessage``)."""
-        broker = self.broker
-        copy = self._renewed(half, count)
-        broker.trace_renew(copy, half, ev.RENEW_FOR_CHECK)
-        group = half.properties.get(PROPERTY_PRODUCER_GROUP, "")
-        channel = broker.producers.select(group)
-        txn = half.properties.get(PROPERTY_TRANSACTION_ID, "")
-        broker.emit(
-            ev.CHECK, broker.clock.now_ms(), txn=txn, producer_group=group,
-            producer=channel.producer_id if channel else None, half_offset=copy.queue_offset,
-            commitlog_offset=copy.commitlog_offset, check_count=count,
-            result=ev.CHECK_SENT if channel else ev.CHECK_NO_PRODUCER,
-        )
-        broker.stats["checks"] += 1
+        """Renew then check (``TransactionalMessageServiceImpl.putBackHalfMsgQueue``, then
+        ``AbstractTransactionalMessageCheckListener.resolveHalfMsg``): the check is for the new copy, sent
+        one-way to any live producer of the half's group."""
+        ctx = self.ctx
+        copy = ctx.halves.renew(half, count, ev.RENEW_FOR_CHECK)
+        group = half.properties[PROPERTY_PRODUCER_GROUP]
+        channel = ctx.producers.select(group)
+        txn = half.properties[PROPERTY_TRANSACTION_ID]
+        if ctx.trace.enabled:
+            ctx.trace.emit(
+                ev.CHECK, ctx.clock.now_ms(), txn=txn, producer_group=group,
+                producer=channel.producer_id if channel else None, half_offset=copy.queue_offset,
+                commitlog_offset=copy.commitlog_offset, check_count=count,
+                result=ev.CHECK_SENT if channel else ev.CHECK_NO_PRODUCER,
+            )
+        ctx.stats["checks"] += 1
         if channel is None:
             return
         request = CheckTransactionStateRequest(
             producer_group=group, tran_state_table_offset=copy.queue_offset,
             commit_log_offset=copy.commitlog_offset, transaction_id=txn, check_count=count,
-            message=broker.message_ext(copy, as_real=True),
+            message=client_view(copy, as_real=True),
         )
         try:
             channel.check_transaction_state(request)
         except Exception as exc:  # one-way RPC: a failing producer must not stop the scan
-            broker.log(f"check of {txn} at half offset {copy.queue_offset} failed in the producer: {exc!r}")
+            log.warning("check of %s at half offset %d failed in the producer: %r", txn, copy.queue_offset,
+                        exc)
 
     def _discard(self, half: StoredMessage, count: int, reason: str) -> None:
-        """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC (upstream
-        ``DefaultTransactionalMessageCheckListener.resolveDiscardMsg``); strict marks the txn discarded."""
-        broker = self.broker
+        """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC with check count ``count``
+        (``DefaultTransactionalMessageCheckListener.resolveDiscardMsg``); strict marks the txn discarded."""
+        ctx = self.ctx
         props = dict(half.properties)
+        if reason == ev.DISCARD_RETENTION:  # the count needDiscard incremented before the age test
+            props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(count)
         props[PROPERTY_DISCARDED_HALF_OFFSET] = str(half.queue_offset)
         record = StoredMessage(
             topic=CHECK_MAX_TOPIC, queue_id=0, body=half.body, properties=props,
             born_timestamp=half.born_timestamp, sysflag=half.sysflag, flag=half.flag,
         )
-        put = broker.store.put_message(record)
-        txn = half.properties.get(PROPERTY_TRANSACTION_ID, "")
-        broker.emit(
-            ev.DISCARD, broker.clock.now_ms(), txn=txn,
-            producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP), half_offset=half.queue_offset,
-            commitlog_offset=put.commitlog_offset, check_count=count, topic=CHECK_MAX_TOPIC, result=reason,
-        )
-        broker.stats["discards"] += 1
-        if broker.resolution is not None:
-            broker.resolution.apply_record(record)
-
+        put = ctx.store.put_message(record)
+        if ctx.trace.enabled:
+            ctx.trace.emit(
+                ev.DISCARD, ctx.clock.now_ms(), txn=half.properties[PROPERTY_TRANSACTION_ID],
+                producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP), half_offset=half.queue_offset,
+                commitlog_offset=put.commitlog_offset, check_count=count, topic=CHECK_MAX_TOPIC,
+                result=reason,
+            )
+        ctx.stats["discards"] += 1
+        if ctx.resolution is not None:
+            ctx.resolution.apply_record(record)

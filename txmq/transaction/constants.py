@@ -1,4 +1,4 @@
-"""Names RocketMQ uses on the wire and in the store (docs/rocketmq-behaviour.md#data-layout)."""
+"""Names RocketMQ uses on the wire and in the store (``TopicValidator``, ``MessageConst``, ``MixAll``)."""
 
 from txmq.store.message import PROPERTY_TAGS
 

@@ -9,11 +9,13 @@ rollback queues an Op entry (strict also writes a durable rollback marker).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
 
-from txmq.client.message import EndTransactionRequest, LocalTransactionState
+from txmq.protocol import EndTransactionRequest, EndTransactionResult, LocalTransactionState, ResponseCode
 from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_MASK, TRANSACTION_ROLLBACK, StoredMessage
+from txmq.store.message_store import PutStatus
 from txmq.trace import schema as ev
+from txmq.trace.schema import body_crc
 from txmq.transaction.constants import (
     HALF_TOPIC,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
@@ -22,22 +24,11 @@ from txmq.transaction.constants import (
     PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_ID,
 )
+from txmq.transaction.context import TransactionContext
+from txmq.transaction.immunity import rejection_threshold_ms
 from txmq.transaction.resolution import TransactionState
 
-if TYPE_CHECKING:
-    from txmq.broker import Broker
-
-
-def rejection_threshold_ms(immunity: str | None, timeout_ms: int) -> int:
-    """End-transaction's immunity threshold: max(seconds × 1000, timeout); unparsable -> timeout.
-
-    Upstream's ``TransactionalMessageUtil`` (note the clamp, which the scanner's parser lacks: S25).
-    """
-    try:
-        value = int(immunity) * 1000 if immunity is not None else timeout_ms
-    except ValueError:
-        value = timeout_ms
-    return max(value, timeout_ms)
+log = logging.getLogger("txmq.broker")
 
 
 def real_message_of(half: StoredMessage) -> StoredMessage:
@@ -67,83 +58,117 @@ def rollback_marker_of(half: StoredMessage) -> StoredMessage:
         queue_id=int(props[PROPERTY_REAL_QUEUE_ID]),
         body=b"",
         properties={PROPERTY_TRANSACTION_ID: props[PROPERTY_TRANSACTION_ID],
-                    PROPERTY_PRODUCER_GROUP: props.get(PROPERTY_PRODUCER_GROUP, "")},
+                    PROPERTY_PRODUCER_GROUP: props[PROPERTY_PRODUCER_GROUP]},
         born_timestamp=half.born_timestamp,
         sysflag=TRANSACTION_ROLLBACK,
         prepared_transaction_offset=half.commitlog_offset,
     )
 
 
+# txmq's result names -> what a RocketMQ broker answers (EndTransactionProcessor.processRequest and
+# checkPrepareMessage); an UNKNOW end gets no response at all. ALREADY_RESOLVED is strict mode's own.
+_ANSWERS: dict[str, tuple[int | None, str | None]] = {
+    ev.OK: (ResponseCode.SUCCESS, None),
+    ev.NOT_FOUND: (ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed"),
+    ev.GROUP_MISMATCH: (ResponseCode.SYSTEM_ERROR, "The producer group wrong"),
+    ev.OFFSET_MISMATCH: (ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong"),
+    ev.IMMUNITY_REJECTED: (ResponseCode.ILLEGAL_OPERATION, None),
+    ev.ALREADY_RESOLVED: (ResponseCode.SYSTEM_ERROR, "The transaction is already resolved (strict mode)"),
+    ev.IGNORED_UNKNOWN: (None, None),
+}
+# A refused real-message put (EndTransactionProcessor.sendFinalMessage), by the store's status.
+_STORE_ANSWERS: dict[PutStatus, tuple[int, str]] = {
+    PutStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE, "Service not available now."),
+    PutStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "The message is illegal, maybe msg body or properties length not matched.",
+    ),
+    PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+def answer(name: str, put_status: PutStatus | None = None) -> EndTransactionResult:
+    """The result named ``name`` with RocketMQ's code and remark (a STORE_ERROR's by its put status)."""
+    if name == ev.STORE_ERROR:
+        code, remark = _STORE_ANSWERS[put_status or PutStatus.UNKNOWN_ERROR]
+        return EndTransactionResult(name, code, remark)
+    code_, remark_ = _ANSWERS[name]
+    return EndTransactionResult(name, code_, remark_)
+
+
 class EndTransactionProcessor:
-    """Applies END_TRANSACTION requests to a broker; returns the trace result name."""
+    """Applies END_TRANSACTION requests in a ``TransactionContext``; the caller holds the broker lock."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, ctx: TransactionContext) -> None:
+        self.ctx = ctx
 
-    def process(self, request: EndTransactionRequest) -> str:
-        """Apply one request (the caller holds the broker lock) and trace it."""
-        broker = self.broker
-        result, half = self._decide(request)
+    def process(self, request: EndTransactionRequest) -> EndTransactionResult:
+        """Apply one request and trace it."""
+        ctx = self.ctx
+        name, half = self._decide(request)
+        put_status = None
         commit = request.state is LocalTransactionState.COMMIT_MESSAGE
-        if result == ev.OK and (commit or broker.resolution is not None):
+        real = None
+        if half is not None and (commit or ctx.resolution is not None):
             # Write the durable record (real message, or strict's rollback marker) before tracing the
             # answer: a refused put is STORE_ERROR, and then no Op is written, so the half stays pending
-            # and is checked later (upstream ``EndTransactionProcessor.sendFinalMessage``).
-            assert half is not None
+            # and is checked later (S13; upstream ``EndTransactionProcessor.sendFinalMessage``).
             record = real_message_of(half) if commit else rollback_marker_of(half)
-            put = broker.store.put_message(record)
+            put = ctx.store.put_message(record)
             if not put.ok:
-                broker.log(f"END_TRANSACTION for half {half.queue_offset} not applied: {put.reason}")
-                result = ev.STORE_ERROR
-        now = broker.clock.now_ms()
-        if broker.tracing:
-            broker.emit(
+                log.warning("END_TRANSACTION for half %d not applied: %s", half.queue_offset, put.reason)
+                name, put_status, half = ev.STORE_ERROR, put.status, None
+            elif commit:
+                real = record
+        now = ctx.clock.now_ms()
+        trace = ctx.trace
+        if trace.enabled:
+            trace.emit(
                 ev.END_TX, now, txn=request.transaction_id, producer_group=request.producer_group,
                 producer=request.producer, half_offset=request.tran_state_table_offset,
                 commitlog_offset=request.commit_log_offset, action=request.state.action,
-                from_check=request.from_transaction_check, result=result,
+                from_check=request.from_transaction_check, result=name,
             )
-        if result != ev.OK:
-            return result
-        assert half is not None
-        txn = half.properties.get(PROPERTY_TRANSACTION_ID, request.transaction_id)
-        if commit:
-            if broker.tracing:
-                broker.emit(
-                    ev.REAL_PUT, now, txn=txn, producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP),
-                    half_offset=half.queue_offset, commitlog_offset=put.commitlog_offset, topic=record.topic,
-                    queue_id=record.queue_id, queue_offset=put.queue_offset, body_crc=broker.crc(record.body),
-                )
-            if broker.resolution is not None:
-                broker.resolution.resolve(txn, TransactionState.COMMITTED)
-        elif broker.resolution is not None:
-            broker.resolution.resolve(txn, TransactionState.ROLLED_BACK)
-        broker.queue_op(half.queue_id, half.queue_offset)
-        return result
+        if half is not None:
+            self._resolve(half, real, now)
+        return answer(name, put_status)
+
+    def _resolve(self, half: StoredMessage, real: StoredMessage | None, now: int) -> None:
+        """After a commit's real message (``real``) or a rollback: trace, resolve (strict), queue the Op."""
+        ctx = self.ctx
+        txn = half.properties[PROPERTY_TRANSACTION_ID]
+        if real is not None and ctx.trace.enabled:
+            ctx.trace.emit(
+                ev.REAL_PUT, now, txn=txn, producer_group=half.properties.get(PROPERTY_PRODUCER_GROUP),
+                half_offset=half.queue_offset, commitlog_offset=real.commitlog_offset, topic=real.topic,
+                queue_id=real.queue_id, queue_offset=real.queue_offset, body_crc=body_crc(real.body),
+            )
+        if ctx.resolution is not None:
+            state = TransactionState.COMMITTED if real is not None else TransactionState.ROLLED_BACK
+            ctx.resolution.resolve(txn, state)
+        ctx.ops.queue(half.queue_id, half.queue_offset)
 
     def _decide(self, request: EndTransactionRequest) -> tuple[str, StoredMessage | None]:
-        """The result name, and the half when the request is to be applied (or failed at the store)."""
-        broker = self.broker
+        """The result name, and the half when the request is to be applied. A record that passes the
+        group check was written by the broker for a transaction, so it carries the transaction id."""
+        ctx = self.ctx
         if request.state is LocalTransactionState.UNKNOW:
             return ev.IGNORED_UNKNOWN, None
-        half = broker.lookup_half(request.commit_log_offset)
-        if half is None or (broker.config.strict and half.topic != HALF_TOPIC):
+        half = ctx.halves.lookup(request.commit_log_offset)
+        if half is None or (ctx.resolution is not None and half.topic != HALF_TOPIC):
             return ev.NOT_FOUND, None
         props = half.properties
         immunity = props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
-        if not request.from_transaction_check and immunity:
-            age = broker.clock.now_ms() - half.born_timestamp
-            if age > rejection_threshold_ms(immunity, broker.config.transaction_timeout_ms):
+        if not request.from_transaction_check and immunity:  # EndTransactionProcessor.rejectCommitOrRollback
+            age = ctx.clock.now_ms() - half.born_timestamp
+            if age > rejection_threshold_ms(immunity, ctx.config.transaction_timeout_ms):
                 return ev.IMMUNITY_REJECTED, None
         if props.get(PROPERTY_PRODUCER_GROUP) != request.producer_group:
             return ev.GROUP_MISMATCH, None
         if half.queue_offset != request.tran_state_table_offset:
             return ev.OFFSET_MISMATCH, None
-        if broker.resolution is not None:
-            txn = props.get(PROPERTY_TRANSACTION_ID, request.transaction_id)
-            if broker.resolution.resolution(txn) is not None:
+        if ctx.resolution is not None:
+            txn = props[PROPERTY_TRANSACTION_ID]
+            if ctx.resolution.is_resolved(txn):
                 return ev.ALREADY_RESOLVED, None
-        if request.state is LocalTransactionState.COMMIT_MESSAGE and broker.faults.take_real_put_failure():
-            return ev.STORE_ERROR, None
         return ev.OK, half
-

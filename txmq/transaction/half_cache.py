@@ -50,9 +50,3 @@ class HalfCache:
     def clear(self) -> None:
         """Forget everything (a crash); counters are kept, they describe the whole run."""
         self._entries.clear()
-
-    @property
-    def hit_ratio(self) -> float | None:
-        """Hits over lookups, or None before the first lookup."""
-        lookups = self.hits + self.misses
-        return self.hits / lookups if lookups else None

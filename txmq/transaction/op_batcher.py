@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from txmq.transaction.java import get_long
+
 
 @dataclass
 class _Context:
@@ -32,16 +34,13 @@ def encode_body(half_offsets: list[int]) -> bytes:
 
 
 def decode_body(body: bytes) -> list[int]:
-    """Half offsets in an Op body; accepts the 5.x list format and the ≤4.9 single-offset format.
+    """Half offsets in an Op body; reads the 5.x list format and the <=4.9 single-offset format alike.
 
-    Unparsable pieces are skipped, as upstream maps them to -1 and ignores them.
+    Each comma-separated piece is parsed as ``Long.parseLong`` would; a piece it rejects (or a negative
+    one) is skipped, as upstream's -1 is (``TransactionalMessageServiceImpl.fillOpRemoveMap``).
     """
-    offsets = []
-    for piece in body.decode("utf-8", "replace").split(","):
-        piece = piece.strip()
-        if piece.isdigit():
-            offsets.append(int(piece))
-    return offsets
+    pieces = body.decode("utf-8", "replace").split(",")
+    return [offset for piece in pieces if (offset := get_long(piece)) >= 0]
 
 
 class OpBatcher:

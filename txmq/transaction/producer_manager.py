@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from txmq.client.message import CheckTransactionStateRequest
+from txmq.protocol import CheckTransactionStateRequest
 
 MAX_CHANNEL_TRIES = 3
 

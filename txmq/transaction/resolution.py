@@ -41,12 +41,15 @@ from txmq.store.message import (
     StoredMessage,
     transaction_type,
 )
+from txmq.store.message_store import MessageStore
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
+    OP_TOPIC,
     PROPERTY_RESUMED,
     PROPERTY_TRANSACTION_ID,
 )
+from txmq.transaction.op_batcher import decode_body
 
 INDEX_FILE = "resolution.db"
 INDEX_FORMAT = 1
@@ -130,10 +133,10 @@ class ResolutionIndex:
                 entry = (row[0], row[1], row[2])
         return entry
 
-    def resolution(self, txn: str) -> TransactionState | None:
-        """The resolved state, or None while pending (or unknown)."""
+    def is_resolved(self, txn: str) -> bool:
+        """True once the transaction is committed, rolled back or discarded."""
         entry = self._get(txn)
-        return _STATES[entry[0]] if entry is not None and entry[0] != _PENDING else None
+        return entry is not None and entry[0] != _PENDING
 
     def is_superseded(self, txn: str, half_offset: int) -> bool:
         """True when a newer copy of the transaction exists."""
@@ -229,15 +232,72 @@ class ResolutionIndex:
             db.execute("PRAGMA incremental_vacuum")
         return int(removed)
 
-    def size(self) -> int:
-        """Transactions known (the durable table plus entries new since the last checkpoint)."""
-        stored = int(self._db.execute("SELECT COUNT(*) FROM txn").fetchone()[0])
-        new = sum(1 for txn in self._dirty if self._db.execute(
-            "SELECT 1 FROM txn WHERE id = ?", (txn,)).fetchone() is None)
-        return stored + new
-
     def close(self) -> None:
         """Close the database; entries changed since the last ``flush`` are dropped (a crash, or a
         shutdown whose store checkpoint already flushed them)."""
         self._dirty.clear()
         self._db.close()
+
+
+def open_for_store(directory: str, store: MessageStore) -> ResolutionIndex:
+    """Strict mode's index of the store in ``directory``, brought up to the end of its log from where it was
+    last flushed, and flushed again at each of the store's checkpoints."""
+    index = ResolutionIndex.open(directory, lambda: store.max_physical_offset)
+    try:
+        start, end = store.min_physical_offset, store.max_physical_offset
+        applied = index.applied_offset
+        if index.created and start > 0:
+            raise StoreError(
+                f"{index.path} is missing and the log no longer starts at 0 (segments before {start} "
+                "were deleted): strict mode cannot rebuild which transactions were resolved; restore it "
+                "from a backup"
+            )
+        if not start <= applied <= end:
+            where = "the log now starts at" if applied < start else "the log now ends at"
+            raise StoreError(
+                f"{index.path} reflects the log up to offset {applied}, but {where} "
+                f"{start if applied < start else end}: the two do not belong together; restore them from "
+                "a backup"
+            )
+        read = index.catch_up(store.iterate(applied))
+        store.add_checkpoint_listener(index.flush)
+        if read or index.created:
+            store.flush()
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def state_in_log(records: Iterable[StoredMessage], txn: str) -> TransactionState | None:
+    """What the log shows of ``txn`` in rocketmq mode, which keeps no per-transaction state.
+
+    COMMITTED if a real message of it was written (what consumers see, even after a rollback), else
+    ROLLED_BACK if an Op record covers one of its half copies (a commit's Op follows its real message),
+    else DISCARDED if a copy went to the discard topic and was not resumed since, else PENDING; None if no
+    half of it is in the log. Op entries still buffered in memory are not in the log yet.
+    """
+    copies: set[tuple[int, int]] = set()
+    covered: set[tuple[int, int]] = set()
+    committed = discarded = False
+    for message in records:
+        if message.topic == OP_TOPIC:
+            covered.update((message.queue_id, offset) for offset in decode_body(message.body))
+            continue
+        if message.properties.get(PROPERTY_TRANSACTION_ID) != txn:
+            continue
+        if message.topic == HALF_TOPIC:
+            copies.add((message.queue_id, message.queue_offset))
+            if PROPERTY_RESUMED in message.properties:
+                discarded = False
+        elif message.topic == CHECK_MAX_TOPIC:
+            discarded = True
+        elif transaction_type(message.sysflag) == TRANSACTION_COMMIT:
+            committed = True
+    if not copies:
+        return None
+    if committed:
+        return TransactionState.COMMITTED
+    if copies & covered:
+        return TransactionState.ROLLED_BACK
+    return TransactionState.DISCARDED if discarded else TransactionState.PENDING

@@ -1,12 +1,15 @@
-"""Messages and the requests that travel between clients and the broker."""
+"""What travels between clients and the broker: messages, requests and their answers.
+
+These types sit below both the broker and the clients (``txmq.client``), so neither package imports the
+other's internals to speak to it, and the serving front end can reuse them.
+"""
 
 from __future__ import annotations
 
 import enum
-import zlib
 from dataclasses import dataclass, field
 
-from txmq.trace.schema import COMMIT, ROLLBACK, UNKNOWN
+from txmq.trace.schema import COMMIT, ROLLBACK, UNKNOWN, body_crc
 
 
 class LocalTransactionState(enum.Enum):
@@ -24,7 +27,11 @@ class LocalTransactionState(enum.Enum):
 
 @dataclass
 class Message:
-    """What a producer sends. ``delay_level`` exists only so that it can be refused for transactions."""
+    """What a producer sends.
+
+    ``delay_level`` is kept for API fidelity only: txmq has no scheduled delivery, and a transactional send
+    clears it, as the Java client does (``DefaultMQProducerImpl.sendMessageInTransaction``).
+    """
 
     topic: str
     body: bytes
@@ -47,6 +54,8 @@ class MessageExt:
     properties: dict[str, str]
     born_timestamp: int
     store_timestamp: int
+    sysflag: int = 0
+    prepared_transaction_offset: int = -1
 
     @property
     def transaction_id(self) -> str | None:
@@ -56,14 +65,23 @@ class MessageExt:
     @property
     def body_crc(self) -> int:
         """CRC32 of the body, as traced."""
-        return zlib.crc32(self.body)
+        return body_crc(self.body)
+
+
+class ResponseCode(enum.IntEnum):
+    """RocketMQ's response codes that an end-transaction can answer (``ResponseCode``)."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    ILLEGAL_OPERATION = 604
 
 
 class SendStatus(enum.Enum):
     """Outcome of storing a message."""
 
     SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
 
 
 @dataclass(frozen=True)
@@ -116,6 +134,25 @@ class EndTransactionRequest:
     from_transaction_check: bool
     transaction_id: str
     producer: str | None = None
+
+
+@dataclass(frozen=True)
+class EndTransactionResult:
+    """The broker's answer to END_TRANSACTION: txmq's result name (the trace's ``result``) and what a
+    RocketMQ broker would answer, its response code and remark (``EndTransactionProcessor``).
+
+    ``code`` is None where upstream sends no response at all (an UNKNOW end). Upstream clients send the
+    request one-way and never see this answer; txmq returns it for tests, tools and the gRPC front end.
+    """
+
+    name: str
+    code: int | None
+    remark: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the commit or rollback was applied."""
+        return self.code == 0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,38 @@
+"""The narrow context the transactional components work in, instead of the whole ``Broker``.
+
+End-transaction and the check service see the store, the settings, the clock, the trace, strict mode's
+resolution index, the half log (cache included), the Op writer, the producers, the scanner checkpoints and
+the statistics; nothing else. The broker builds a context each time it opens its store, and the arrows
+point one way: the components never call back into the broker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from txmq.clock import Clock
+from txmq.config import BrokerConfig
+from txmq.store.message_store import MessageStore
+from txmq.trace.sinks import TraceSink
+from txmq.transaction.checkpoints import ScanCheckpoints
+from txmq.transaction.halves import HalfLog
+from txmq.transaction.op_writer import OpWriter
+from txmq.transaction.producer_manager import ProducerManager
+from txmq.transaction.resolution import ResolutionIndex
+
+
+@dataclass(frozen=True)
+class TransactionContext:
+    """Everything a transactional component may use (the broker's lock is held by its caller)."""
+
+    store: MessageStore
+    config: BrokerConfig
+    clock: Clock
+    trace: TraceSink
+    resolution: ResolutionIndex | None
+    halves: HalfLog
+    ops: OpWriter
+    producers: ProducerManager
+    checkpoints: ScanCheckpoints
+    stats: Counter[str]
