@@ -13,6 +13,7 @@ import sys
 import threading
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -461,20 +462,32 @@ class Broker:
         with self._lock:
             self._require_up()
             end = min(self.store.max_queue_offset(topic, queue_id), offset + max_messages)
-            out = []
-            now = self.clock.now_ms()
-            for queue_offset in range(offset, end):
-                message = self.store.get_by_queue_offset(topic, queue_id, queue_offset)
-                if message is None:
-                    continue
-                ext = self.message_ext(message)
-                out.append(ext)
-                self.emit(
-                    ev.DELIVER, now, txn=ext.transaction_id, consumer_group=consumer_group, topic=topic,
-                    queue_id=queue_id, queue_offset=queue_offset, commitlog_offset=message.commitlog_offset,
-                    body_crc=self.crc(message.body),
-                )
-            return out
+            found = (self._deliver(consumer_group, topic, queue_id, o, None) for o in range(offset, end))
+            return [ext for ext in found if ext is not None]
+
+    def deliver(self, consumer_group: str, topic: str, queue_id: int, queue_offset: int, attempt: int,
+                accept: Callable[[MessageExt], bool] | None = None) -> MessageExt | None:
+        """One message read by a pop consumer (``txmq.serve.pop``), traced as a DELIVER with its
+        ``attempt`` (1 for the first delivery, 2 after the invisible time ran out once...). A message
+        ``accept`` refuses (a tag filter) is returned as None and not traced: it was not delivered."""
+        with self._lock:
+            self._require_up()
+            return self._deliver(consumer_group, topic, queue_id, queue_offset, attempt, accept)
+
+    def _deliver(self, consumer_group: str, topic: str, queue_id: int, queue_offset: int, attempt: int | None,
+                 accept: Callable[[MessageExt], bool] | None = None) -> MessageExt | None:
+        message = self.store.get_by_queue_offset(topic, queue_id, queue_offset)
+        if message is None:
+            return None
+        ext = self.message_ext(message)
+        if accept is not None and not accept(ext):
+            return None
+        self.emit(
+            ev.DELIVER, self.clock.now_ms(), txn=ext.transaction_id, consumer_group=consumer_group,
+            topic=topic, queue_id=queue_id, queue_offset=queue_offset,
+            commitlog_offset=message.commitlog_offset, body_crc=self.crc(message.body), attempt=attempt,
+        )
+        return ext
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be assigned in ``topic``/``queue_id``."""

@@ -19,6 +19,7 @@ _COMMAND_MODULES = (
     "txmq.sim.cli",
     "spark_validation.cli",
     "txmq.tla.cli",
+    "txmq.serve.cli",
 )
 
 
