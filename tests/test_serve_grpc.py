@@ -1,0 +1,258 @@
+"""``txmq serve`` against the official RocketMQ 5.x Python client, over real sockets on 127.0.0.1.
+
+One strict server and one client process serve most scenarios (each on topics of its own); the rocketmq
+duplicate and the SIGKILL restart have servers of their own. Times are shrunk through the documented
+settings (checks every 300 ms after a 1 s timeout, invisible times from 1 s), so the whole module takes
+about two minutes, half of it the 30-second stress run. Bad requests are sent with the raw stubs, since
+the client refuses most of them itself.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servekit import ClientProcess, ServerProcess
+
+from txmq.broker import Broker
+from txmq.clock import ManualClock
+from txmq.config import BrokerConfig
+from txmq.trace import schema as ev
+from txmq.trace.reader import read_events
+
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
+
+CHECK_INTERVAL_MS = 300
+FAST = ["--broker", f"check_interval_ms={CHECK_INTERVAL_MS}", "--broker", "transaction_timeout_ms=1000",
+        "--proxy", "min_invisible_ms_for_receive=1000", "--proxy", "max_message_size=65536",
+        "--proxy", "min_long_polling_ms=1000"]
+TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Stress", "Late")]
+META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
+
+
+def wait_for(predicate: Any, timeout: float, what: str, pause: float = 0.2) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(pause)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("serve")
+
+
+@pytest.fixture(scope="module")
+def server(home: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(home / "store", *FAST, *TOPICS, trace=home / "session.ndjson")
+    yield proc
+    proc.terminate()
+
+
+@pytest.fixture(scope="module")
+def client(server: ServerProcess, home: Path) -> Iterator[ClientProcess]:
+    proc = ClientProcess(server.endpoint, home / "client")
+    yield proc
+    proc.close()
+
+
+@pytest.fixture(scope="module")
+def stub(server: ServerProcess) -> Iterator[Any]:
+    with grpc.insecure_channel(server.endpoint) as channel:
+        yield service_pb2_grpc.MessagingServiceStub(channel)
+
+
+def code_name(response: Any) -> str:
+    return str(pb.Code.Name(response.status.code))
+
+
+# ---------------------------------------------------------------------------------------- transactions
+def test_a_commit_is_visible_once_and_a_rollback_never(client: ClientProcess) -> None:
+    client.ok("producer", name="p-commit", topics=["Commit"])
+    client.ok("consumer", name="c-commit", group="G-commit", topics=["Commit"], await_s=1)
+    committed = client.ok("half", producer="p-commit", topic="Commit", body="committed")["message_id"]
+    client.ok("end", tx=committed, action="COMMIT")
+    rolled_back = client.ok("half", producer="p-commit", topic="Commit", body="rolled back")["message_id"]
+    client.ok("end", tx=rolled_back, action="ROLLBACK")
+    plain = client.ok("send", producer="p-commit", topic="Commit", body="plain")["message_id"]
+    seen = client.ok("drain", consumer="c-commit", ids=[committed, plain], invisible_s=5)["seen"]
+    assert seen == {committed: 1, plain: 1}
+
+
+def test_orphans_are_resolved_by_the_checker(client: ClientProcess) -> None:
+    client.ok("producer", name="p-orphans", topics=["Orphans"])
+    client.ok("consumer", name="c-orphans", group="G-orphans", topics=["Orphans"], await_s=1)
+    plans = {"commit": ["COMMIT"], "rollback": ["ROLLBACK"], "unknown then commit": ["UNKNOWN", "UNKNOWN", "COMMIT"]}
+    ids = {}
+    for body, answers in plans.items():
+        ids[body] = client.ok("half", producer="p-orphans", topic="Orphans", body=body)["message_id"]
+        client.ok("decide", message_id=ids[body], answers=answers)
+    seen = client.ok("drain", consumer="c-orphans", ids=[ids["commit"], ids["unknown then commit"]],
+                     invisible_s=5, timeout_s=30)["seen"]
+    assert seen == {ids["commit"]: 1, ids["unknown then commit"]: 1}
+    checks = client.ok("checks")["checks"]
+    assert [checks.get(ids[b]) for b in plans] == [1, 1, 3]
+
+
+def test_the_check_limit_is_reached_through_the_client(client: ClientProcess) -> None:
+    client.ok("producer", name="p-limit", topics=["Limit"])
+    orphan = client.ok("half", producer="p-limit", topic="Limit", body="never decided")["message_id"]
+    client.ok("decide", message_id=orphan, answers=["UNKNOWN"])
+    wait_for(lambda: client.ok("checks")["checks"].get(orphan) == 15, 40, "15 checks")
+    time.sleep(5 * CHECK_INTERVAL_MS / 1000)  # room for a 16th check, which must not come
+    assert client.ok("checks")["checks"][orphan] == 15
+
+
+def test_a_second_producer_answers_for_a_killed_one(server: ServerProcess, client: ClientProcess,
+                                                    home: Path) -> None:
+    client.ok("producer", name="p-survivor", topics=["Handover"])
+    client.ok("consumer", name="c-handover", group="G-handover", topics=["Handover"], await_s=1)
+    doomed = ClientProcess(server.endpoint, home / "doomed")
+    try:
+        doomed.ok("producer", name="p-doomed", topics=["Handover"])
+        orphan = doomed.ok("half", producer="p-doomed", topic="Handover", body="mid-transaction")["message_id"]
+    finally:
+        doomed.kill()  # mid-transaction, well before the 1 s timeout makes the half checkable
+    seen = client.ok("drain", consumer="c-handover", ids=[orphan], invisible_s=5, timeout_s=30)["seen"]
+    assert seen == {orphan: 1}
+    assert client.ok("checks")["checks"][orphan] == 1
+
+
+# ---------------------------------------------------------------------------------------- bad requests
+def test_bad_requests_get_upstreams_codes_and_the_server_goes_on(server: ServerProcess, stub: Any) -> None:
+    def route(topic: str, metadata: Any = META) -> str:
+        return code_name(stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic)), metadata=metadata))
+
+    def send(topic: str, body: bytes, **system: Any) -> str:
+        message = pb.Message(topic=pb.Resource(name=topic), body=body,
+                             system_properties=pb.SystemProperties(message_id="M1", **system))
+        return code_name(stub.SendMessage(spb.SendMessageRequest(messages=[message]), metadata=META))
+
+    def end(txn: str) -> str:
+        request = spb.EndTransactionRequest(topic=pb.Resource(name="Raw"), transaction_id=txn, message_id="M",
+                                            resolution=pb.TransactionResolution.COMMIT,
+                                            source=pb.TransactionSource.SOURCE_CLIENT)
+        return code_name(stub.EndTransaction(request, metadata=META))
+
+    assert route("NoSuchTopic") == "TOPIC_NOT_FOUND"
+    assert send("NoSuchTopic", b"x") == "TOPIC_NOT_FOUND"
+    assert route("RMQ_SYS_TRANS_HALF_TOPIC") == "ILLEGAL_TOPIC"
+    assert send("RMQ_SYS_TRANS_OP_HALF_TOPIC", b"x") == "ILLEGAL_TOPIC"
+    assert route("bad topic!") == "ILLEGAL_TOPIC"
+    assert route("Raw", metadata=[]) == "CLIENT_ID_REQUIRED"
+    assert send("Raw", b"x" * 65_537) == "MESSAGE_BODY_TOO_LARGE"
+    assert send("Raw", b"") == "MESSAGE_BODY_EMPTY"
+    assert send("Raw", b"x", message_type=pb.MessageType.FIFO) == "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"
+    assert end("no-such-transaction") == "INTERNAL_SERVER_ERROR"  # TRANSACTION_DATA_NOT_FOUND, unmapped upstream
+    assert end(" ") == "INVALID_TRANSACTION_ID"
+    heartbeat = stub.Heartbeat(spb.HeartbeatRequest(client_type=pb.ClientType.PRODUCER), metadata=META)
+    assert code_name(heartbeat) == "UNRECOGNIZED_CLIENT_TYPE"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + bytes(range(256)) * 64)
+        try:
+            while raw.recv(4096):
+                pass
+        except (ConnectionResetError, TimeoutError):
+            pass
+    assert route("Raw") == "OK"
+    assert send("Raw", b"still serving") == "OK"
+
+
+def receive(stub: Any, topic: str, group: str, invisible_ms: int = 1000, wait_ms: int = 1000) -> list[Any]:
+    request = spb.ReceiveMessageRequest(
+        group=pb.Resource(name=group), message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=0),
+        filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"), batch_size=8)
+    request.invisible_duration.FromMilliseconds(invisible_ms)
+    request.long_polling_timeout.FromMilliseconds(wait_ms)
+    responses = list(stub.ReceiveMessage(request, metadata=META, timeout=wait_ms / 1000 + 3))
+    assert responses[-1].HasField("delivery_timestamp")
+    return responses[:-1]
+
+
+def ack(stub: Any, topic: str, group: str, handle: str) -> str:
+    request = spb.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic),
+                                    entries=[spb.AckMessageEntry(message_id="M", receipt_handle=handle)])
+    return code_name(stub.AckMessage(request, metadata=META))
+
+
+def test_pop_redelivers_after_the_invisible_time_and_checks_receipt_handles(stub: Any) -> None:
+    message = pb.Message(topic=pb.Resource(name="Raw"), body=b"pop me",
+                         system_properties=pb.SystemProperties(message_id="POP-1"))
+    assert code_name(stub.SendMessage(spb.SendMessageRequest(messages=[message]), metadata=META)) == "OK"
+    first = receive(stub, "Raw", "G-raw")
+    assert code_name(first[0]) == "OK"
+    delivered = [r.message for r in first[1:] if r.message.system_properties.message_id == "POP-1"]
+    assert [m.system_properties.delivery_attempt for m in delivered] == [1]
+    stale = delivered[0].system_properties.receipt_handle
+    time.sleep(1.2)  # the invisible time runs out
+    assert ack(stub, "Raw", "G-raw", stale) == "INVALID_RECEIPT_HANDLE"
+    again = [r.message for r in receive(stub, "Raw", "G-raw")[1:] if r.message.system_properties.message_id == "POP-1"]
+    assert [m.system_properties.delivery_attempt for m in again] == [2]
+    handle = again[0].system_properties.receipt_handle
+    change = spb.ChangeInvisibleDurationRequest(group=pb.Resource(name="G-raw"), topic=pb.Resource(name="Raw"),
+                                                receipt_handle=handle, message_id="POP-1")
+    change.invisible_duration.FromMilliseconds(30_000)
+    changed = stub.ChangeInvisibleDuration(change, metadata=META)
+    assert code_name(changed) == "OK" and changed.receipt_handle != handle
+    assert code_name(stub.ChangeInvisibleDuration(change, metadata=META)) == "INVALID_RECEIPT_HANDLE"
+    assert ack(stub, "Raw", "G-raw", "forged") == "INTERNAL_SERVER_ERROR"  # ReceiptHandle.decode fails
+    assert ack(stub, "Raw", "G-raw", f"0 {int(time.time() * 1000)} 60000 0 0 txmq 0 999999 0") == \
+        "INTERNAL_SERVER_ERROR"  # a forged offset outside the queue: the broker's NO_MESSAGE
+    assert ack(stub, "Raw", "G-raw", changed.receipt_handle) == "OK"
+    assert ack(stub, "Raw", "G-raw", changed.receipt_handle) == "OK"  # acking twice is harmless
+    assert [r for r in receive(stub, "Raw", "G-raw", wait_ms=1000) if r.HasField("message")] == []
+
+
+def test_a_long_poll_ends_before_the_clients_deadline(stub: Any) -> None:
+    started = time.monotonic()
+    responses = receive(stub, "Empty", "G-empty", wait_ms=1500)
+    assert [code_name(r) for r in responses] == ["MESSAGE_NOT_FOUND"]
+    assert time.monotonic() - started < 4.5  # the RPC's own deadline, which it must not reach
+    request = spb.ReceiveMessageRequest(group=pb.Resource(name="G-empty"), batch_size=1,
+                                        message_queue=pb.MessageQueue(topic=pb.Resource(name="Empty")))
+    request.invisible_duration.FromMilliseconds(1000)
+    short = list(stub.ReceiveMessage(request, metadata=META, timeout=0.5))
+    assert code_name(short[0]) == "ILLEGAL_POLLING_TIME"
+
+
+# ---------------------------------------------------------------------------------------- load
+def test_eight_producer_threads_and_two_consumers_for_30_s(server: ServerProcess, home: Path) -> None:
+    stressed = ClientProcess(server.endpoint, home / "stress")
+    try:
+        outcome = stressed.ok("stress", timeout=150, topic="Stress", group="G-stress", seconds=30)
+    finally:
+        stressed.close()
+    committed, seen = set(outcome["committed"]), Counter(outcome["seen"])
+    assert committed and not outcome["errors"]
+    assert committed <= set(seen), f"lost: {sorted(committed - set(seen))[:5]}"
+    assert not set(outcome["rolled_back"]) & set(seen)
+
+
+# ---------------------------------------------------------------------------------------- the session's trace
+def test_the_session_trace_is_complete_and_holds_what_happened(server: ServerProcess) -> None:
+    assert server.terminate() == 0
+    assert server.trace is not None
+    header, stream = read_events(server.trace)
+    events = list(stream)
+    kinds = Counter(e["event"] for e in events)
+    assert events[-1]["event"] == ev.END
+    assert kinds[ev.PRODUCER] >= 2 and kinds[ev.CHECK] >= 15
+    discards = [e for e in events if e["event"] == ev.DISCARD]
+    assert [(d["check_count"], d["result"]) for d in discards] == [(15, ev.DISCARD_CHECK_MAX)]
+    assert any(e["event"] == ev.DELIVER and e["attempt"] == 2 for e in events)
+    assert header.config["consumer_groups"]["G-commit"] == ["Commit"]
+    with Broker(server.store, BrokerConfig(**{k: header.config[k] for k in ("mode", "segment_size")}),
+                ManualClock(0)) as broker:
+        assert broker.max_offset("Commit", 0) + broker.max_offset("Commit", 1) >= 1
