@@ -27,7 +27,8 @@ CHECKS: tuple[Check, ...] = (
         "NoUncommittedVisible",
         "safety",
         "Every REAL_PUT of a transaction comes after an END_TX with action COMMIT and result OK of the "
-        "same transaction, and every DELIVER comes after a REAL_PUT at its (topic, queue_id, queue_offset).",
+        "same transaction, and the first DELIVER of a position to a group comes after a REAL_PUT (or a plain "
+        "message's PLAIN_PUT) at its (topic, queue_id, queue_offset).",
     ),
     Check(
         "CommitMatchesLocal",
@@ -92,14 +93,16 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "DeliveryIntegrity",
         "safety",
-        "A DELIVER carries the txn and body_crc of the REAL_PUT at its (topic, queue_id, queue_offset), "
-        "and per (consumer_group, topic, queue_id) the first deliveries of each offset come in increasing "
-        "queue_offset order.",
+        "A DELIVER carries the txn and body_crc of the REAL_PUT (a PLAIN_PUT: the body_crc) at its (topic, "
+        "queue_id, queue_offset), and per (consumer_group, topic, queue_id) the first deliveries of each "
+        "offset come in increasing queue_offset order; later deliveries of an offset are redeliveries (a "
+        "pop consumer's attempt 2, 3...), expected under at-least-once delivery.",
     ),
     Check(
         "QueueContiguity",
         "safety",
-        "REAL_PUT queue offsets per (topic, queue_id) are exactly 0, 1, 2, ... n-1: no gaps, no repeats.",
+        "REAL_PUT and PLAIN_PUT queue offsets per (topic, queue_id) are exactly 0, 1, 2, ... n-1: no gaps, "
+        "no repeats.",
     ),
     Check(
         "EventuallyResolved",

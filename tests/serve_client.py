@@ -12,6 +12,8 @@ Run as ``python tests/serve_client.py HOST:PORT``. Commands (``op``):
 - ``checks``: the checks received so far, as message id -> count.
 - ``consumer name group topics [await_s]``, ``receive consumer max invisible_s``, ``ack consumer handle``.
 - ``drain consumer ids invisible_s timeout_s``: receive and ack until every id was received.
+- ``workload_start producer topic``, ``workload_progress``, ``workload_stop``: transactions on a thread.
+- ``stress topic group [producers consumers seconds]``: the load scenario, see ``Driver.stress``.
 - ``shutdown name``, ``exit``.
 Errors come back as ``{"error": str, "code": int | null}``.
 """
@@ -168,6 +170,9 @@ class Driver:
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
         return {}
+
+    def workload_progress(self) -> dict:
+        return {"acked": len(self._outcome["acked"]), "errors": self._outcome["errors"]}
 
     def workload_stop(self) -> dict:
         self._stop.set()

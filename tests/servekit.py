@@ -23,20 +23,16 @@ START_TIMEOUT_S = 60
 REPLY_TIMEOUT_S = 60
 _LISTENING = re.compile(r"listening on (\S+):(\d+)")
 
-pytest.importorskip("rocketmq.grpc_protocol", reason="the official client is missing: pip install 'txmq[serve]'")
+pytest.importorskip("rocketmq.grpc_protocol",
+                    reason="the official client is missing: pip install 'txmq[serve]'")
 
 
 def _python_command() -> list[str]:
     """``python``, or ``python -m coverage run`` when the tests run under coverage."""
-    if os.environ.get("COVERAGE_RUN") or "coverage" in sys.modules and _coverage_active():
-        return [sys.executable, "-m", "coverage", "run", "--parallel-mode", f"--rcfile={ROOT / 'pyproject.toml'}"]
+    if os.environ.get("COVERAGE_RUN"):  # set by ``coverage run``
+        rcfile = ROOT / "pyproject.toml"
+        return [sys.executable, "-m", "coverage", "run", "--parallel-mode", f"--rcfile={rcfile}"]
     return [sys.executable]
-
-
-def _coverage_active() -> bool:
-    import coverage
-
-    return coverage.Coverage.current() is not None
 
 
 class Lines:
@@ -122,7 +118,8 @@ class ClientProcess:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
         self.proc.stdin.flush()
-        return json.loads(self._lines.next(timeout))  # type: ignore[no-any-return]
+        answer: dict[str, Any] = json.loads(self._lines.next(timeout))
+        return answer
 
     def ok(self, op: str, timeout: float = REPLY_TIMEOUT_S, **args: Any) -> dict[str, Any]:
         """``call`` that fails the test on a client error."""

@@ -9,6 +9,7 @@ the client refuses most of them itself.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import time
 from collections import Counter
@@ -17,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servekit import ClientProcess, ServerProcess
+from servekit import ROOT, ClientProcess, ServerProcess
+from tlc_tools import JAR, needs_tlc
 
+from spark_validation.report import HOLDS
 from txmq.broker import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.tla.trace_validation import validate as validate_trace
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
 
@@ -30,11 +34,12 @@ from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
 
+SPEC = ROOT / "spec"
 CHECK_INTERVAL_MS = 300
 FAST = ["--broker", f"check_interval_ms={CHECK_INTERVAL_MS}", "--broker", "transaction_timeout_ms=1000",
         "--proxy", "min_invisible_ms_for_receive=1000", "--proxy", "max_message_size=65536",
         "--proxy", "min_long_polling_ms=1000"]
-TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Stress", "Late")]
+TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Late")]
 META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
 
 
@@ -94,7 +99,8 @@ def test_a_commit_is_visible_once_and_a_rollback_never(client: ClientProcess) ->
 def test_orphans_are_resolved_by_the_checker(client: ClientProcess) -> None:
     client.ok("producer", name="p-orphans", topics=["Orphans"])
     client.ok("consumer", name="c-orphans", group="G-orphans", topics=["Orphans"], await_s=1)
-    plans = {"commit": ["COMMIT"], "rollback": ["ROLLBACK"], "unknown then commit": ["UNKNOWN", "UNKNOWN", "COMMIT"]}
+    plans = {"commit": ["COMMIT"], "rollback": ["ROLLBACK"],
+             "unknown then commit": ["UNKNOWN", "UNKNOWN", "COMMIT"]}
     ids = {}
     for body, answers in plans.items():
         ids[body] = client.ok("half", producer="p-orphans", topic="Orphans", body=body)["message_id"]
@@ -122,7 +128,7 @@ def test_a_second_producer_answers_for_a_killed_one(server: ServerProcess, clien
     doomed = ClientProcess(server.endpoint, home / "doomed")
     try:
         doomed.ok("producer", name="p-doomed", topics=["Handover"])
-        orphan = doomed.ok("half", producer="p-doomed", topic="Handover", body="mid-transaction")["message_id"]
+        orphan = doomed.ok("half", producer="p-doomed", topic="Handover", body="in flight")["message_id"]
     finally:
         doomed.kill()  # mid-transaction, well before the 1 s timeout makes the half checkable
     seen = client.ok("drain", consumer="c-handover", ids=[orphan], invisible_s=5, timeout_s=30)["seen"]
@@ -133,7 +139,8 @@ def test_a_second_producer_answers_for_a_killed_one(server: ServerProcess, clien
 # ---------------------------------------------------------------------------------------- bad requests
 def test_bad_requests_get_upstreams_codes_and_the_server_goes_on(server: ServerProcess, stub: Any) -> None:
     def route(topic: str, metadata: Any = META) -> str:
-        return code_name(stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic)), metadata=metadata))
+        request = spb.QueryRouteRequest(topic=pb.Resource(name=topic))
+        return code_name(stub.QueryRoute(request, metadata=metadata))
 
     def send(topic: str, body: bytes, **system: Any) -> str:
         message = pb.Message(topic=pb.Resource(name=topic), body=body,
@@ -155,7 +162,7 @@ def test_bad_requests_get_upstreams_codes_and_the_server_goes_on(server: ServerP
     assert send("Raw", b"x" * 65_537) == "MESSAGE_BODY_TOO_LARGE"
     assert send("Raw", b"") == "MESSAGE_BODY_EMPTY"
     assert send("Raw", b"x", message_type=pb.MessageType.FIFO) == "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"
-    assert end("no-such-transaction") == "INTERNAL_SERVER_ERROR"  # TRANSACTION_DATA_NOT_FOUND, unmapped upstream
+    assert end("no-such-transaction") == "INTERNAL_SERVER_ERROR"  # TRANSACTION_DATA_NOT_FOUND is unmapped
     assert end(" ") == "INVALID_TRANSACTION_ID"
     heartbeat = stub.Heartbeat(spb.HeartbeatRequest(client_type=pb.ClientType.PRODUCER), metadata=META)
     assert code_name(heartbeat) == "UNRECOGNIZED_CLIENT_TYPE"
@@ -198,11 +205,13 @@ def test_pop_redelivers_after_the_invisible_time_and_checks_receipt_handles(stub
     stale = delivered[0].system_properties.receipt_handle
     time.sleep(1.2)  # the invisible time runs out
     assert ack(stub, "Raw", "G-raw", stale) == "INVALID_RECEIPT_HANDLE"
-    again = [r.message for r in receive(stub, "Raw", "G-raw")[1:] if r.message.system_properties.message_id == "POP-1"]
+    again = [r.message for r in receive(stub, "Raw", "G-raw")[1:]
+             if r.message.system_properties.message_id == "POP-1"]
     assert [m.system_properties.delivery_attempt for m in again] == [2]
     handle = again[0].system_properties.receipt_handle
-    change = spb.ChangeInvisibleDurationRequest(group=pb.Resource(name="G-raw"), topic=pb.Resource(name="Raw"),
-                                                receipt_handle=handle, message_id="POP-1")
+    change = spb.ChangeInvisibleDurationRequest(group=pb.Resource(name="G-raw"),
+                                                topic=pb.Resource(name="Raw"), receipt_handle=handle,
+                                                message_id="POP-1")
     change.invisible_duration.FromMilliseconds(30_000)
     changed = stub.ChangeInvisibleDuration(change, metadata=META)
     assert code_name(changed) == "OK" and changed.receipt_handle != handle
@@ -228,16 +237,80 @@ def test_a_long_poll_ends_before_the_clients_deadline(stub: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------- load
-def test_eight_producer_threads_and_two_consumers_for_30_s(server: ServerProcess, home: Path) -> None:
-    stressed = ClientProcess(server.endpoint, home / "stress")
+def test_eight_producer_threads_and_two_consumers_for_30_s(home: Path) -> None:
+    """Its own server: the load makes a trace too large for the session test to validate quickly."""
+    server = ServerProcess(home / "stress-store", *FAST, "--topic=Stress")
     try:
-        outcome = stressed.ok("stress", timeout=150, topic="Stress", group="G-stress", seconds=30)
+        stressed = ClientProcess(server.endpoint, home / "stress")
+        try:
+            outcome = stressed.ok("stress", timeout=150, topic="Stress", group="G-stress", seconds=30)
+        finally:
+            stressed.close()
     finally:
-        stressed.close()
+        assert server.terminate() == 0
     committed, seen = set(outcome["committed"]), Counter(outcome["seen"])
     assert committed and not outcome["errors"]
     assert committed <= set(seen), f"lost: {sorted(committed - set(seen))[:5]}"
     assert not set(outcome["rolled_back"]) & set(seen)
+
+
+# ---------------------------------------------------------------------------------------- modes and crashes
+@pytest.fixture(scope="module")
+def rocketmq_server(home: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(home / "rocketmq-store", *FAST, "--mode", "rocketmq", "--topic=Late",
+                         trace=home / "rocketmq.ndjson")
+    yield proc
+    proc.terminate()
+
+
+@pytest.mark.parametrize("mode", ["rocketmq", "strict"])
+def test_a_late_commit_after_a_check_answer(mode: str, request: pytest.FixtureRequest, home: Path) -> None:
+    """rocketmq: the proxy still holds the original half's entry, so the producer's own late commit commits
+    it too and the consumer gets the message twice (upstream's duplicate); strict: ALREADY_RESOLVED."""
+    server = request.getfixturevalue("rocketmq_server" if mode == "rocketmq" else "server")
+    late = ClientProcess(server.endpoint, home / f"late-{mode}")
+    try:
+        late.ok("producer", name="p-late", topics=["Late"])
+        late.ok("consumer", name="c-late", group="G-late", topics=["Late"], await_s=1)
+        tx = late.ok("half", producer="p-late", topic="Late", body="late")["message_id"]
+        late.ok("decide", message_id=tx, answers=["COMMIT"])
+        first = late.ok("drain", consumer="c-late", ids=[tx], invisible_s=5, timeout_s=30)["seen"]
+        assert first == {tx: 1} and late.ok("checks")["checks"] == {tx: 1}
+        late.ok("end", tx=tx, action="COMMIT")
+        again = late.ok("drain", consumer="c-late", ids=[tx], invisible_s=5, timeout_s=3)["seen"]
+    finally:
+        late.close()
+    assert again == ({tx: 1} if mode == "rocketmq" else {})
+
+
+def test_sigkill_mid_workload_loses_no_acknowledged_commit(home: Path) -> None:
+    store = home / "crash-store"
+    args = [*FAST, "--flush", "sync", "--topic=Crash"]
+    server = ServerProcess(store, *args)
+    crash = ClientProcess(server.endpoint, home / "crash")
+    try:
+        crash.ok("producer", name="p-crash", topics=["Crash"])
+        crash.ok("consumer", name="c-crash", group="G-crash", topics=["Crash"], await_s=1)
+        crash.ok("workload_start", producer="p-crash", topic="Crash")
+        wait_for(lambda: crash.ok("workload_progress")["acked"] >= 20, 30, "commits before the kill")
+        server.kill()
+        server = ServerProcess(store, *args, port=server.port)
+        at_restart = crash.ok("workload_progress")["acked"]
+        wait_for(lambda: crash.ok("workload_progress")["acked"] >= at_restart + 20, 60,
+                 "clients reconnecting")
+        outcome = crash.ok("workload_stop")
+        acked = outcome["acked"]
+        seen = crash.ok("drain", consumer="c-crash", ids=acked, invisible_s=5, timeout_s=60)["seen"]
+        assert set(acked) <= set(seen)
+    finally:
+        crash.close()
+        assert server.terminate() == 0
+    with Broker(store, BrokerConfig(mode="strict", flush="sync"), ManualClock(0)) as broker:
+        visible = Counter(m.transaction_id for q in broker.queue_ids("Crash")
+                          for m in broker.pull("verifier", "Crash", q, 0, 1_000_000))
+    assert all(visible[t] == 1 for t in acked), "an acknowledged commit is lost or doubled"
+    assert max(visible.values()) == 1
+    assert not [t for t, action in outcome["decisions"].items() if action == "ROLLBACK" and visible[t]]
 
 
 # ---------------------------------------------------------------------------------------- the session's trace
@@ -256,3 +329,39 @@ def test_the_session_trace_is_complete_and_holds_what_happened(server: ServerPro
     with Broker(server.store, BrokerConfig(**{k: header.config[k] for k in ("mode", "segment_size")}),
                 ManualClock(0)) as broker:
         assert broker.max_offset("Commit", 0) + broker.max_offset("Commit", 1) >= 1
+
+
+def test_the_session_trace_validates_with_spark(server: ServerProcess) -> None:
+    """Every catalogue invariant holds over the strict session (run after the test above ended it)."""
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH: install Java 17 (apt-get install openjdk-17-jre-headless) for Spark")
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    from spark_validation.job import validate
+
+    assert server.proc.poll() is not None and server.trace is not None
+    report = validate(str(server.trace), master="local[2]", progress=lambda _: None)
+    assert {c.id: c.status for c in report.checks if c.status != HOLDS} == {}
+
+
+@needs_tlc
+def test_a_short_served_session_is_a_behaviour_of_the_spec(home: Path) -> None:
+    """One producer group (one topic): a commit, a rollback, an orphan committed by its check, a consumer."""
+    server = ServerProcess(home / "short-store", *FAST, "--topic=Short:1", trace=home / "short.ndjson")
+    try:
+        short = ClientProcess(server.endpoint, home / "short")
+        try:
+            short.ok("producer", name="p", topics=["Short"])
+            short.ok("consumer", name="c", group="G-short", topics=["Short"], await_s=1)
+            ids = []
+            for action in ("COMMIT", "ROLLBACK"):
+                ids.append(short.ok("half", producer="p", topic="Short", body=action)["message_id"])
+                short.ok("end", tx=ids[-1], action=action)
+            orphan = short.ok("half", producer="p", topic="Short", body="orphan")["message_id"]
+            short.ok("drain", consumer="c", ids=[ids[0], orphan], invisible_s=5, timeout_s=30)
+        finally:
+            short.close()
+    finally:
+        assert server.terminate() == 0
+    header, events = read_events(home / "short.ndjson")
+    outcome = validate_trace(header.mode, header.config, events, spec_dir=SPEC, jar=JAR, workers="1")
+    assert outcome.accepted, f"rejected at {outcome.first_unexplained}"
