@@ -131,12 +131,17 @@ class Driver:
         return {}
 
     def drain(self, consumer: str, ids: list[str], invisible_s: int = 2, timeout_s: float = 20) -> dict:
-        """Receive and ack until every id in ``ids`` came (and one more empty receive after that)."""
+        """Receive and ack until every id in ``ids`` came (and one more empty receive after that), or until
+        ``timeout_s``; a failed receive is retried."""
         seen: Counter[str] = Counter()
         attempts: dict[str, list[int]] = {}
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            messages = self.clients[consumer].receive(32, invisible_s)
+            try:
+                messages = self.clients[consumer].receive(32, invisible_s)
+            except Exception:  # e.g. the server restarting: the client reconnects on the next call
+                time.sleep(0.2)
+                continue
             for message in messages:
                 seen[message.message_id] += 1
                 attempts.setdefault(message.message_id, []).append(message.delivery_attempt)
@@ -261,7 +266,9 @@ def main() -> None:
         try:
             answer = getattr(driver, op)(**command)
         except Exception as exc:  # the test reads the code (e.g. a BadRequestException's)
-            answer = {"error": f"{type(exc).__name__}: {exc}", "code": getattr(exc, "code", None)}
+            code = getattr(exc, "code", None)  # an int on the client's exceptions, a method on grpc's
+            answer = {"error": f"{type(exc).__name__}: {exc}",
+                      "code": code if isinstance(code, int) else None}
         print(json.dumps(answer), flush=True)
     for client in list(driver.clients.values()):
         try:
