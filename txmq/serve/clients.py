@@ -111,7 +111,8 @@ class ClientRegistry:
             session.settings = settings
             session.stream = stream
             topics = [t.name for t in settings.publishing.topics] if settings.HasField("publishing") else []
-            new_groups = [t for t in topics if t not in session.producer_groups]
+            # A new stream replaces the old one in every group: the broker must reach the client through it.
+            new_groups = [t for t in topics if replaced is not None or t not in session.producer_groups]
             session.producer_groups.update(new_groups)
             if settings.HasField("subscription"):
                 self._subscribe(settings.subscription)
