@@ -11,6 +11,8 @@ Run as ``python tests/serve_client.py HOST:PORT``. Commands (``op``):
 - ``send producer topic body [tag]`` / ``half producer topic body`` / ``end tx action``.
 - ``checks``: the checks received so far, as message id -> count.
 - ``consumer name group topics [await_s]``, ``receive consumer max invisible_s``, ``ack consumer handle``.
+- ``push name group topics``: a push consumer (a body starting ``retry`` fails its first attempt);
+  ``pushed name``: what it consumed, as (body, attempt) pairs.
 - ``drain consumer ids invisible_s timeout_s``: receive and ack until every id was received.
 - ``workload_start producer topic``, ``workload_progress``, ``workload_stop``: transactions on a thread.
 - ``stress topic group [producers consumers seconds]``: the load scenario, see ``Driver.stress``.
@@ -29,10 +31,13 @@ from typing import Any
 
 from rocketmq import (
     ClientConfiguration,
+    ConsumeResult,
     Credentials,
     FilterExpression,
     Message,
+    MessageListener,
     Producer,
+    PushConsumer,
     SimpleConsumer,
     TransactionChecker,
 )
@@ -58,6 +63,22 @@ class Checker(TransactionChecker):
         return RESOLUTIONS[answer]
 
 
+class Listener(MessageListener):
+    """A push consumer's listener: fails the first attempt of bodies starting with ``retry``."""
+
+    def __init__(self) -> None:
+        self.consumed: list[tuple[str, int]] = []
+        self.lock = threading.Lock()
+
+    def consume(self, message: Any) -> Any:
+        body = message.body.decode()
+        with self.lock:
+            self.consumed.append((body, message.delivery_attempt))
+        if body.startswith("retry") and message.delivery_attempt == 1:
+            return ConsumeResult.FAILURE
+        return ConsumeResult.SUCCESS
+
+
 class Driver:
     """Named clients and the commands on them."""
 
@@ -67,6 +88,7 @@ class Driver:
         self.checker = Checker({})
         self.transactions: dict[str, Any] = {}
         self.received: dict[str, Any] = {}  # receipt handle -> message
+        self.listeners: dict[str, Listener] = {}
 
     def producer(self, name: str, topics: list[str], answers: dict[str, list[str]] | None = None) -> dict:
         self.checker.answers.update(answers or {})
@@ -115,6 +137,20 @@ class Driver:
         consumer.startup()
         self.clients[name] = consumer
         return {"client_id": consumer.client_id}
+
+    def push(self, name: str, group: str, topics: list[str]) -> dict:
+        listener = Listener()
+        consumer = PushConsumer(self.config, group, listener, {t: FilterExpression("*") for t in topics},
+                                consumption_thread_count=2)
+        consumer.startup()
+        self.clients[name] = consumer
+        self.listeners[name] = listener
+        return {"client_id": consumer.client_id}
+
+    def pushed(self, name: str) -> dict:
+        listener = self.listeners[name]
+        with listener.lock:
+            return {"consumed": list(listener.consumed)}
 
     def receive(self, consumer: str, max: int = 16, invisible_s: int = 2) -> dict:
         messages = self.clients[consumer].receive(max, invisible_s)

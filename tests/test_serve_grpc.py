@@ -41,7 +41,8 @@ FAST = ["--broker", f"check_interval_ms={CHECK_INTERVAL_MS}", "--broker", "trans
         "--broker", "op_batch_interval_ms=30",
         "--proxy", "min_invisible_ms_for_receive=1000", "--proxy", "max_message_size=65536",
         "--proxy", "min_long_polling_ms=1000"]
-TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Late")]
+TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Late",
+                                   "Push")]
 META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
 
 
@@ -136,6 +137,17 @@ def test_a_second_producer_answers_for_a_killed_one(server: ServerProcess, clien
     seen = client.ok("drain", consumer="c-handover", ids=[orphan], invisible_s=5, timeout_s=30)["seen"]
     assert seen == {orphan: 1}
     assert client.ok("checks")["checks"][orphan] == 1
+
+
+def test_a_push_consumer_gets_a_failed_message_again_after_its_backoff(client: ClientProcess) -> None:
+    """QueryAssignment, auto-renewing receives, a nack (ChangeInvisibleDuration to the 1 s backoff)."""
+    client.ok("producer", name="p-push", topics=["Push"])
+    client.ok("push", name="c-push", group="G-push", topics=["Push"])
+    for body in ("fine", "retry me"):
+        client.ok("send", producer="p-push", topic="Push", body=body)
+    wait_for(lambda: len(client.ok("pushed", name="c-push")["consumed"]) >= 3, 30, "three consumptions")
+    consumed = client.ok("pushed", name="c-push")["consumed"]
+    assert sorted(map(tuple, consumed)) == [("fine", 1), ("retry me", 1), ("retry me", 2)]
 
 
 # ---------------------------------------------------------------------------------------- bad requests

@@ -89,6 +89,19 @@ def test_receipt_handles_stale_forged_and_changed(make_env: EnvFactory) -> None:
     assert env.broker.consumer_offset("G", "T", 0) == 1
 
 
+def test_past_the_attempt_limit_a_message_goes_to_the_dead_letter_callback(make_env: EnvFactory) -> None:
+    env = make_env()
+    env.broker.send_message(Message("T", b"poison"), "k")
+    dead: list[tuple[str, bytes]] = []
+    pop = PopService(env.broker, "txmq", lambda group, ext: dead.append((group, ext.body)))
+    for attempt in (1, 2):
+        (popped,) = pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0, max_attempts=2)
+        assert popped.attempt == attempt
+        env.clock.advance(INVISIBLE_MS)
+    assert pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0, max_attempts=2) == []
+    assert dead == [("G", b"poison")] and env.broker.consumer_offset("G", "T", 0) == 1
+
+
 def test_a_tag_filter_consumes_what_it_skips_without_delivering_it(make_env: EnvFactory) -> None:
     env = make_env()
     env.broker.send_message(Message("T", b"a", tags="A"), "k0")

@@ -103,9 +103,11 @@ class Popped:
 class PopService:
     """Receive, ack and change-invisible-duration for every consumer group of one broker."""
 
-    def __init__(self, broker: Broker, broker_name: str) -> None:
+    def __init__(self, broker: Broker, broker_name: str,
+                 dead_letter: Callable[[str, MessageExt], None] | None = None) -> None:
         self.broker = broker
         self.broker_name = broker_name
+        self._dead_letter = dead_letter
         self._now = broker.clock.now_ms
         self._cond = threading.Condition()
         self._queues: dict[tuple[str, str, int], _QueueState] = {}
@@ -113,12 +115,16 @@ class PopService:
 
     # ------------------------------------------------------------------ receiving
     def receive(self, group: str, topic: str, queue_ids: list[int], max_messages: int, invisible_ms: int,
-                wait_s: float, accept: Callable[[MessageExt], bool] | None = None) -> list[Popped]:
-        """Up to ``max_messages`` messages, waiting at most ``wait_s`` for the first one (a long poll)."""
+                wait_s: float, accept: Callable[[MessageExt], bool] | None = None,
+                max_attempts: int | None = None) -> list[Popped]:
+        """Up to ``max_messages`` messages, waiting at most ``wait_s`` for the first one (a long poll).
+
+        A message due for an attempt beyond ``max_attempts`` goes to the dead-letter callback instead and
+        counts as consumed: upstream's proxy forwards it (``PopMessageResultFilterImpl``: TO_DLQ)."""
         deadline = self._now() + int(wait_s * 1000)
         with self._cond:
             while True:
-                popped = self._pop(group, topic, queue_ids, max_messages, invisible_ms, accept)
+                popped = self._pop(group, topic, queue_ids, max_messages, invisible_ms, accept, max_attempts)
                 now = self._now()
                 if popped or now >= deadline or self._closed:
                     return popped
@@ -150,7 +156,7 @@ class PopService:
         return min(times) if times else None
 
     def _pop(self, group: str, topic: str, queue_ids: list[int], max_messages: int, invisible_ms: int,
-             accept: Callable[[MessageExt], bool] | None) -> list[Popped]:
+             accept: Callable[[MessageExt], bool] | None, max_attempts: int | None) -> list[Popped]:
         out: list[Popped] = []
         now = self._now()
         for queue_id in queue_ids:
@@ -159,7 +165,13 @@ class PopService:
             for offset in due:  # redeliveries first: they have waited longest
                 if len(out) >= max_messages:
                     return out
-                attempt = state.inflight[offset].attempt + 1
+                flight = state.inflight[offset]
+                if max_attempts is not None and flight.attempt >= max_attempts and self._dead_letter:
+                    self._dead_letter(group, flight.message)
+                    del state.inflight[offset]
+                    self._acked(group, topic, queue_id, state, offset)
+                    continue
+                attempt = flight.attempt + 1
                 again = self._hand_out(group, topic, queue_id, state, offset, attempt, invisible_ms, now)
                 if again is not None:
                     out.append(again)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -31,7 +32,7 @@ from txmq.runtime import BrokerRuntime
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.pop import PopService
-from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, TopicTable
+from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, TopicTable, dead_letter
 from txmq.serve.transactions import TransactionIndex
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import TraceSink, open_sink
@@ -97,7 +98,8 @@ class ServeSession:
                               "(in use, or not an address of this machine)")
         host, port = self.advertise or (self.host, self.port)
         self.context = ServeContext(broker=broker, config=cfg, topics=TopicTable(self.topics),
-                                    pop=PopService(broker, BROKER_NAME), transactions=index,
+                                    pop=PopService(broker, BROKER_NAME, partial(dead_letter, broker)),
+                                    transactions=index,
                                     clients=ClientRegistry(broker), host=host, port=port)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
         self._runtime = BrokerRuntime(broker).start()

@@ -363,7 +363,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
                                                       f"got {batch}")
         wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
-        popped = self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept)
+        attempts = settings.backoff_policy.max_attempts if settings is not None else 0
+        popped = self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
+                                      attempts or cfg.max_delivery_attempts)
         host = f"{self.ctx.host}:{self.ctx.port}"
         return [outbound(p.message, host, p.handle, p.attempt, p.invisible_ms) for p in popped]
 
@@ -408,14 +410,19 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             _validate_group(request.group.name)
             group, topic = request.group.name, request.topic.name
             ext, _attempt = self.ctx.pop.in_flight(group, topic, request.receipt_handle)
-            props = ext.properties
-            copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
-                           keys=props.get(PROPERTY_KEYS), properties=user_properties(props))
-            self.ctx.broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY) or request.message_id)
+            dead_letter(self.ctx.broker, group, ext)
             self.ctx.pop.ack(group, topic, request.receipt_handle)
             self.ctx.pop.notify()
             return spb.ForwardMessageToDeadLetterQueueResponse(status=status("OK"))
         return self._answer(spb.ForwardMessageToDeadLetterQueueResponse, context, work)
+
+
+def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
+    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id)."""
+    props = ext.properties
+    copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
+                   keys=props.get(PROPERTY_KEYS), properties=user_properties(props))
+    broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))
 
 
 def _validate_invisible(invisible_ms: int, minimum: int, maximum: int) -> None:
