@@ -88,7 +88,10 @@ class ServeSession:
                                  max_per_key=cfg.transaction_data_max_num)
         if self.broker_config.strict:
             index.rebuild(broker.store.iterate())
-        server = grpc.server(ThreadPoolExecutor(max_workers=RPC_WORKERS, thread_name_prefix="txmq-rpc"))
+        # grpc shares a port between processes by default (SO_REUSEPORT): a second server on a busy port
+        # would silently take half of its connections. One server per port.
+        server = grpc.server(ThreadPoolExecutor(max_workers=RPC_WORKERS, thread_name_prefix="txmq-rpc"),
+                             options=[("grpc.so_reuseport", 0)])
         try:
             self.port = server.add_insecure_port(f"{_bracketed(self.host)}:{self.requested_port}")
         except RuntimeError as exc:
