@@ -9,6 +9,7 @@ import pytest
 
 from txmq.cli import main
 from txmq.config import BrokerConfig
+from txmq.errors import ConfigError, StoreLockedError
 
 grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
@@ -58,12 +59,15 @@ def test_query_route_gives_the_advertised_endpoint_and_the_trace_appears_at_stop
     assert trace.exists() and not partial_trace_path(trace).exists()
 
 
-def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
+def test_a_busy_port_or_store_is_refused_and_leaves_no_trace(tmp_path: Path) -> None:
     first = ServeSession(tmp_path / "a", BrokerConfig(), ServeConfig(), {"T": 1}, port=0).start()
     try:
-        from txmq.errors import ConfigError
-
+        trace = tmp_path / "t.ndjson"
         with pytest.raises(ConfigError, match="cannot listen"):
-            ServeSession(tmp_path / "b", BrokerConfig(), ServeConfig(), {"T": 1}, port=first.port).start()
+            ServeSession(tmp_path / "b", BrokerConfig(), ServeConfig(), {"T": 1}, port=first.port,
+                         trace=trace).start()
+        with pytest.raises(StoreLockedError):
+            ServeSession(tmp_path / "a", BrokerConfig(), ServeConfig(), {"T": 1}, port=0, trace=trace).start()
+        assert list(tmp_path.glob("*t*.ndjson*")) == []
     finally:
         first.stop()

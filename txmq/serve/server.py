@@ -69,15 +69,14 @@ class ServeSession:
 
     def start(self) -> ServeSession:
         """Open the store, start the timed services, bind and serve; ``port`` is the bound port."""
-        sink = None
         if self.trace is not None:
             header = TraceHeader(mode=self.broker_config.mode, config=self._header_config())
-            sink = self._sink = open_sink(partial_trace_path(self.trace), header)
-        broker = self.broker = Broker(self.store, self.broker_config, SystemClock(), sink)
+            self._sink = open_sink(partial_trace_path(self.trace), header)
         try:
-            self._serve(broker)
+            self.broker = Broker(self.store, self.broker_config, SystemClock(), self._sink)
+            self._serve(self.broker)
         except BaseException:
-            self._close_broker()
+            self._close_broker(publish=False)  # a session that never served leaves no trace
             raise
         return self
 
@@ -129,23 +128,27 @@ class ServeSession:
             self._runtime = None
         self._close_broker()
 
-    def _close_broker(self) -> None:
+    def _close_broker(self, publish: bool = True) -> None:
+        """Close the broker, then finish the trace: renamed to its name, or removed unless ``publish``."""
         broker, self.broker = self.broker, None
-        if broker is None:
-            return
         sink, self._sink = self._sink, None
-        if sink is not None and self.context is not None:
+        if sink is not None and broker is not None and self.context is not None:
             sink.header.config["consumer_groups"] = {
                 group: sorted(topics) for group, topics in sorted(self.context.clients.subscriptions.items())}
             sink.header.config["broker_stats"] = broker.broker_stats()
         try:
-            broker.close()
+            if broker is not None:
+                broker.close()
         finally:
-            if sink is not None:
-                sink.header.config["end_ts"] = broker.clock.now_ms()
+            if sink is not None and self.trace is not None:
+                if broker is not None:
+                    sink.header.config["end_ts"] = broker.clock.now_ms()
                 sink.close()
-                assert self.trace is not None
-                os.replace(partial_trace_path(self.trace), self.trace)
+                partial = partial_trace_path(self.trace)
+                if publish:
+                    os.replace(partial, self.trace)
+                else:
+                    partial.unlink(missing_ok=True)
 
 
 def _bracketed(host: str) -> str:

@@ -98,6 +98,12 @@ def _validate_group(name: str) -> None:
         raise ServeError("ILLEGAL_CONSUMER_GROUP", "cannot use system consumer group")
 
 
+def _validate_topic_and_group(topic: str, group: str) -> None:
+    """``GrpcValidator.validateTopicAndConsumerGroup``."""
+    _validate_topic(topic)
+    _validate_group(group)
+
+
 def _tag_filter(expression: Any) -> Callable[[MessageExt], bool] | None:
     """TAG expressions (``*``, ``a || b``); SQL92 needs property filtering, which txmq does not do."""
     if expression.type == pb.FilterType.SQL:
@@ -167,8 +173,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def QueryAssignment(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         """``RouteActivity.queryAssignment``: one assignment per broker, queue id -1 (pop from all)."""
         def work(_: str) -> Any:
-            _validate_topic(request.topic.name)
-            _validate_group(request.group.name)
+            _validate_topic_and_group(request.topic.name, request.group.name)
             self.ctx.topics.queues(request.topic.name)
             queue = pb.MessageQueue(topic=request.topic, id=-1, permission=pb.Permission.READ_WRITE,
                                     broker=self._broker())
@@ -348,8 +353,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 raise ServeError(code, "The deadline time remaining is not enough for polling, please check "
                                        "network condition")
             polling = remaining_ms
-        _validate_topic(request.message_queue.topic.name)
-        _validate_group(request.group.name)
+        _validate_topic_and_group(request.message_queue.topic.name, request.group.name)
         topic, group = request.message_queue.topic.name, request.group.name
         queues = self.ctx.topics.queues(topic)
         if request.auto_renew:
@@ -372,8 +376,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""
         def work(_: str) -> Any:
-            _validate_topic(request.topic.name)
-            _validate_group(request.group.name)
+            _validate_topic_and_group(request.topic.name, request.group.name)
             entries = []
             for entry in request.entries:
                 try:
@@ -394,8 +397,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ChangeInvisibleDuration(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         """``ChangeInvisibleDurationActivity.changeInvisibleDuration``: a new handle, a new invisible time."""
         def work(_: str) -> Any:
-            _validate_topic(request.topic.name)
-            _validate_group(request.group.name)
+            _validate_topic_and_group(request.topic.name, request.group.name)
             invisible = request.invisible_duration.ToMilliseconds()
             _validate_invisible(invisible, 0, self.ctx.config.max_invisible_ms)
             handle = self.ctx.pop.change_invisible(request.group.name, request.topic.name,
@@ -406,8 +408,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ForwardMessageToDeadLetterQueue(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         """``ForwardMessageToDLQActivity``: store the message in the group's ``%DLQ%`` topic, then ack it."""
         def work(_: str) -> Any:
-            _validate_topic(request.topic.name)
-            _validate_group(request.group.name)
+            _validate_topic_and_group(request.topic.name, request.group.name)
             group, topic = request.group.name, request.topic.name
             ext, _attempt = self.ctx.pop.in_flight(group, topic, request.receipt_handle)
             dead_letter(self.ctx.broker, group, ext)
