@@ -239,10 +239,9 @@ def test_pop_redelivers_after_the_invisible_time_and_checks_receipt_handles(stub
 
 
 def test_a_long_poll_ends_before_the_clients_deadline(stub: Any) -> None:
-    started = time.monotonic()
+    # Past its deadline (wait + 3 s) the call would raise DEADLINE_EXCEEDED instead of answering.
     responses = receive(stub, "Empty", "G-empty", wait_ms=1500)
     assert [code_name(r) for r in responses] == ["MESSAGE_NOT_FOUND"]
-    assert time.monotonic() - started < 4.5  # the RPC's own deadline, which it must not reach
     request = spb.ReceiveMessageRequest(group=pb.Resource(name="G-empty"), batch_size=1,
                                         message_queue=pb.MessageQueue(topic=pb.Resource(name="Empty")))
     request.invisible_duration.FromMilliseconds(1000)
