@@ -238,6 +238,27 @@ def test_pop_redelivers_after_the_invisible_time_and_checks_receipt_handles(stub
     assert [r for r in receive(stub, "Raw", "G-raw", wait_ms=1000) if r.HasField("message")] == []
 
 
+def test_a_forwarded_message_lands_in_the_groups_dead_letter_topic(stub: Any) -> None:
+    message = pb.Message(topic=pb.Resource(name="Raw"), body=b"poison",
+                         system_properties=pb.SystemProperties(message_id="DLQ-1", tag="t"))
+    assert code_name(stub.SendMessage(spb.SendMessageRequest(messages=[message]), metadata=META)) == "OK"
+    (popped,) = [r.message for r in receive(stub, "Raw", "G-dlq")[1:]
+                 if r.message.system_properties.message_id == "DLQ-1"]
+    forward = spb.ForwardMessageToDeadLetterQueueRequest(
+        group=pb.Resource(name="G-dlq"), topic=pb.Resource(name="Raw"), message_id="DLQ-1",
+        receipt_handle=popped.system_properties.receipt_handle, delivery_attempt=1, max_delivery_attempts=1)
+    assert code_name(stub.ForwardMessageToDeadLetterQueue(forward, metadata=META)) == "OK"
+    dead = [r.message for r in receive(stub, "%DLQ%G-dlq", "G-dlq-reader")[1:]]
+    assert [(m.body, m.system_properties.message_id, m.system_properties.tag) for m in dead] == [
+        (b"poison", "DLQ-1", "t")]
+    assert ack(stub, "Raw", "G-dlq", popped.system_properties.receipt_handle) == "OK"  # acked by the forward
+    assignment = stub.QueryAssignment(spb.QueryAssignmentRequest(topic=pb.Resource(name="Nope"),
+                                                                 group=pb.Resource(name="G")), metadata=META)
+    assert code_name(assignment) == "TOPIC_NOT_FOUND"
+    terminate = stub.NotifyClientTermination(spb.NotifyClientTerminationRequest(), metadata=META)
+    assert code_name(terminate) == "UNRECOGNIZED_CLIENT_TYPE"
+
+
 def test_a_long_poll_ends_before_the_clients_deadline(stub: Any) -> None:
     # Past its deadline (wait + 3 s) the call would raise DEADLINE_EXCEEDED instead of answering.
     responses = receive(stub, "Empty", "G-empty", wait_ms=1500)
