@@ -1,8 +1,13 @@
 """Pass 4: real-topic queues and deliveries, as one sorted walk over each queue.
 
-REAL_PUTs and DELIVERs are shuffled once by (topic, queue_id) and sorted by (queue_offset, consumer
-group with the REAL_PUTs first, seq). In that order a position's REAL_PUTs come right before its
-deliveries, so every check is a window over neighbours instead of an aggregation and a join:
+The puts of a queue are REAL_PUTs and, for plain messages, PLAIN_PUTs. Only a position's first delivery to
+a group is ordered and checked against NoUncommittedVisible: later ones are redeliveries (a pull consumer
+re-reading after a crash, a pop consumer's attempt 2, 3... after the invisible time), expected, and
+compared with the put like every delivery.
+
+Puts and DELIVERs are shuffled once by (topic, queue_id) and sorted by (queue_offset, consumer group with
+the puts first, seq). In that order a position's puts come right before its deliveries, so every check
+is a window over neighbours instead of an aggregation and a join:
   - per queue: the previous REAL_PUT's offset (QueueContiguity: gaps);
   - per position: the first REAL_PUT (what every delivery of the position is compared with), how many
     REAL_PUTs there are (QueueContiguity: repeats) and which subscribed groups got a delivery
@@ -47,8 +52,9 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
     from pyspark.sql import functions as F
 
     c = F.col
-    put = c("event") == S.REAL_PUT
-    rows = events.filter(c("event").isin(S.REAL_PUT, S.DELIVER)).select(
+    # A plain message's PLAIN_PUT is the put of its position as a transaction's REAL_PUT is; it has no txn.
+    put = c("event").isin(S.REAL_PUT, S.PLAIN_PUT)
+    rows = events.filter(c("event").isin(S.REAL_PUT, S.PLAIN_PUT, S.DELIVER)).select(
         *QUEUE, "queue_offset", "consumer_group", "seq", "ts", "txn", "body_crc", "commitlog_offset",
         put.alias("put")
     ).repartition(*QUEUE)
@@ -74,7 +80,8 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
     first_delivery = ~c("put") & (c("nth") == 1)
     has_put = c("r").isNotNull()
     # body_crc may be null (another implementation may not fill it); then it must be null on both sides.
-    mismatch = has_put & ((c("txn") != c("r.txn")) | ~c("body_crc").eqNullSafe(c("r.body_crc")))
+    mismatch = has_put & ((c("r.txn").isNotNull() & (c("txn") != c("r.txn")))
+                          | ~c("body_crc").eqNullSafe(c("r.body_crc")))
     in_order = Window.partitionBy(*QUEUE, "consumer_group").orderBy("seq").rowsBetween(
         Window.unboundedPreceding, -1)
     judged = walked.select(

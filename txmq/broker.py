@@ -12,6 +12,7 @@ import logging
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -417,19 +418,35 @@ class Broker:
                 log.warning("group %s read %s/%d at offset %d, outside [%d, %d): moved to %d",
                             consumer_group, topic, queue_id, offset, low, high, start)
             end = min(high, start + max_messages)
-            out = []
-            for queue_offset in range(start, end):
-                message = store.get_by_queue_offset(topic, queue_id, queue_offset)
-                if message is None:
-                    continue
-                ext = client_view(message)
-                out.append(ext)
-                self._emit(
-                    ev.DELIVER, txn=ext.transaction_id, consumer_group=consumer_group, topic=topic,
-                    queue_id=queue_id, queue_offset=queue_offset, commitlog_offset=message.commitlog_offset,
-                    body_crc=body_crc(message.body),
-                )
-            return PullResult(out, end, start != offset)
+            found = (self._deliver(store, consumer_group, topic, queue_id, o, None)
+                     for o in range(start, end))
+            return PullResult([ext for ext in found if ext is not None], end, start != offset)
+
+    def deliver(self, consumer_group: str, topic: str, queue_id: int, queue_offset: int, attempt: int,
+                accept: Callable[[MessageExt], bool] | None = None) -> MessageExt | None:
+        """One message read by a pop consumer (``txmq.serve.pop``), traced as a DELIVER with its
+        ``attempt`` (1 for the first delivery, 2 after the invisible time ran out once...). A message
+        ``accept`` refuses (a tag filter) is returned as None and not traced: it was not delivered; so is
+        a position retention deleted."""
+        with self._lock:
+            store = self._context().store
+            return self._deliver(store, consumer_group, topic, queue_id, queue_offset, attempt, accept)
+
+    def _deliver(self, store: MessageStore, consumer_group: str, topic: str, queue_id: int,
+                 queue_offset: int, attempt: int | None, accept: Callable[[MessageExt], bool] | None = None
+                 ) -> MessageExt | None:
+        message = store.get_by_queue_offset(topic, queue_id, queue_offset)
+        if message is None:
+            return None
+        ext = client_view(message)
+        if accept is not None and not accept(ext):
+            return None
+        self._emit(
+            ev.DELIVER, txn=ext.transaction_id, consumer_group=consumer_group, topic=topic, queue_id=queue_id,
+            queue_offset=queue_offset, commitlog_offset=message.commitlog_offset,
+            body_crc=body_crc(message.body), attempt=attempt,
+        )
+        return ext
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be assigned in ``topic``/``queue_id``."""

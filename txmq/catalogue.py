@@ -97,8 +97,9 @@ _DELIVERY_BELOW_SPEC = (
 ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "NoUncommittedVisible", SAFETY, BOTH, SPEC | MODEL | SPARK,
-        "A transaction's REAL_PUT comes after an END_TX COMMIT of it with result OK, and a DELIVER after "
-        "the REAL_PUT at its position (topic, queue_id, queue_offset): nothing uncommitted is visible."),
+        "A transaction's REAL_PUT comes after an END_TX COMMIT of it with result OK, and the first DELIVER "
+        "of a position (topic, queue_id, queue_offset) to a group after the REAL_PUT (or a plain message's "
+        "PLAIN_PUT) there: nothing uncommitted is visible."),
     Invariant(
         "CommitMatchesLocal", SAFETY, BOTH, SPEC | MODEL | SPARK,
         "A transaction's first REAL_PUT comes after a LOCAL_TX of it with action COMMIT (its producer's "
@@ -146,12 +147,15 @@ ENTRIES: tuple[Invariant, ...] = (
         rocketmq="a duplicate or conflicting END_TX queues a second Op entry for the same half (S5, S7)"),
     Invariant(
         "DeliveryIntegrity", SAFETY, BOTH, MODEL | SPARK,
-        "A DELIVER carries the txn and body_crc of the REAL_PUT at its position, and per consumer group "
-        "and queue the first deliveries come in queue-offset order.",
+        "A DELIVER carries the txn and body_crc of the REAL_PUT at its position (of a PLAIN_PUT: the "
+        "body_crc), and per consumer group and queue the first deliveries come in queue-offset order; later "
+        "deliveries of a position are redeliveries (a pop consumer's attempt 2, 3, ...), expected under "
+        "at-least-once delivery.",
         not_in_spec=_DELIVERY_BELOW_SPEC),
     Invariant(
         "QueueContiguity", SAFETY, BOTH, MODEL | SPARK,
-        "The REAL_PUT queue offsets of each (topic, queue_id) are 0, 1, 2, ... without gaps or repeats.",
+        "The REAL_PUT and PLAIN_PUT queue offsets of each (topic, queue_id) are 0, 1, 2, ... without gaps "
+        "or repeats.",
         not_in_spec=_DELIVERY_BELOW_SPEC),
     Invariant(
         "HalfCacheBounded", SAFETY, BOTH, SPEC,

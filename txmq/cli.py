@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "txmq.sim.cli",
     "spark_validation.cli",
     "txmq.tla.cli",
+    "txmq.serve.cli",
 )
 
 

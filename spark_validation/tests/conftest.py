@@ -21,8 +21,9 @@ from spark_validation.tests.tracebuilder import Trace
 pyspark = pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def small_trace_session() -> Any:
+    """The suite's session (created, or the one this process already runs), tuned for small traces;
+    tests elsewhere that validate a small trace share it. Skips without Java."""
     from spark_validation.session import start_session
 
     if shutil.which("java") is None:
@@ -32,6 +33,12 @@ def spark() -> Iterator[Any]:
     session.conf.set("spark.sql.shuffle.partitions", "4")
     session.conf.set("spark.sql.codegen.wholeStage", "false")
     session.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+    return session
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    session = small_trace_session()
     yield session
     session.stop()
 

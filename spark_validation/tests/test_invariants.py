@@ -40,6 +40,24 @@ def test_clean_trace_holds_everything(run_trace: Callable[..., Report]) -> None:
     assert (vis["transactions"], vis["min_ms"], vis["max_ms"]) == (3, 0, 6090)  # t1, t5 at once; t3 6090
 
 
+def test_plain_messages_and_pop_redeliveries_hold_everything(run_trace: Callable[..., Report]) -> None:
+    """A plain message is a put of its queue; a pop consumer's attempt 2 of a position is no duplicate."""
+    trace = clean_trace()
+    deliveries = [e for e in trace.events if e["event"] == S.DELIVER]
+    last = max(e["queue_offset"] for e in trace.events if e["event"] == S.REAL_PUT)
+    ts = trace.events[-1]["ts"]
+    trace.add(S.PLAIN_PUT, ts, topic=TOPIC, queue_id=0, queue_offset=last + 1, commitlog_offset=9_000,
+              body_crc=77)
+    trace.add(S.DELIVER, ts, txn="plain-1", consumer_group=deliveries[0]["consumer_group"], topic=TOPIC,
+              queue_id=0, queue_offset=last + 1, commitlog_offset=9_000, body_crc=77, attempt=1)
+    for first in deliveries:
+        trace.add(S.DELIVER, ts + 1, **{**{k: v for k, v in first.items() if k not in ("seq", "ts", "event")},
+                                        "attempt": 2})
+    assert reported(run_trace(trace)) == {}
+    trace.events[-len(deliveries) - 1]["body_crc"] = 78  # a delivery that is not what was put
+    assert reported(run_trace(trace)) == {"DeliveryIntegrity": VIOLATED}
+
+
 def test_a_trace_without_subscriptions_owes_no_delivery(run_trace: Callable[..., Report]) -> None:
     trace = clean_trace()
     trace.config["consumer_groups"] = {}

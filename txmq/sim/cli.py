@@ -24,7 +24,8 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
+def pairs(items: list[str] | None, what: str) -> dict[str, Any]:
+    """``NAME=VALUE`` options as a dict; values are JSON where they parse (numbers, booleans)."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -53,10 +54,10 @@ def add_workload_arguments(parser: argparse.ArgumentParser, default_transactions
 def workload_from_args(args: argparse.Namespace) -> tuple[Workload, BrokerConfig]:
     """The workload and broker config the options describe (errors are ConfigError)."""
     knobs = dict(FAULT_PRESETS[args.faults])
-    knobs.update(_pairs(args.knobs, "--set"))
+    knobs.update(pairs(args.knobs, "--set"))
     knobs["transactions"] = args.transactions
     workload = Workload().with_overrides(**knobs)
-    settings = _pairs(args.broker_settings, "--broker")
+    settings = pairs(args.broker_settings, "--broker")
     if "mode" in settings:  # --mode has a default, so "which one wins" would be a guess: refuse
         raise ConfigError(f"--broker mode={settings['mode']}: set the broker mode with --mode")
     settings["mode"] = args.mode

@@ -76,8 +76,11 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
         return str(spec_offset.get(e["half_offset"], 0))  # 0: no such half, the spec cannot explain it
 
     halves_sent: set[str] = set()
+    epoch: int | None = None  # times go to TLC relative to the first event: a wall clock's ms exceed its ints
     for e in events:
         kind = e["event"]
+        if epoch is None:
+            epoch = e["ts"]
         if e.get("producer_group"):
             groups.add(e["producer_group"])
         fields: dict[str, str] | None = None
@@ -136,7 +139,7 @@ def abstract_events(mode: str, events: Iterable[Mapping[str, Any]]) -> tuple[lis
         elif kind not in _SILENT:
             raise _unmodelled(e, f"event {kind}")
         if fields is not None:
-            out.append(TraceEvent({**fields, "ts": str(e["ts"])}, e))
+            out.append(TraceEvent({**fields, "ts": str(e["ts"] - (epoch or 0))}, e))
     if len(groups) > 1:
         raise UnmodelledTraceError(f"the trace has {len(groups)} producer groups; the spec models one")
     return out, sorted(names.values(), key=lambda name: int(name[1:]))

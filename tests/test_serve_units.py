@@ -1,0 +1,216 @@
+"""The mechanisms behind ``txmq serve``, without a network: pop consumption on a manual clock (invisible
+time, receipt handles, attempts, committed offsets), the transaction-id map in both modes, the message
+conversions and the settings. The RPCs themselves are tested against the official client in
+``test_serve_grpc``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from brokerkit import EnvFactory
+
+pytest.importorskip("rocketmq.grpc_protocol",
+                    reason="the official client is missing: pip install 'txmq[serve]'")
+
+from rocketmq.grpc_protocol import definition_pb2 as pb
+
+from txmq.clock import ManualClock
+from txmq.errors import ConfigError
+from txmq.protocol import Message
+from txmq.serve.config import ServeConfig
+from txmq.serve.convert import inbound, outbound
+from txmq.serve.errors import ServeError
+from txmq.serve.pop import PopService, ReceiptHandle
+from txmq.serve.transactions import TransactionIndex, half_records
+from txmq.trace import schema as ev
+
+INVISIBLE_MS = 1_000
+
+
+def code_of(call: Any) -> str:
+    with pytest.raises(ServeError) as raised:
+        call()
+    return raised.value.code
+
+
+# ---------------------------------------------------------------------------------------- pop consumption
+def test_pop_hands_out_in_order_and_commits_the_acked_prefix(make_env: EnvFactory) -> None:
+    env = make_env()
+    for i in range(4):
+        env.broker.send_message(Message("T", f"m{i}".encode()), f"k{i}")
+    pop = PopService(env.broker, "txmq")
+    first = pop.receive("G", "T", [0], 3, INVISIBLE_MS, 0)
+    assert [(p.message.body, p.attempt) for p in first] == [(b"m0", 1), (b"m1", 1), (b"m2", 1)]
+    pop.ack("G", "T", first[1].handle)
+    assert env.broker.consumer_offset("G", "T", 0) is None  # offset 0 is not acked yet
+    pop.ack("G", "T", first[0].handle)
+    assert env.broker.consumer_offset("G", "T", 0) == 2
+    assert [p.message.body for p in pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0)] == [b"m3"]
+    assert pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0) == []  # m2 and m3 are still invisible
+
+
+def test_an_unacked_message_comes_back_after_its_invisible_time(make_env: EnvFactory) -> None:
+    env = make_env()
+    env.broker.send_message(Message("T", b"m"), "k")
+    pop = PopService(env.broker, "txmq")
+    (first,) = pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0)
+    env.clock.advance(INVISIBLE_MS - 1)
+    assert pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0) == []
+    env.clock.advance(1)
+    (second,) = pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0)
+    assert (second.attempt, second.handle != first.handle) == (2, True)
+    assert code_of(lambda: pop.ack("G", "T", first.handle)) == "INVALID_RECEIPT_HANDLE"  # expired
+    delivers = [(e["queue_offset"], e["attempt"]) for e in env.sink.of(ev.DELIVER)]
+    assert delivers == [(0, 1), (0, 2)]
+    assert pop.receive("H", "T", [0], 8, INVISIBLE_MS, 0)[0].attempt == 1  # another group has its own view
+
+
+def test_receipt_handles_stale_forged_and_changed(make_env: EnvFactory) -> None:
+    env = make_env()
+    env.broker.send_message(Message("T", b"m"), "k")
+    pop = PopService(env.broker, "txmq")
+    (popped,) = pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0)
+    assert code_of(lambda: pop.ack("G", "T", "forged")) == "INTERNAL_SERVER_ERROR"
+    far = ReceiptHandle(env.clock.now_ms(), INVISIBLE_MS, "txmq", 0, 99, 0).encode()
+    assert code_of(lambda: pop.ack("G", "T", far)) == "INTERNAL_SERVER_ERROR"  # no such offset
+    changed = pop.change_invisible("G", "T", popped.handle, 5 * INVISIBLE_MS)
+    stale = popped.handle
+    assert code_of(lambda: pop.change_invisible("G", "T", stale, INVISIBLE_MS)) == "INVALID_RECEIPT_HANDLE"
+    assert code_of(lambda: pop.in_flight("G", "T", popped.handle)) == "INVALID_RECEIPT_HANDLE"
+    pop.ack("G", "T", popped.handle)  # the superseded handle: no effect
+    assert env.broker.consumer_offset("G", "T", 0) is None
+    env.clock.advance(2 * INVISIBLE_MS)
+    assert pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0) == []  # the new invisible time holds
+    message, attempt = pop.in_flight("G", "T", changed)
+    assert (message.body, attempt) == (b"m", 1)
+    pop.ack("G", "T", changed)
+    pop.ack("G", "T", changed)  # twice: harmless
+    assert env.broker.consumer_offset("G", "T", 0) == 1
+
+
+def test_past_the_attempt_limit_a_message_goes_to_the_dead_letter_callback(make_env: EnvFactory) -> None:
+    env = make_env()
+    env.broker.send_message(Message("T", b"poison"), "k")
+    dead: list[tuple[str, bytes]] = []
+    pop = PopService(env.broker, "txmq", lambda group, ext: dead.append((group, ext.body)))
+    for attempt in (1, 2):
+        (popped,) = pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0, max_attempts=2)
+        assert popped.attempt == attempt
+        env.clock.advance(INVISIBLE_MS)
+    assert pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0, max_attempts=2) == []
+    assert dead == [("G", b"poison")] and env.broker.consumer_offset("G", "T", 0) == 1
+
+
+def test_a_tag_filter_consumes_what_it_skips_without_delivering_it(make_env: EnvFactory) -> None:
+    env = make_env()
+    env.broker.send_message(Message("T", b"a", tags="A"), "k0")
+    env.broker.send_message(Message("T", b"b", tags="B"), "k1")
+    pop = PopService(env.broker, "txmq")
+    popped = pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0, accept=lambda m: m.properties.get("TAGS") == "B")
+    assert [p.message.body for p in popped] == [b"b"]
+    assert [e["queue_offset"] for e in env.sink.of(ev.DELIVER)] == [1]
+    pop.ack("G", "T", popped[0].handle)
+    assert env.broker.consumer_offset("G", "T", 0) == 2
+
+
+def test_a_new_service_resumes_at_the_committed_offset_and_close_ends_polls(make_env: EnvFactory) -> None:
+    env = make_env()
+    for i in range(3):
+        env.broker.send_message(Message("T", f"m{i}".encode()), f"k{i}")
+    pop = PopService(env.broker, "txmq")
+    popped = pop.receive("G", "T", [0], 2, INVISIBLE_MS, 0)
+    pop.ack("G", "T", popped[0].handle)
+    again = PopService(env.broker, "txmq")  # a restart: what was in flight comes again, attempt 1
+    assert [(p.message.body, p.attempt) for p in again.receive("G", "T", [0], 8, INVISIBLE_MS, 0)] == [
+        (b"m1", 1), (b"m2", 1)]
+    again.close()
+    assert again.receive("G", "T", [0], 8, INVISIBLE_MS, wait_s=60) == []  # closed: no waiting
+
+
+# ---------------------------------------------------------------------------------------- transaction ids
+def test_rocketmq_mode_takes_the_newest_unexpired_entry_as_upstreams_proxy() -> None:
+    clock = ManualClock(0)
+    index = TransactionIndex(clock.now_ms, expiring=True, expire_ms=30_000, max_per_key=2)
+    index.add("T", "tx", half_offset=0, commitlog_offset=100)
+    clock.advance(10)
+    index.add("T", "tx", half_offset=1, commitlog_offset=200, check_count=1)  # the checked copy
+    taken = index.take("T", "tx")
+    assert taken is not None and (taken.half_offset, taken.check_count) == (1, 1)
+    taken = index.take("T", "tx")
+    assert taken is not None and taken.half_offset == 0  # a late commit still finds the original
+    assert index.take("T", "tx") is None
+    for offset in range(3):
+        index.add("T", "many", offset, offset)
+    assert len(index) == 2  # at most max_per_key entries, the oldest dropped
+    clock.advance(30_001)
+    index.add("T", "other", 9, 9)  # expired entries go when the index is next written
+    assert index.take("T", "many") is None and len(index) == 1
+    entry = index.take("T", "other")
+    assert entry is not None
+    index.add("T", "other", 9, 9)
+    index.forget("T", "other", index.take("T", "other") or entry)
+    assert index.take("T", "other") is None
+
+
+def test_strict_mode_keeps_the_newest_copy_and_rebuilds_it_from_the_log(make_env: EnvFactory) -> None:
+    env = make_env("strict")
+    env.broker.send_half(Message("T", b"x"), "T", "p", "tx")
+    clock = ManualClock(0)
+    index = TransactionIndex(clock.now_ms, expiring=False, expire_ms=1, max_per_key=1)
+    assert index.rebuild(half_records(env.broker.admin)) == 1
+    clock.advance(10_000)
+    first, second = index.take("T", "tx"), index.take("T", "tx")
+    assert first is not None and first == second and first.half_offset == 0
+
+
+# ------------------------------------------------------------------------------------ conversions, settings
+def proto(body: bytes = b"x", **system: Any) -> Any:
+    system.setdefault("message_id", "M1")
+    return pb.Message(topic=pb.Resource(name="T"), body=body, system_properties=pb.SystemProperties(**system))
+
+
+def test_inbound_validates_as_upstreams_send_activity() -> None:
+    config = ServeConfig(max_message_size=8)
+    message, message_id, transactional = inbound(proto(tag="a", keys=["k1", "k2"]), config)
+    assert (message.tags, message.keys, message_id, transactional) == ("a", "k1 k2", "M1", False)
+    recovery = proto(message_type=pb.MessageType.TRANSACTION)
+    recovery.system_properties.orphaned_transaction_recovery_duration.seconds = 30
+    assert inbound(recovery, config)[0].properties == {"CHECK_IMMUNITY_TIME_IN_SECONDS": "30"}
+    too_long = proto(message_type=pb.MessageType.TRANSACTION)
+    too_long.system_properties.orphaned_transaction_recovery_duration.seconds = 7200
+    bad = {
+        "MESSAGE_BODY_TOO_LARGE": proto(b"x" * 9), "MESSAGE_BODY_EMPTY": proto(b""),
+        "ILLEGAL_MESSAGE_ID": proto(message_id=" "), "ILLEGAL_MESSAGE_TAG": proto(tag="a|b"),
+        "ILLEGAL_MESSAGE_KEY": proto(keys=["\x01"]), "BAD_REQUEST": too_long,
+        "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE": proto(message_type=pb.MessageType.DELAY),
+        "MESSAGE_CORRUPTED": proto(body_encoding=pb.Encoding.GZIP),
+    }
+    for code, message in bad.items():
+        assert code_of(lambda m=message: inbound(m, config)) == code
+    reserved = proto()
+    reserved.user_properties["UNIQ_KEY"] = "mine"
+    assert code_of(lambda: inbound(reserved, config)) == "ILLEGAL_MESSAGE_PROPERTY_KEY"
+    large = proto()
+    large.user_properties.update({f"k{i}": "v" * 200 for i in range(100)})
+    assert code_of(lambda: inbound(large, config)) == "MESSAGE_PROPERTIES_TOO_LARGE"
+
+
+def test_outbound_carries_what_a_consumer_needs(make_env: EnvFactory) -> None:
+    env = make_env()
+    env.broker.send_message(Message("T", b"body", tags="a", keys="k1 k2", properties={"mine": "1"}), "K")
+    ext = env.broker.pull("G", "T", 0, 0)[0]
+    message = outbound(ext, "127.0.0.1:1", "handle", 3, 1_000)
+    system = message.system_properties
+    assert (system.message_id, system.tag, list(system.keys)) == ("K", "a", ["k1", "k2"])
+    assert system.delivery_attempt == 3
+    assert dict(message.user_properties) == {"mine": "1"} and system.receipt_handle == "handle"
+    assert system.body_digest.checksum == "841A2D689AD86BD1611447453C22C6FC"  # MD5 of b"body", upper case
+
+
+def test_settings_are_checked() -> None:
+    assert ServeConfig.from_mapping({"max_message_size": 10}).max_message_size == 10
+    for bad in ({"nope": 1}, {"max_message_size": 0}, {"min_long_polling_ms": 30_000},
+                {"min_invisible_ms_for_receive": 10**12}):
+        with pytest.raises(ConfigError):
+            ServeConfig.from_mapping(bad)

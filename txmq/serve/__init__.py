@@ -1,0 +1,1 @@
+"""``txmq serve``: the RocketMQ 5.x gRPC front end over the broker (docs/serve.md)."""

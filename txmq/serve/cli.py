@@ -1,0 +1,118 @@
+"""``txmq serve``: the broker behind RocketMQ 5.x's gRPC protocol, for official clients to run against.
+
+Example::
+
+    txmq serve --store ./store --topic orders --trace session.parquet
+    # txmq serve: listening on 127.0.0.1:8081
+    # Python client: ClientConfiguration("127.0.0.1:8081", ...)
+
+SIGTERM or SIGINT shuts it down cleanly; the trace is complete only then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from txmq.config import BrokerConfig
+from txmq.errors import ConfigError
+from txmq.sim.cli import pairs
+
+DEFAULT_PORT = 8081  # upstream proxy's grpcServerPort
+
+
+def _topic(text: str) -> tuple[str, int | None]:
+    name, sep, count = text.partition(":")
+    if not sep:
+        return name, None
+    if not count.isdigit() or int(count) < 1:
+        raise ConfigError(f"--topic {text}: write NAME or NAME:QUEUES with QUEUES a positive integer")
+    return name, int(count)
+
+
+def _endpoint(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--advertise {text}: write HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from txmq.broker import validate_topic
+    from txmq.serve.config import ServeConfig
+    from txmq.serve.server import ServeSession
+
+    settings = pairs(args.broker_settings, "--broker")
+    settings["mode"] = args.mode
+    settings["flush"] = args.flush
+    broker_config = BrokerConfig.from_mapping(settings)
+    config = ServeConfig.from_mapping(pairs(args.proxy_settings, "--proxy"))
+    topics: dict[str, int] = {}
+    for text in args.topics or []:
+        name, count = _topic(text)
+        validate_topic(name)
+        topics[name] = count or config.queues_per_topic
+    if not topics:
+        raise ConfigError("declare the topics to serve with --topic NAME (repeatable): upstream too needs "
+                          "topics created before clients use them")
+    trace = Path(args.trace) if args.trace else None
+    if trace is not None:
+        if not trace.parent.exists():
+            raise ConfigError(f"--trace {trace}: directory {trace.parent} does not exist")
+        if trace.suffix.lower() not in (".parquet", ".ndjson", ".jsonl"):
+            raise ConfigError(f"--trace {trace}: name the trace *.parquet or *.ndjson")
+    if not 0 <= args.port < 65536:
+        raise ConfigError(f"--port {args.port}: use 0 (any free port) to 65535")
+    advertise = _endpoint(args.advertise) if args.advertise else None
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        session = ServeSession(Path(args.store), broker_config, config, topics, host=args.host,
+                               port=args.port, trace=trace, advertise=advertise).start()
+        print(f"txmq serve: listening on {args.host}:{session.port} (mode {broker_config.mode}, flush "
+              f"{broker_config.flush}, topics {', '.join(sorted(topics))})", flush=True)
+        try:
+            while not stop.wait(1.0):
+                pass
+        finally:
+            print("txmq serve: shutting down", file=sys.stderr, flush=True)
+            session.stop()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if trace is not None:
+        print(f"txmq serve: trace {trace}", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``serve``."""
+    parser = sub.add_parser("serve", help="serve the broker over RocketMQ 5.x's gRPC protocol",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", required=True, help="the broker's store directory (created if new)")
+    parser.add_argument("--topic", dest="topics", action="append", metavar="NAME[:QUEUES]",
+                        help="a topic to serve, with its queue count (default 4); repeatable")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port to listen on; 0 picks a free one (default {DEFAULT_PORT})")
+    parser.add_argument("--advertise", metavar="HOST:PORT",
+                        help="the address QueryRoute gives clients (default: the listening address)")
+    parser.add_argument("--mode", choices=("strict", "rocketmq"), default="strict",
+                        help="broker mode (default strict)")
+    parser.add_argument("--flush", choices=("async", "sync"), default="async",
+                        help="sync fsyncs before acknowledging (default async)")
+    parser.add_argument("--trace", help="write the session's trace here, *.parquet or *.ndjson")
+    parser.add_argument("--broker", dest="broker_settings", action="append", metavar="SETTING=VALUE",
+                        help="override one broker setting, e.g. check_interval_ms=5000; repeatable")
+    parser.add_argument("--proxy", dest="proxy_settings", action="append", metavar="SETTING=VALUE",
+                        help="override one proxy setting, e.g. min_invisible_ms_for_receive=1000 "
+                             "(see docs/serve.md); repeatable")
+    parser.set_defaults(handler=_serve)

@@ -1,0 +1,441 @@
+"""``apache.rocketmq.v2.MessagingService`` over a txmq broker: upstream's proxy, RPC by RPC.
+
+Each RPC follows the proxy activity named in its docstring (``proxy/.../grpc/v2/``): the same validations
+in the same order, the same ``Code`` for each refusal. A refusal is a ``ServeError``; anything else that
+escapes becomes INTERNAL_SERVER_ERROR, as ``ResponseBuilder.buildStatus`` maps unknown exceptions, and the
+server keeps serving.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import re
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as spb
+from rocketmq.grpc_protocol import service_pb2_grpc
+
+from txmq.broker import Broker, validate_topic
+from txmq.errors import TxmqError
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
+from txmq.serve.clients import ClientRegistry, TelemetryStream, merged_settings
+from txmq.serve.config import ServeConfig
+from txmq.serve.convert import SERVED_TYPES, inbound, outbound, user_properties
+from txmq.serve.errors import ServeError
+from txmq.serve.pop import PopService
+from txmq.serve.transactions import TransactionIndex
+from txmq.trace import schema as ev
+from txmq.transaction.constants import CHECKPOINT_GROUP, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+
+BROKER_NAME = "txmq"
+CLIENT_ID = "x-mq-client-id"
+CLIENT_VERSION = "x-mq-client-version"
+MAX_POP_BATCH = 32  # PopMessageProcessor refuses larger batches
+DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
+_GROUP_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")  # Validators.checkGroup
+_SYSTEM_GROUP_PREFIX = CHECKPOINT_GROUP[: len("CID_RMQ_SYS_")]  # MixAll.isSysConsumerGroup
+_ACTIONS = {pb.TransactionResolution.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
+            pb.TransactionResolution.ROLLBACK: LocalTransactionState.ROLLBACK_MESSAGE}
+R = TypeVar("R")
+
+
+def status(code: str, message: str | None = None) -> Any:
+    """``ResponseBuilder.buildStatus(code, message)``: the message defaults to the code's name."""
+    return pb.Status(code=pb.Code.Value(code), message=message or code)
+
+
+class TopicTable:
+    """The topics this server serves and their queue counts; a dead-letter topic has one queue."""
+
+    def __init__(self, declared: dict[str, int]) -> None:
+        self.declared = dict(declared)
+
+    def queues(self, topic: str) -> int:
+        """Queue count of a served topic; TOPIC_NOT_FOUND otherwise (``TopicRouteHelper``)."""
+        if topic.startswith(DLQ_PREFIX):
+            return 1
+        count = self.declared.get(topic)
+        if count is None:
+            raise ServeError("TOPIC_NOT_FOUND", f"topic {topic} does not exist on this server; start "
+                                                f"txmq serve with --topic {topic}")
+        return count
+
+
+@dataclass
+class ServeContext:
+    """Everything the RPCs share."""
+
+    broker: Broker
+    config: ServeConfig
+    topics: TopicTable
+    pop: PopService
+    transactions: TransactionIndex
+    clients: ClientRegistry
+    host: str
+    port: int
+
+
+def _validate_topic(name: str) -> None:
+    """``GrpcValidator.validateTopic``: a legal name, not a system topic."""
+    try:
+        validate_topic(name)
+    except TxmqError as exc:
+        raise ServeError("ILLEGAL_TOPIC", str(exc)) from None
+
+
+def _validate_group(name: str) -> None:
+    """``GrpcValidator.validateConsumerGroup``."""
+    if not _GROUP_NAME.match(name):
+        raise ServeError("ILLEGAL_CONSUMER_GROUP", f"consumer group {name!r} is not a valid name")
+    if name.startswith(_SYSTEM_GROUP_PREFIX):
+        raise ServeError("ILLEGAL_CONSUMER_GROUP", "cannot use system consumer group")
+
+
+def _validate_topic_and_group(topic: str, group: str) -> None:
+    """``GrpcValidator.validateTopicAndConsumerGroup``."""
+    _validate_topic(topic)
+    _validate_group(group)
+
+
+def _tag_filter(expression: Any) -> Callable[[MessageExt], bool] | None:
+    """TAG expressions (``*``, ``a || b``); SQL92 needs property filtering, which txmq does not do."""
+    if expression.type == pb.FilterType.SQL:
+        raise ServeError("ILLEGAL_FILTER_EXPRESSION", "SQL92 filtering is not supported by txmq")
+    text = expression.expression.strip()
+    if text in ("", "*"):
+        return None
+    tags = {t.strip() for t in text.split("||") if t.strip()}
+    return lambda ext: ext.properties.get(PROPERTY_TAGS) in tags
+
+
+class MessagingService(service_pb2_grpc.MessagingServiceServicer):
+    """The RPCs; see the module docstring."""
+
+    def __init__(self, ctx: ServeContext) -> None:
+        self.ctx = ctx
+        self._next_queue = itertools.count()
+
+    # ------------------------------------------------------------------ plumbing
+    @staticmethod
+    def _metadata(context: grpc.ServicerContext) -> dict[str, str]:
+        return {k: v for k, v in context.invocation_metadata() if isinstance(v, str)}
+
+    def _client_id(self, context: grpc.ServicerContext) -> str:
+        """``GrpcMessagingApplication.validateContext``."""
+        client_id = self._metadata(context).get(CLIENT_ID, "").strip()
+        if not client_id:
+            raise ServeError("CLIENT_ID_REQUIRED", "client id cannot be empty")
+        return client_id
+
+    def _answer(self, response: Callable[..., R], context: grpc.ServicerContext,
+                work: Callable[[str], R]) -> R:
+        """Run one unary RPC; a refusal or failure becomes the response's status."""
+        try:
+            return work(self._client_id(context))
+        except ServeError as exc:
+            return response(status=status(exc.code, exc.message))
+        except Exception as exc:  # ResponseBuilder.buildStatus: INTERNAL_SERVER_ERROR, and keep serving
+            _log_unexpected(exc)
+            return response(status=status("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+
+    def _endpoints(self) -> Any:
+        host = self.ctx.host
+        try:
+            version = ipaddress.ip_address(host).version
+            scheme = pb.AddressScheme.IPv6 if version == 6 else pb.AddressScheme.IPv4
+        except ValueError:
+            scheme = pb.AddressScheme.DOMAIN_NAME
+        return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=self.ctx.port)])
+
+    def _broker(self) -> Any:
+        return pb.Broker(name=BROKER_NAME, id=0, endpoints=self._endpoints())
+
+    # ------------------------------------------------------------------ route and clients
+    def QueryRoute(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``RouteActivity.queryRoute``: every queue read-write, accepting NORMAL and TRANSACTION."""
+        def work(_: str) -> Any:
+            _validate_topic(request.topic.name)
+            count = self.ctx.topics.queues(request.topic.name)
+            queues = [pb.MessageQueue(topic=request.topic, id=i, permission=pb.Permission.READ_WRITE,
+                                      broker=self._broker(),
+                                      accept_message_types=SERVED_TYPES)
+                      for i in range(count)]
+            return spb.QueryRouteResponse(status=status("OK"), message_queues=queues)
+        return self._answer(spb.QueryRouteResponse, context, work)
+
+    def QueryAssignment(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``RouteActivity.queryAssignment``: one assignment per broker, queue id -1 (pop from all)."""
+        def work(_: str) -> Any:
+            _validate_topic_and_group(request.topic.name, request.group.name)
+            self.ctx.topics.queues(request.topic.name)
+            queue = pb.MessageQueue(topic=request.topic, id=-1, permission=pb.Permission.READ_WRITE,
+                                    broker=self._broker())
+            assignments = [pb.Assignment(message_queue=queue)]
+            return spb.QueryAssignmentResponse(status=status("OK"), assignments=assignments)
+        return self._answer(spb.QueryAssignmentResponse, context, work)
+
+    def Heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``ClientActivity.heartbeat``: known clients only; a consumer's group must be valid."""
+        def work(client_id: str) -> Any:
+            settings = self.ctx.clients.settings(client_id)
+            if settings is None:
+                raise ServeError("UNRECOGNIZED_CLIENT_TYPE", "cannot find client settings for this client")
+            if settings.client_type in (pb.ClientType.PUSH_CONSUMER, pb.ClientType.SIMPLE_CONSUMER):
+                _validate_group(request.group.name)
+            elif settings.client_type != pb.ClientType.PRODUCER:
+                raise ServeError("UNRECOGNIZED_CLIENT_TYPE", pb.ClientType.Name(settings.client_type))
+            return spb.HeartbeatResponse(status=status("OK"))
+        return self._answer(spb.HeartbeatResponse, context, work)
+
+    def NotifyClientTermination(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``ClientActivity.notifyClientTermination``: the client's registrations end."""
+        def work(client_id: str) -> Any:
+            settings = self.ctx.clients.terminate(client_id)
+            if settings is None:
+                raise ServeError("UNRECOGNIZED_CLIENT_TYPE", "cannot find client settings for this client")
+            return spb.NotifyClientTerminationResponse(status=status("OK"))
+        return self._answer(spb.NotifyClientTerminationResponse, context, work)
+
+    def Telemetry(self, request_iterator: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        """``ClientActivity.telemetry``: Settings in, Settings and transaction checks out. The stream's
+        commands are read on a thread of their own; this generator writes what is queued for the client."""
+        client_id = self._metadata(context).get(CLIENT_ID, "").strip()
+        if not client_id:
+            yield spb.TelemetryCommand(status=status("CLIENT_ID_REQUIRED", "client id cannot be empty"))
+            return
+        stream = TelemetryStream(client_id, self.ctx.transactions, f"{self.ctx.host}:{self.ctx.port}")
+        context.add_callback(lambda: self.ctx.clients.stream_ended(client_id, stream))
+        reader = threading.Thread(target=self._read_telemetry, args=(client_id, request_iterator, stream),
+                                  name=f"txmq-telemetry-{client_id}", daemon=True)
+        reader.start()
+        yield from stream.outgoing()
+
+    def _read_telemetry(self, client_id: str, commands: Iterator[Any], stream: TelemetryStream) -> None:
+        try:
+            for command in commands:
+                if command.HasField("settings"):
+                    stream.send(self._settings(client_id, command.settings, stream))
+        except grpc.RpcError:
+            pass  # the client went away
+        except Exception as exc:
+            _log_unexpected(exc)
+        finally:
+            self.ctx.clients.stream_ended(client_id, stream)
+
+    def _settings(self, client_id: str, settings: Any, stream: TelemetryStream) -> Any:
+        """``processAndWriteClientSettings``; a refused setting is answered with its code."""
+        try:
+            if settings.HasField("publishing"):
+                for topic in settings.publishing.topics:
+                    _validate_topic(topic.name)
+            elif settings.HasField("subscription"):
+                _validate_group(settings.subscription.group.name)
+            else:
+                raise ServeError("BAD_REQUEST", "there is no publishing or subscription data in settings")
+        except ServeError as exc:
+            return spb.TelemetryCommand(status=status(exc.code, exc.message))
+        self.ctx.clients.update(client_id, settings, stream)
+        cfg = self.ctx.config
+        merged = merged_settings(settings, cfg.max_message_size, cfg.max_delivery_attempts,
+                                 cfg.max_long_polling_ms, cfg.receive_batch_size)
+        return spb.TelemetryCommand(status=status("OK"), settings=merged)
+
+    # ------------------------------------------------------------------ producing
+    def SendMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``SendMessageActivity.sendMessage`` + ``ProducerProcessor.sendMessage``: the server picks the queue
+        (round robin), a transactional message becomes a half whose producer group is its topic."""
+        def work(client_id: str) -> Any:
+            if not request.messages:
+                raise ServeError("MESSAGE_CORRUPTED", "no message to send")
+            topic = request.messages[0].topic
+            _validate_topic(topic.name)
+            queues = self.ctx.topics.queues(topic.name)
+            entries = []
+            for proto in request.messages:
+                if proto.topic != topic:
+                    raise ServeError("MESSAGE_CORRUPTED", "topic in message is not same")
+                entries.append(self._send_one(proto, client_id, queues))
+            codes = {e.status.code for e in entries}
+            code = pb.Code.Name(codes.pop()) if len(codes) == 1 else "MULTIPLE_RESULTS"
+            return spb.SendMessageResponse(status=status(code), entries=entries)
+        return self._answer(spb.SendMessageResponse, context, work)
+
+    def _send_one(self, proto: Any, client_id: str, queues: int) -> Any:
+        message, message_id, transactional = inbound(proto, self.ctx.config)
+        message.queue_id = next(self._next_queue) % queues
+        broker = self.ctx.broker
+        if transactional:
+            topic = message.topic
+            sent = broker.send_half(message, topic, client_id, message_id)
+            self.ctx.transactions.add(topic, message_id, sent.queue_offset, sent.commitlog_offset)
+        else:
+            sent = broker.send_message(message, message_id)
+            self.ctx.pop.notify()
+        return spb.SendResultEntry(status=status("OK"), message_id=message_id,
+                                   transaction_id=sent.transaction_id or "", offset=sent.queue_offset)
+
+    def EndTransaction(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``EndTransactionActivity.endTransaction`` + ``TransactionProcessor.endTransaction``: find the half
+        by transaction id, record the producer's decision (LOCAL_TX) and end it. Upstream sends the end
+        one-way, so the answer is OK whatever the broker decides."""
+        def work(client_id: str) -> Any:
+            _validate_topic(request.topic.name)
+            txn = request.transaction_id
+            if not txn.strip():
+                raise ServeError("INVALID_TRANSACTION_ID", "transaction id cannot be empty")
+            group = request.topic.name
+            data = self.ctx.transactions.take(group, txn)
+            if data is None:  # TRANSACTION_DATA_NOT_FOUND, which GrpcProxyException does not map
+                raise ServeError("INTERNAL_SERVER_ERROR", "cannot found transaction data")
+            state = _ACTIONS.get(request.resolution, LocalTransactionState.UNKNOW)
+            from_check = request.source == pb.TransactionSource.SOURCE_SERVER_CHECK
+            broker = self.ctx.broker
+            broker.record_local_transaction(
+                txn, group, client_id, state.action, from_check,
+                half_offset=data.half_offset if from_check else None,
+                check_count=data.check_count if from_check else None)
+            result = broker.end_transaction(EndTransactionRequest(
+                producer_group=group, tran_state_table_offset=data.half_offset,
+                commit_log_offset=data.commitlog_offset, state=state, from_transaction_check=from_check,
+                transaction_id=txn, producer=client_id))
+            if result == ev.OK and state is LocalTransactionState.COMMIT_MESSAGE:
+                self.ctx.pop.notify()
+            return spb.EndTransactionResponse(status=status("OK"))
+        return self._answer(spb.EndTransactionResponse, context, work)
+
+    # ------------------------------------------------------------------ consuming
+    def ReceiveMessage(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        """``ReceiveMessageActivity.receiveMessage``: a long poll that ends before the client's deadline,
+        then the messages found (each with its receipt handle and attempt), then a delivery timestamp
+        (``ReceiveMessageResponseStreamWriter``)."""
+        try:
+            found = self._receive(request, context)
+        except ServeError as exc:
+            yield spb.ReceiveMessageResponse(status=status(exc.code, exc.message))
+        except Exception as exc:
+            _log_unexpected(exc)
+            failed = status("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}")
+            yield spb.ReceiveMessageResponse(status=failed)
+        else:
+            if found:
+                yield spb.ReceiveMessageResponse(status=status("OK"))
+                for message in found:
+                    yield spb.ReceiveMessageResponse(message=message)
+            else:
+                yield spb.ReceiveMessageResponse(status=status("MESSAGE_NOT_FOUND", "no new message"))
+        stamp = spb.ReceiveMessageResponse()
+        stamp.delivery_timestamp.FromMilliseconds(self.ctx.broker.clock.now_ms())
+        yield stamp
+
+    def _receive(self, request: Any, context: grpc.ServicerContext) -> list[Any]:
+        client_id = self._client_id(context)
+        cfg = self.ctx.config
+        settings = self.ctx.clients.settings(client_id)
+        remaining = context.time_remaining()
+        remaining_ms = int(remaining * 1000) if remaining is not None else cfg.max_long_polling_ms * 2
+        if request.HasField("long_polling_timeout"):
+            polling = request.long_polling_timeout.ToMilliseconds()
+        else:
+            timeout_ms = settings.request_timeout.ToMilliseconds() if settings is not None else 3000
+            polling = remaining_ms - timeout_ms // 2
+        polling = min(max(polling, cfg.min_long_polling_ms), cfg.max_long_polling_ms)
+        if polling > remaining_ms:
+            if remaining_ms < cfg.min_long_polling_ms:
+                version = self._metadata(context).get(CLIENT_VERSION)
+                code = "BAD_REQUEST" if version is None or version < "5.0.3" else "ILLEGAL_POLLING_TIME"
+                raise ServeError(code, "The deadline time remaining is not enough for polling, please check "
+                                       "network condition")
+            polling = remaining_ms
+        _validate_topic_and_group(request.message_queue.topic.name, request.group.name)
+        topic, group = request.message_queue.topic.name, request.group.name
+        queues = self.ctx.topics.queues(topic)
+        if request.auto_renew:
+            invisible = cfg.default_invisible_ms
+        else:
+            invisible = request.invisible_duration.ToMilliseconds()
+            _validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
+        accept = _tag_filter(request.filter_expression)
+        batch = request.batch_size
+        if not 1 <= batch <= MAX_POP_BATCH:
+            raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
+                                                      f"got {batch}")
+        wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
+        attempts = settings.backoff_policy.max_attempts if settings is not None else 0
+        popped = self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
+                                      attempts or cfg.max_delivery_attempts)
+        host = f"{self.ctx.host}:{self.ctx.port}"
+        return [outbound(p.message, host, p.handle, p.attempt, p.invisible_ms) for p in popped]
+
+    def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""
+        def work(_: str) -> Any:
+            _validate_topic_and_group(request.topic.name, request.group.name)
+            entries = []
+            for entry in request.entries:
+                try:
+                    self.ctx.pop.ack(request.group.name, request.topic.name, entry.receipt_handle)
+                    entry_status = status("OK")
+                except ServeError as exc:
+                    entry_status = status(exc.code, exc.message)
+                entries.append(spb.AckMessageResultEntry(
+                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=entry_status))
+            codes = {e.status.code for e in entries}
+            if not codes:
+                code = "INTERNAL_SERVER_ERROR"
+            else:
+                code = pb.Code.Name(codes.pop()) if len(codes) == 1 else "MULTIPLE_RESULTS"
+            return spb.AckMessageResponse(status=status(code), entries=entries)
+        return self._answer(spb.AckMessageResponse, context, work)
+
+    def ChangeInvisibleDuration(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``ChangeInvisibleDurationActivity.changeInvisibleDuration``: a new handle, a new invisible time."""
+        def work(_: str) -> Any:
+            _validate_topic_and_group(request.topic.name, request.group.name)
+            invisible = request.invisible_duration.ToMilliseconds()
+            _validate_invisible(invisible, 0, self.ctx.config.max_invisible_ms)
+            handle = self.ctx.pop.change_invisible(request.group.name, request.topic.name,
+                                                   request.receipt_handle, invisible)
+            return spb.ChangeInvisibleDurationResponse(status=status("OK"), receipt_handle=handle)
+        return self._answer(spb.ChangeInvisibleDurationResponse, context, work)
+
+    def ForwardMessageToDeadLetterQueue(self, request: Any, context: grpc.ServicerContext) -> Any:
+        """``ForwardMessageToDLQActivity``: store the message in the group's ``%DLQ%`` topic, then ack it."""
+        def work(_: str) -> Any:
+            _validate_topic_and_group(request.topic.name, request.group.name)
+            group, topic = request.group.name, request.topic.name
+            ext, _attempt = self.ctx.pop.in_flight(group, topic, request.receipt_handle)
+            dead_letter(self.ctx.broker, group, ext)
+            self.ctx.pop.ack(group, topic, request.receipt_handle)
+            self.ctx.pop.notify()
+            return spb.ForwardMessageToDeadLetterQueueResponse(status=status("OK"))
+        return self._answer(spb.ForwardMessageToDeadLetterQueueResponse, context, work)
+
+
+def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
+    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id)."""
+    props = ext.properties
+    copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
+                   keys=props.get(PROPERTY_KEYS), properties=user_properties(props))
+    broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))
+
+
+def _validate_invisible(invisible_ms: int, minimum: int, maximum: int) -> None:
+    """``GrpcValidator.validateInvisibleTime``."""
+    if invisible_ms < minimum:
+        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too small. min is {minimum}")
+    if invisible_ms > maximum:
+        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too large. max is {maximum}")
+
+
+def _log_unexpected(exc: BaseException) -> None:
+    """An error txmq did not expect: a bug to report, printed with its traceback; the server goes on."""
+    print("txmq serve: unexpected error (answered INTERNAL_SERVER_ERROR):", file=sys.stderr)
+    traceback.print_exception(exc, file=sys.stderr)
