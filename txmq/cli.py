@@ -1,4 +1,4 @@
-"""The ``txmq`` command: run the whole pipeline, simulate, validate, check the spec.
+"""The ``txmq`` command: run the whole pipeline, simulate, validate, check the spec, serve, audit.
 
 Each sub-command lives with the code it drives; this module only wires them up and turns user errors
 into one-line messages with their exit codes, and Ctrl-C (or SIGTERM) into one line and exit code 130
@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "spark_validation.cli",
     "txmq.tla.cli",
     "txmq.serve.cli",
+    "txmq.audit.cli",
 )
 
 

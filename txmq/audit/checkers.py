@@ -1,0 +1,314 @@
+"""The audit's checks: the catalogue's invariants as a client can observe them, over an audit history.
+
+Each finding carries the name of the catalogue entry (``txmq/catalogue.py``) it breaks; the entries'
+meanings are stated over the broker's trace, which an outside client does not see, so each check below is
+a *client-side reading* of its entry, and its docstring says how it reads it. Whether a finding fails the
+audit comes from the catalogue too: with ``expect="rocketmq"``, a finding of an entry that rocketmq mode
+is expected to break (its ``rocketmq`` anomalies) is reported as expected, not as a violation.
+
+What a client sees of a transaction (``Tx``): its sends, the end-transactions sent (its own and check
+answers, with ``ok`` when the call returned OK), the checks it received, the local decisions, and the
+deliveries of its message (with their attempt) and acks. The endpoint answers an EndTransaction OK whatever
+it decided (upstream sends it one-way), so an OK says the request arrived, not that it resolved anything.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from model_tests.linearizability import Operation, Outcome, Resolution, State, Verdict, check_history
+from txmq.audit.history import Record, at
+from txmq.catalogue import CATALOGUE
+
+DECISIONS = ("COMMIT", "ROLLBACK")
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What the audit holds the endpoint to."""
+
+    expect: str  # "strict": every finding is a violation; "rocketmq": the catalogue's expected ones are not
+    transaction_timeout_s: float
+    check_max: int
+
+
+@dataclass
+class Tx:
+    """Everything the history shows of one transaction (keyed by its message body)."""
+
+    name: str
+    sends: list[Record] = field(default_factory=list)
+    ends: list[Record] = field(default_factory=list)
+    checks: list[Record] = field(default_factory=list)
+    locals: list[Record] = field(default_factory=list)
+    deliveries: list[Record] = field(default_factory=list)
+    acks: list[Record] = field(default_factory=list)
+    faults: list[Record] = field(default_factory=list)
+
+    @property
+    def sent(self) -> bool:
+        """Whether a send returned OK (the half is certainly stored)."""
+        return any(s["ok"] for s in self.sends)
+
+    @property
+    def born(self) -> float:
+        """The earliest moment the half can have been stored: the first send's invocation."""
+        return min(float(s["invoked"]) for s in self.sends)
+
+    def declared(self, action: str) -> list[Record]:
+        """End-transactions sent with ``action`` (own or check answers), in invocation order."""
+        return [e for e in self.ends if e["action"] == action]
+
+    def acknowledged(self, action: str) -> bool:
+        """Whether an end-transaction with ``action`` returned OK."""
+        return any(e["ok"] for e in self.declared(action))
+
+    @property
+    def rolled_back_locally(self) -> bool:
+        return any(r["decision"] == "ROLLBACK" for r in self.locals)
+
+    @property
+    def owed_delivery(self) -> bool:
+        """A COMMIT returned OK and no ROLLBACK was ever sent: the message must come. (With both sent,
+        which one wins is the linearizability check's business.)"""
+        return self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
+
+    @property
+    def discarded(self) -> bool:
+        """Checked at least check-max times and never answered: the endpoint gave up on it (as it should)."""
+        return bool(self.checks) and all(c["answer"] == "UNKNOWN" for c in self.checks)
+
+
+def transactions(records: Iterable[Record]) -> dict[str, Tx]:
+    """The history grouped by transaction, each list in time order; only transactions the audit sent."""
+    txs: dict[str, Tx] = {}
+    lists = {"send": "sends", "end": "ends", "check": "checks", "local": "locals", "deliver": "deliveries",
+             "ack": "acks", "fault": "faults"}
+    ordered = sorted(records, key=at)
+    for record in ordered:  # a receive can begin before the send whose message it returns
+        if record["ev"] == "send":
+            txs.setdefault(record["tx"], Tx(record["tx"]))
+    for record in ordered:
+        attr = lists.get(record["ev"])
+        tx = txs.get(record.get("tx", ""))
+        if attr is not None and tx is not None:
+            getattr(tx, attr).append(record)
+    return txs
+
+
+def is_resolved(tx: Tx, check_max: int) -> bool:
+    """Client-side reading of EventuallyResolved's "ends with an END_TX OK or a DISCARD": its message was
+    delivered, or a ROLLBACK reached the endpoint (returned OK), or it was checked ``check_max`` times
+    without an answer (the endpoint discards it). A send that failed with nothing seen after it is
+    resolved too: whether its half exists cannot be told from outside."""
+    if tx.deliveries or tx.acknowledged("ROLLBACK"):
+        return True
+    if tx.discarded and len(tx.checks) >= check_max:
+        return True
+    return not tx.sent and not tx.checks
+
+
+def open_transactions(records: Iterable[Record], check_max: int) -> list[str]:
+    """Transactions still waiting for something (resolution or an owed delivery): the audit's settle phase
+    ends early when there are none."""
+    return [t.name for t in transactions(records).values()
+            if not is_resolved(t, check_max) or (t.owed_delivery and not t.deliveries)]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One anomaly: the catalogue entry it breaks, the transaction, when, and why; ``expected`` when the
+    audit was told the endpoint is rocketmq-like and the catalogue expects this of rocketmq mode."""
+
+    invariant: str
+    tx: str
+    t: float
+    detail: str
+    expected: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"invariant": self.invariant, "tx": self.tx, "t": self.t, "detail": self.detail,
+                "verdict": "expected in rocketmq mode" if self.expected else "violation"}
+
+
+def _expected(invariant: str, expectations: Expectations, rocketmq_part: bool = True) -> bool:
+    return expectations.expect == "rocketmq" and CATALOGUE[invariant].expected_in_rocketmq and rocketmq_part
+
+
+# ----------------------------------------------------------------------------------------- visibility
+def check_visibility(tx: Tx, expectations: Expectations) -> list[Finding]:
+    """NoUncommittedVisible, CommitMatchesLocal, RollbackNeverVisible over a delivered transaction.
+
+    Read from outside: the message may be visible only once a COMMIT was sent for it, so a receive that
+    returned it before any COMMIT was even invoked breaks NoUncommittedVisible; a message delivered though
+    no COMMIT was ever sent breaks CommitMatchesLocal, or RollbackNeverVisible when the producer side said
+    ROLLBACK (an end, a check answer, or a local rollback after a failed send) and never COMMIT."""
+    if not tx.deliveries:
+        return []
+    first = tx.deliveries[0]
+    seen = float(first["returned"])
+    commits = tx.declared("COMMIT")
+    if commits:
+        if min(float(c["invoked"]) for c in commits) > seen:
+            return [Finding("NoUncommittedVisible", tx.name, seen,
+                            f"delivered (receive returned at {seen:.3f} s) before any COMMIT was sent",
+                            _expected("NoUncommittedVisible", expectations))]
+        return []
+    if tx.declared("ROLLBACK") or tx.rolled_back_locally:
+        return [Finding("RollbackNeverVisible", tx.name, seen, "delivered, though the producer side only "
+                        "ever declared ROLLBACK", _expected("RollbackNeverVisible", expectations))]
+    return [Finding("CommitMatchesLocal", tx.name, seen, "delivered, though no COMMIT was ever sent for it",
+                    _expected("CommitMatchesLocal", expectations))]
+
+
+# ----------------------------------------------------------------------------------------- checks
+def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list[Finding]:
+    """CheckAfterTimeout and CheckBound, as a client sees checks.
+
+    CheckAfterTimeout: a check received less than the transaction timeout after the send was *invoked*
+    came too early for certain (the half was stored after that invocation, and the check was sent before
+    it was received). CheckBound: more than check-max checks of one transaction. The count per copy is the
+    both-modes part; a client only counts checks per transaction, which two live chains of copies would
+    also inflate, and that is the part rocketmq mode is expected to break after a crash (a checkpoint
+    regression), so with a kill of the endpoint during the transaction's life it counts as expected there.
+    """
+    findings = []
+    if tx.sends:
+        for check in tx.checks:
+            if float(check["t"]) < tx.born + expectations.transaction_timeout_s:
+                findings.append(Finding(
+                    "CheckAfterTimeout", tx.name, float(check["t"]),
+                    f"checked {float(check['t']) - tx.born:.3f} s after its send began, before the "
+                    f"transaction timeout of {expectations.transaction_timeout_s:g} s",
+                    _expected("CheckAfterTimeout", expectations)))
+                break
+    if len(tx.checks) > expectations.check_max:
+        last = float(tx.checks[-1]["t"])
+        crashed = any(tx.born <= k <= last for k in kills)
+        findings.append(Finding(
+            "CheckBound", tx.name, last,
+            f"checked {len(tx.checks)} times, more than check-max {expectations.check_max}"
+            + (" (the endpoint was killed meanwhile)" if crashed else ""),
+            _expected("CheckBound", expectations, rocketmq_part=crashed)))
+    return findings
+
+
+# ----------------------------------------------------------------------------------------- delivery
+def check_delivery(tx: Tx, expectations: Expectations, kills: list[float]) -> list[Finding]:
+    """EventuallyDelivered (at least once) and NoDuplicateReal, as a consumer group sees them.
+
+    EventuallyDelivered: a transaction owed delivery (a COMMIT returned OK, no ROLLBACK sent) was never
+    received. NoDuplicateReal: a client cannot see REAL_PUTs, but it sees a message that was received and
+    acked come again as a *first* attempt (attempt 1): the endpoint holds a second copy. A redelivery after
+    a lapsed invisible time has attempt 2 or more, and one after a restart of the endpoint (an ack whose
+    offset was not yet persisted) is at-least-once delivery, so an endpoint kill between the ack and the
+    new delivery excuses it."""
+    if tx.owed_delivery and not tx.deliveries:
+        commit = min(float(e["invoked"]) for e in tx.declared("COMMIT"))
+        return [Finding("EventuallyDelivered", tx.name, commit,
+                        "a COMMIT returned OK, and the message never came",
+                        _expected("EventuallyDelivered", expectations))]
+    acked = sorted(float(a["returned"]) for a in tx.acks if a["ok"])
+    for delivery in tx.deliveries:
+        if delivery["attempt"] != 1 or not acked:
+            continue
+        received = float(delivery["invoked"])
+        earlier = [a for a in acked if a < received]
+        if earlier and not any(earlier[0] <= k <= float(delivery["returned"]) for k in kills):
+            return [Finding("NoDuplicateReal", tx.name, float(delivery["returned"]),
+                            f"acked at {earlier[0]:.3f} s, then delivered again as attempt 1 "
+                            f"at {float(delivery['returned']):.3f} s: a second copy",
+                            _expected("NoDuplicateReal", expectations))]
+    return []
+
+
+def check_resolved(tx: Tx, expectations: Expectations) -> list[Finding]:
+    """EventuallyResolved by the audit's deadline (see ``is_resolved``); an unresolved one is stuck."""
+    if is_resolved(tx, expectations.check_max):
+        return []
+    answers = Counter(c["answer"] for c in tx.checks)
+    return [Finding("EventuallyResolved", tx.name, tx.born,
+                    f"stuck: not resolved by the deadline ({len(tx.checks)} checks: {dict(answers)})",
+                    _expected("EventuallyResolved", expectations))]
+
+
+# ----------------------------------------------------------------------------------------- linearizability
+def register_operations(tx: Tx) -> tuple[list[Operation], list[Operation]]:
+    """The transaction as operations on the write-once register of ``model_tests.linearizability``:
+    (completed resolves, every other operation). A COMMIT/ROLLBACK sent (own or check answer) is a resolve
+    (lost when its call failed: it may or may not have arrived); a delivery is a read that saw COMMITTED
+    during its receive call."""
+    completed, others = [], []
+    for end in tx.ends:
+        if end["action"] not in DECISIONS:
+            continue
+        client = f"{end['source']}:{end.get('producer', '')}"
+        resolution = Resolution(end["action"])
+        if end["ok"]:
+            completed.append(Operation.resolve(client, tx.name, resolution, Outcome.OK,
+                                               float(end["invoked"]), float(end["returned"])))
+        else:
+            others.append(Operation.resolve(client, tx.name, resolution, None, float(end["invoked"]), None))
+    for delivery in tx.deliveries:
+        others.append(Operation.read(delivery["consumer"], tx.name, State.COMMITTED,
+                                     float(delivery["invoked"]), float(delivery["returned"])))
+    return completed, others
+
+
+def linearizable(tx: Tx, timeout_s: float = 5.0) -> bool:
+    """Whether commit/rollback of ``tx`` is linearizable against the write-once register.
+
+    An end's OK does not say whether it resolved the transaction or found it resolved, so the history is
+    linearizable if some assignment of outcomes is: at most one completed resolve can have resolved a
+    write-once register, so the assignments are "this one resolved it, the others found it resolved", for
+    each, and "none did" (a lost one or a discard did): k + 1 histories for k completed resolves."""
+    completed, others = register_operations(tx)
+    if not completed and not others:
+        return True
+    choices: list[int | None] = [*range(len(completed)), None]
+    for winner in choices:
+        ops = [Operation.resolve(op.client, op.txn, op.arg, Outcome.OK if i == winner else
+                                 Outcome.ALREADY_RESOLVED, op.invoked, op.returned)
+               for i, op in enumerate(completed) if op.arg is not None]
+        if check_history([*ops, *others], timeout_s).verdict is not Verdict.ILLEGAL:
+            return True
+    return False
+
+
+def check_linearizable(tx: Tx, expectations: Expectations) -> list[Finding]:
+    """SingleResolution, read as linearizability: the endpoint resolves each transaction once, atomically,
+    so what clients sent and saw must fit some order of a write-once register. A COMMIT applied after a
+    ROLLBACK had returned (a late commit after a rollback) does not fit."""
+    if linearizable(tx):
+        return []
+    order = ", ".join(f"{e['action']} ({e['source']}) at {float(e['invoked']):.3f} s" for e in tx.ends
+                      if e["action"] in DECISIONS and e["ok"])
+    t = float(tx.deliveries[0]["returned"]) if tx.deliveries else tx.born
+    return [Finding("SingleResolution", tx.name, t,
+                    f"not linearizable as a write-once register: {order}, then delivered",
+                    _expected("SingleResolution", expectations))]
+
+
+# ----------------------------------------------------------------------------------------- all
+CHECKS = (check_visibility, check_resolved, check_linearizable)
+CHECKS_WITH_KILLS = (check_checks, check_delivery)
+
+
+def kill_times(records: Iterable[Record]) -> list[float]:
+    """When the nemesis killed the endpoint."""
+    return [float(r["t"]) for r in records if r["ev"] == "nemesis" and r["action"] == "kill"]
+
+
+def run_checks(records: list[Record], expectations: Expectations) -> list[Finding]:
+    """Every check over every transaction of the history, in time order."""
+    kills = kill_times(records)
+    findings: list[Finding] = []
+    for tx in transactions(records).values():
+        for check in CHECKS:
+            findings += check(tx, expectations)
+        for check_k in CHECKS_WITH_KILLS:
+            findings += check_k(tx, expectations, kills)
+    return sorted(findings, key=lambda f: (f.t, f.tx, f.invariant))

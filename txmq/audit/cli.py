@@ -1,0 +1,133 @@
+"""``txmq audit``: drive a RocketMQ 5.x endpoint's transactional messages through the official Python
+client under a seeded workload with client-side faults (and, with ``--launch``, crashes of the endpoint),
+then judge what the clients saw against the invariant catalogue.
+
+Example::
+
+    txmq audit 127.0.0.1:8081 --duration 30 --rate 5 --faults heavy --seed 7 --out audit-out \\
+        --launch "txmq serve --store st --topic audit --port 8081 --flush sync"
+
+Writes DIR/history.jsonl, DIR/report.json and DIR/report.png; exit code 1 when a violation was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from txmq.audit import checkers, history, report
+from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
+from txmq.audit.workload import FAULT_LEVELS, make_plan
+from txmq.errors import ConfigError, ToolMissingError
+
+VIOLATION_EXIT = 1
+REACH_TIMEOUT_S = 5
+
+
+def _progress(line: str) -> None:
+    print(f"txmq audit: {line}", file=sys.stderr, flush=True)
+
+
+def _settle_s(args: argparse.Namespace) -> float:
+    """Long enough for a never-deciding transaction to be checked check-max times, plus a margin."""
+    if args.settle is not None:
+        return float(args.settle)
+    return args.transaction_timeout + (args.check_max + 1) * args.check_interval + 10
+
+
+def _validate(args: argparse.Namespace) -> Path:
+    split_endpoint(args.endpoint)
+    for name in ("duration", "rate", "transaction_timeout", "check_interval"):
+        if getattr(args, name) <= 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be positive")
+    if args.producers < 1 or args.consumers < 1 or args.check_max < 1 or args.invisible < 1:
+        raise ConfigError("--producers, --consumers, --check-max and --invisible must be at least 1")
+    if args.settle is not None and args.settle < 0:
+        raise ConfigError("--settle must not be negative")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a directory")
+    return out
+
+
+def _audit(args: argparse.Namespace) -> int:
+    out = _validate(args)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    _progress(f"seed {seed}")
+    plan = make_plan(seed, args.duration, args.rate, args.producers, args.faults)
+    try:
+        from txmq.audit.driver import Driver, DriverSettings
+    except ImportError:
+        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
+                               ) from None
+    out.mkdir(parents=True, exist_ok=True)
+    recorder = history.History()
+    launched = None
+    if args.launch:
+        launched = Launched(args.launch, args.endpoint, recorder, out / "endpoint.log")
+        launched.start()
+    else:
+        wait_reachable(args.endpoint, REACH_TIMEOUT_S)
+    options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
+    options["settle"] = _settle_s(args)
+    header = {"seed": seed, "endpoint": args.endpoint, "options": options,
+              "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
+    settings = DriverSettings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
+                              options["settle"], args.check_max)
+    try:
+        Driver(plan, settings, recorder, launched, _progress).run()
+    finally:
+        if launched is not None:
+            launched.stop()
+        history.write(out / "history.jsonl", header, recorder.records)
+    records = recorder.records
+    expectations = checkers.Expectations(args.expect, args.transaction_timeout, args.check_max)
+    findings = checkers.run_checks(records, expectations)
+    result = report.build(header, records, findings, expectations)
+    report.write_json(out / "report.json", result)
+    plotted = report.plot(out / "report.png", records, findings)
+    print(report.table(result))
+    print(f"\nhistory {out / 'history.jsonl'}, report {out / 'report.json'}"
+          + (f", plot {out / 'report.png'}" if plotted else " (no plot: pip install matplotlib)"))
+    return VIOLATION_EXIT if result["violations"] else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``audit``."""
+    parser = sub.add_parser("audit", help="black-box conformance of a RocketMQ 5.x endpoint's transactions",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("endpoint", metavar="ENDPOINT", help="HOST:PORT of the endpoint (gRPC)")
+    parser.add_argument("--out", required=True, help="directory for history.jsonl, report.json, report.png")
+    parser.add_argument("--duration", type=float, default=30, help="seconds of workload (default 30)")
+    parser.add_argument("--rate", type=float, default=5, help="transactions started per second (default 5)")
+    parser.add_argument("--producers", type=int, default=2, help="producers, one group (default 2)")
+    parser.add_argument("--consumers", type=int, default=2, help="simple consumers, one group (default 2)")
+    parser.add_argument("--seed", type=int, help="seed of the plan (default: a fresh one, printed)")
+    parser.add_argument("--faults", choices=FAULT_LEVELS, default="light",
+                        help="client-side faults, and endpoint kills with --launch (default light)")
+    parser.add_argument("--launch", metavar="CMD",
+                        help="start the endpoint with this command, and kill -9 / restart it at seeded "
+                             "moments; it must listen on ENDPOINT")
+    parser.add_argument("--expect", choices=("strict", "rocketmq"), default="strict",
+                        help="hold the endpoint to strict mode's guarantees, or accept what the catalogue "
+                             "expects of rocketmq mode (default strict)")
+    parser.add_argument("--topic", default="audit",
+                        help="a TRANSACTION topic of the endpoint (default audit)")
+    parser.add_argument("--group", default="audit-consumers",
+                        help="the consumer group (default audit-consumers)")
+    parser.add_argument("--transaction-timeout", type=float, default=6,
+                        help="the endpoint's transaction timeout, seconds (default 6, upstream's)")
+    parser.add_argument("--check-interval", type=float, default=30,
+                        help="the endpoint's check interval, seconds, for the default --settle (default 30)")
+    parser.add_argument("--check-max", type=int, default=15,
+                        help="the endpoint's check limit per transaction (default 15, upstream's)")
+    parser.add_argument("--invisible", type=int, default=10,
+                        help="invisible time of each receive, seconds (default 10)")
+    parser.add_argument("--settle", type=float,
+                        help="seconds to wait after the workload for every transaction to resolve "
+                             "(default: timeout + (check-max + 1) x check interval + 10)")
+    parser.set_defaults(handler=_audit)

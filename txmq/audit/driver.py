@@ -1,0 +1,398 @@
+"""Runs the audit's plan against an endpoint through the official RocketMQ Python client, recording the
+history.
+
+Producers share one table of local transactions (an application's database): whichever producer a check
+reaches answers from it, as any instance of an application would. Checks are answered by this module, not
+by the client's built-in path: the client would send the answer without letting us see when its
+EndTransaction returned, and the linearizability check needs that interval. ``AuditProducer`` therefore
+takes the check command itself and sends the answer with the client's own ``end_transaction``.
+
+Consumers are simple consumers of one group: they receive, and ack unless the plan says to let the
+invisible time lapse on that delivery. After a restart of a launched endpoint the official client re-opens
+its Telemetry stream (the only way checks reach it) only at its next settings sync, minutes later; so the
+driver then starts one more producer, whose stream is new, as an application would scale out.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
+from rocketmq.grpc_protocol import Code, TransactionResolution, TransactionSource
+
+from txmq.audit.checkers import open_transactions
+from txmq.audit.history import History
+from txmq.audit.nemesis import Launched
+from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.errors import BrokerUnavailableError
+
+_RESOLUTIONS = {"COMMIT": TransactionResolution.COMMIT, "ROLLBACK": TransactionResolution.ROLLBACK,
+                "UNKNOWN": TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED}
+_RECEIVE_BATCH = 16
+
+
+@dataclass(frozen=True)
+class DriverSettings:
+    """What the driver needs besides the plan."""
+
+    endpoint: str
+    topic: str
+    group: str
+    consumers: int
+    invisible_s: int  # invisible time asked for on each receive
+    settle_s: float  # how long after the workload the audit waits for things to settle
+    check_max: int  # the endpoint's check limit: a never-deciding transaction is settled at it
+    request_timeout_s: float = 5
+
+
+class _Local:
+    """One local transaction: its plan, decision, checks answered."""
+
+    def __init__(self, planned: PlannedTx) -> None:
+        self.planned = planned
+        self.decision: str | None = None
+        self.checks = 0
+        self.checked = threading.Event()
+
+
+class LocalTransactions:
+    """The application's local transactions, shared by every producer (see the module docstring)."""
+
+    def __init__(self, plan: Plan, history: History) -> None:
+        self.history = history
+        self._lock = threading.Lock()
+        self._txs = {t.name: _Local(t) for t in plan.transactions}
+
+    def decide(self, tx: str, decision: str) -> None:
+        """The local transaction commits or rolls back."""
+        with self._lock:
+            self._txs[tx].decision = decision
+        self.history.add("local", tx=tx, decision=decision)
+
+    def answer(self, tx: str, producer: str) -> str:
+        """Answer a check of ``tx``: the decision if there is one; UNKNOWN otherwise, except that an
+        unknown-then-deciding transaction decides after its first UNKNOWN and a late-after-rollback one
+        reads "no record" as ROLLBACK. A transaction not in the plan (another application's) is UNKNOWN."""
+        decided_now = None
+        with self._lock:
+            local = self._txs.get(tx)
+            if local is None:
+                answer = "UNKNOWN"
+            else:
+                local.checks += 1
+                planned = local.planned
+                if local.decision is not None:
+                    answer = local.decision
+                elif planned.fault is Fault.LATE_AFTER_ROLLBACK:
+                    answer = "ROLLBACK"
+                else:
+                    answer = "UNKNOWN"
+                    if planned.outcome in (Outcome.UNKNOWN_COMMIT, Outcome.UNKNOWN_ROLLBACK):
+                        decided_now = planned.outcome.decision
+        self.history.add("check", tx=tx, producer=producer, answer=answer)
+        if decided_now is not None:
+            self.decide(tx, decided_now)
+        if local is not None:
+            local.checked.set()
+        return answer
+
+    def wait_checked(self, tx: str, stop: threading.Event, timeout_s: float) -> None:
+        """Wait for ``tx``'s first check, until ``stop`` is set or ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        event = self._txs[tx].checked
+        while not event.wait(0.2) and not stop.is_set() and time.monotonic() < deadline:
+            continue
+
+
+class AuditProducer(Producer):
+    """The official producer, answering checks itself so that the answer's call is recorded."""
+
+    def __init__(self, name: str, config: ClientConfiguration, topic: str, local: LocalTransactions,
+                 history: History, answers: ThreadPoolExecutor) -> None:
+        super().__init__(config, (topic,), _NoBuiltInCheck())
+        self.name = name
+        self.local = local
+        self.history = history
+        self.answers = answers
+
+    def on_recover_orphaned_transaction_command(self, endpoints: Any, msg: Any, transaction_id: str) -> None:
+        """Called by the client's stream thread: decode, then answer on the audit's own threads."""
+        message = Message().fromProtobuf(msg)
+        self.answers.submit(self._answer, endpoints, message, transaction_id)
+
+    def _answer(self, endpoints: Any, message: Any, transaction_id: str) -> None:
+        tx = message.body.decode(errors="replace")
+        answer = self.local.answer(tx, self.name)
+        try:
+            with self.history.call("end", tx=tx, action=answer, source="check", producer=self.name):
+                response = self.end_transaction(endpoints, message, transaction_id, _RESOLUTIONS[answer],
+                                                TransactionSource.SOURCE_SERVER_CHECK)
+                if response.status.code != Code.OK:
+                    raise RuntimeError(f"code {response.status.code}: {response.status.message}")
+        except Exception:  # recorded as a failed call; the endpoint checks again
+            pass
+
+
+class _NoBuiltInCheck:
+    """The client requires a checker to begin transactions; ``AuditProducer`` answers checks before the
+    client's built-in path would reach it, so this one is never asked."""
+
+    def check(self, message: Any) -> Any:  # pragma: no cover - unreachable by construction
+        raise AssertionError("AuditProducer answers checks itself")
+
+
+class Driver:
+    """One run of a plan: producers, consumers, the nemesis, and the history they write."""
+
+    def __init__(self, plan: Plan, settings: DriverSettings, history: History,
+                 launched: Launched | None = None, progress: Callable[[str], None] | None = None) -> None:
+        self.plan = plan
+        self.settings = settings
+        self.history = history
+        self.launched = launched
+        self.progress = progress or (lambda line: None)
+        self.local = LocalTransactions(plan, history)
+        self.config = ClientConfiguration(settings.endpoint, Credentials("", ""),
+                                          request_timeout=settings.request_timeout_s)
+        self.answers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="audit-check")
+        self.lifecycles = ThreadPoolExecutor(max_workers=64, thread_name_prefix="audit-tx")
+        self._lock = threading.Lock()
+        self._producers: list[AuditProducer] = []  # one per slot, replaced when the plan closes one
+        self._spares: list[AuditProducer] = []  # started after restarts, and the closed ones
+        self._generation = 0
+        self._consumers: list[Any] = []
+        self.delivered: set[str] = set()  # transactions received and acked at least once
+        self.stop = threading.Event()  # the settle phase ended: waits give up
+        self._consuming = threading.Event()
+
+    # ------------------------------------------------------------------ clients
+    def _start_producer(self, slot: str) -> AuditProducer:
+        with self._lock:
+            self._generation += 1
+            name = f"{slot}.{self._generation}"
+        producer = AuditProducer(name, self.config, self.settings.topic, self.local, self.history,
+                                 self.answers)
+        try:
+            producer.startup()
+        except Exception as exc:
+            self.history.add("error", what="producer start", producer=name, error=str(exc)[:300])
+            raise BrokerUnavailableError(f"cannot start a producer at {self.settings.endpoint}: "
+                                         f"{_one_line(exc)}") from None
+        self.history.add("client", action="start", producer=name)
+        return producer
+
+    def _start_consumer(self, index: int) -> Any:
+        consumer = SimpleConsumer(self.config, self.settings.group,
+                                  {self.settings.topic: FilterExpression("*")}, await_duration=2)
+        try:
+            consumer.startup()
+        except Exception as exc:
+            raise BrokerUnavailableError(f"cannot start a consumer at {self.settings.endpoint}: "
+                                         f"{_one_line(exc)}") from None
+        return consumer
+
+    def _close_producer(self, slot: int) -> None:
+        """The producer-closed fault: shut the slot's producer down and start a replacement."""
+        with self._lock:
+            closing = self._producers[slot]
+        replacement = self._start_producer(f"p{slot}")
+        with self._lock:
+            self._producers[slot] = replacement
+        _shutdown_quietly(closing)
+
+    # ------------------------------------------------------------------ transactions
+    def _end(self, tx: PlannedTx, producer: AuditProducer, transaction: Any, action: str) -> None:
+        try:
+            with self.history.call("end", tx=tx.name, action=action, source="client", producer=producer.name):
+                (transaction.commit if action == "COMMIT" else transaction.rollback)()
+        except Exception:  # recorded; the endpoint checks the transaction instead
+            pass
+
+    def _run_tx(self, tx: PlannedTx) -> None:
+        with self._lock:
+            producer = self._producers[tx.producer]
+        message = Message()
+        message.topic = self.settings.topic
+        message.body = tx.name.encode()
+        try:
+            with self.history.call("send", tx=tx.name, producer=producer.name) as record:
+                transaction = producer.begin_transaction()
+                receipt = producer.send(message, transaction)
+                record["message_id"] = receipt.message_id
+                record["transaction_id"] = receipt.transaction_id
+        except Exception:
+            self.local.decide(tx.name, "ROLLBACK")  # the application saw its send fail and rolls back
+            return
+        decision = tx.outcome.decision
+        if tx.fault is Fault.LATE_AFTER_ROLLBACK:
+            self._late(tx, producer, transaction, "COMMIT", decide_after_check=True)
+            return
+        if not tx.outcome.ends_itself:
+            return  # unknown-then-decide and never-deciding transactions are driven by checks
+        assert decision is not None
+        self.local.decide(tx.name, decision)
+        if tx.fault is Fault.PRODUCER_CLOSED:
+            self.history.add("fault", tx=tx.name, fault=tx.fault.value, producer=producer.name)
+            self._close_producer(tx.producer)
+        elif tx.fault is Fault.WITHHELD:
+            self.history.add("fault", tx=tx.name, fault=tx.fault.value)
+        elif tx.fault is Fault.LATE:
+            self._late(tx, producer, transaction, decision, decide_after_check=False)
+        else:
+            self._end(tx, producer, transaction, decision)
+            if tx.fault is Fault.DUPLICATED:
+                self.history.add("fault", tx=tx.name, fault=tx.fault.value)
+                self._end(tx, producer, transaction, decision)
+
+    def _late(self, tx: PlannedTx, producer: AuditProducer, transaction: Any, action: str,
+              decide_after_check: bool) -> None:
+        """Send the end-transaction only after the first check was answered (or the audit is ending)."""
+        self.local.wait_checked(tx.name, self.stop, self.settings.settle_s)
+        if decide_after_check:
+            self.local.decide(tx.name, action)
+        self.history.add("fault", tx=tx.name, fault=tx.fault.value)
+        self._end(tx, producer, transaction, action)
+
+    # ------------------------------------------------------------------ consumers
+    def _consume(self, index: int) -> None:
+        consumer = self._consumers[index]
+        name = f"c{index}"
+        while self._consuming.is_set():
+            invoked = self.history.now()
+            try:
+                messages = consumer.receive(_RECEIVE_BATCH, self.settings.invisible_s)
+            except Exception as exc:
+                self.history.add("error", what="receive", consumer=name, error=_one_line(exc)[:300])
+                time.sleep(0.2)
+                continue
+            returned = self.history.now()
+            for message in messages:
+                tx = message.body.decode(errors="replace")
+                attempt = message.delivery_attempt
+                self.history.add("deliver", tx=tx, attempt=attempt, message_id=message.message_id,
+                                 consumer=name, invoked=invoked, returned=returned)
+                if self.plan.lapses(tx, attempt):
+                    self.history.add("lapse", tx=tx, attempt=attempt, consumer=name)
+                    continue
+                try:
+                    with self.history.call("ack", tx=tx, attempt=attempt, consumer=name):
+                        consumer.ack(message)
+                except Exception:
+                    continue
+                with self._lock:
+                    self.delivered.add(tx)
+
+    # ------------------------------------------------------------------ the run
+    def _restart_endpoint(self) -> None:
+        assert self.launched is not None
+        try:
+            self.launched.restart()
+            spare = self._start_producer("spare")
+        except BrokerUnavailableError as exc:
+            self.history.add("error", what="restart", error=str(exc))
+            return
+        with self._lock:
+            self._spares.append(spare)
+
+    def _settled(self) -> bool:
+        """Every planned transaction was sent, and none is still open (``checkers.open_transactions``)."""
+        records = self.history.records
+        sends = {r["tx"] for r in records if r["ev"] == "send"}
+        return (len(sends) == len(self.plan.transactions)
+                and not open_transactions(records, self.settings.check_max))
+
+    def _report_progress(self, phase: str, started: float) -> None:
+        records = self.history.records
+        counts = {ev: sum(1 for r in records if r["ev"] == ev) for ev in ("send", "check", "deliver")}
+        with self._lock:
+            delivered = len(self.delivered)
+        self.progress(f"{phase} {time.monotonic() - started:5.1f} s: {counts['send']} sent, "
+                      f"{counts['check']} checks, {counts['deliver']} deliveries "
+                      f"({delivered} transactions acked)")
+
+    def run(self) -> None:
+        """Start the clients, run the plan, settle, and shut everything down."""
+        producers = 1 + max(t.producer for t in self.plan.transactions)
+        self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
+        self._consumers = [self._start_consumer(i) for i in range(self.settings.consumers)]
+        self._consuming.set()
+        consumer_threads = [threading.Thread(target=self._consume, args=(i,), daemon=True)
+                            for i in range(self.settings.consumers)]
+        for thread in consumer_threads:
+            thread.start()
+        try:
+            self._workload()
+            self._settle()
+        finally:
+            self.stop.set()
+            self.lifecycles.shutdown(wait=True)
+            self._consuming.clear()
+            for thread in consumer_threads:
+                thread.join(10)
+            self.answers.shutdown(wait=True)
+            with self._lock:
+                clients = [*self._producers, *self._spares, *self._consumers]
+            for client in clients:
+                _shutdown_quietly(client)
+
+    def _workload(self) -> None:
+        started = time.monotonic()
+        nemesis = None
+        if self.launched is not None and self.plan.kills_at_s:
+            nemesis = threading.Thread(target=self._nemesis, args=(started,), daemon=True)
+            nemesis.start()
+        last_progress = started
+        for tx in self.plan.transactions:
+            delay = tx.at_s - (time.monotonic() - started)
+            if delay > 0:
+                time.sleep(delay)
+            self.lifecycles.submit(self._run_tx, tx)
+            if time.monotonic() - last_progress >= 2:
+                last_progress = time.monotonic()
+                self._report_progress("workload", started)
+        if nemesis is not None:
+            nemesis.join()
+
+    def _nemesis(self, started: float) -> None:
+        """Kill and restart the launched endpoint at the plan's moments, one restart at a time (a kill
+        due while the endpoint is still starting waits for it to be up)."""
+        for kill_at in self.plan.kills_at_s:
+            delay = kill_at - (time.monotonic() - started)
+            if delay > 0:
+                time.sleep(delay)
+            self._restart_endpoint()
+
+    def _settle(self) -> None:
+        started = time.monotonic()
+        last_progress = started
+        while time.monotonic() - started < self.settings.settle_s and not self._settled():
+            time.sleep(0.2)
+            if time.monotonic() - last_progress >= 2:
+                last_progress = time.monotonic()
+                self._report_progress("settling", started)
+        # one more receive round after settling: a duplicate delivery may still be on its way
+        time.sleep(min(3.0, self.settings.settle_s))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _shutdown_quietly(client: Any) -> None:
+    """Shut a client down on a thread of its own, giving up after a few seconds (a dead endpoint can make
+    the client's shutdown wait for its RPC timeouts)."""
+    thread = threading.Thread(target=_shutdown, args=(client,), daemon=True)
+    thread.start()
+    thread.join(10)
+
+
+def _shutdown(client: Any) -> None:
+    try:
+        client.shutdown()
+    except Exception:
+        pass

@@ -1,0 +1,125 @@
+"""The nemesis: the audit starts the endpoint itself (``--launch``), SIGKILLs it at the plan's moments and
+starts it again; without ``--launch`` there is no nemesis and the audit only drives.
+
+The launched process must not outlive the audit: it gets its own process group (so a kill reaches its
+children too), on Linux a parent-death signal (SIGKILL when the audit dies, even by SIGKILL), and
+``stop`` ends it with SIGTERM, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from txmq.audit.history import History
+from txmq.errors import BrokerUnavailableError, ConfigError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: SIGKILL this child when the audit process ends, however it ends."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def split_endpoint(endpoint: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port), or a one-line ConfigError."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"endpoint {endpoint!r}: write HOST:PORT, e.g. 127.0.0.1:8081")
+    return host.strip("[]"), int(port)
+
+
+def wait_reachable(endpoint: str, timeout_s: float) -> None:
+    """Wait until a TCP connection to the endpoint succeeds; BrokerUnavailableError after ``timeout_s``."""
+    host, port = split_endpoint(endpoint)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise BrokerUnavailableError(f"endpoint {endpoint} is unreachable ({exc.strerror or exc})"
+                                             ) from None
+            time.sleep(0.1)
+
+
+class Launched:
+    """The endpoint as a child process started from a command line (``--launch``)."""
+
+    def __init__(self, command: str, endpoint: str, history: History, log: Path,
+                 start_timeout_s: float = 60) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ConfigError("--launch: give the command that starts the endpoint")
+        self.endpoint = endpoint
+        self.history = history
+        self.log = log
+        self.start_timeout_s = start_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.kills = 0
+        # Linux delivers the parent-death signal when the *thread* that forked the child ends, so every
+        # start forks from this one thread, which lives until ``stop``.
+        self._forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-launch")
+
+    def start(self) -> None:
+        """Start the command and wait until the endpoint accepts connections."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.proc = self._forker.submit(self._spawn).result()
+        except OSError as exc:
+            raise ConfigError(f"--launch: cannot run {self.argv[0]!r}: {exc.strerror}") from None
+        self.history.add("nemesis", action="start", pid=self.proc.pid)
+        deadline = time.monotonic() + self.start_timeout_s
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            try:
+                wait_reachable(self.endpoint, 0.5)
+            except BrokerUnavailableError:
+                continue
+            self.history.add("nemesis", action="up")
+            return
+        code = self.proc.poll()
+        self.stop()
+        raise BrokerUnavailableError(
+            f"--launch: the endpoint did not come up at {self.endpoint} "
+            + (f"(it exited with {code}; see {self.log})" if code is not None else
+               f"within {self.start_timeout_s:g} s; see {self.log}"))
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        with open(self.log, "ab") as log:
+            return subprocess.Popen(self.argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
+
+    def kill(self) -> None:
+        """SIGKILL the endpoint (its whole process group) and wait for it."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.kills += 1
+        self.history.add("nemesis", action="kill")
+
+    def restart(self) -> None:
+        """A crash and a restart: SIGKILL, then start again."""
+        self.kill()
+        self.start()
+
+    def stop(self, timeout_s: float = 30) -> None:
+        """End the endpoint: SIGTERM (a clean shutdown), SIGKILL if it does not end in ``timeout_s``."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._forker.shutdown()

@@ -1,0 +1,179 @@
+"""The audit's report: figures from the history, the findings with each one's transaction history, as a
+terminal table, a JSON file and a plot (commit-to-visible latency, checks per transaction, and a timeline
+of faults and anomalies). Files are written to a temporary name and renamed."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from txmq.audit.checkers import Expectations, Finding, Tx, kill_times, transactions
+from txmq.audit.history import Record, at
+from txmq.catalogue import CATALOGUE
+
+# The catalogue entries the audit reads from outside, in the order the table shows them.
+AUDITED = ("NoUncommittedVisible", "CommitMatchesLocal", "RollbackNeverVisible", "SingleResolution",
+           "NoDuplicateReal", "CheckBound", "CheckAfterTimeout", "EventuallyResolved", "EventuallyDelivered")
+SHOWN_ON_TERMINAL = 5  # anomalies printed with their history; the JSON has them all
+
+
+def _percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 6)
+
+
+def commit_to_visible(tx: Tx) -> float | None:
+    """Seconds from the first COMMIT sent (own end or check answer) to the first receive that returned
+    the message; None if either is missing or the message came first (a visibility finding's business)."""
+    commits = [float(e["invoked"]) for e in tx.declared("COMMIT")]
+    if not commits or not tx.deliveries:
+        return None
+    latency = float(tx.deliveries[0]["returned"]) - min(commits)
+    return latency if latency >= 0 else None
+
+
+def figures(records: list[Record], findings: list[Finding], workload_s: float) -> dict[str, Any]:
+    """The run in numbers."""
+    txs = transactions(records)
+    sent = [t for t in txs.values() if t.sent]
+    delivered = [t for t in sent if t.deliveries]
+    latencies = [v for v in (commit_to_visible(t) for t in sent) if v is not None]
+    exactly_once = sum(1 for t in delivered if len(t.deliveries) == 1)
+    redelivered = sum(1 for t in delivered if any(d["attempt"] > 1 for d in t.deliveries))
+    return {
+        "transactions_sent": len(sent),
+        "sends_failed": sum(1 for r in records if r["ev"] == "send" and not r["ok"]),
+        "audited_tx_per_s": round(len(sent) / workload_s, 3) if workload_s > 0 else None,
+        "local_decisions": dict(Counter(r["decision"] for r in records if r["ev"] == "local")),
+        "faults": dict(Counter(r["fault"] for r in records if r["ev"] == "fault")),
+        "endpoint_kills": len(kill_times(records)),
+        "checks": sum(len(t.checks) for t in sent),
+        "checks_per_transaction": {str(k): v for k, v in
+                                   sorted(Counter(len(t.checks) for t in sent).items())},
+        "deliveries": sum(len(t.deliveries) for t in sent),
+        "transactions_delivered": len(delivered),
+        "exactly_once_share": round(exactly_once / len(delivered), 4) if delivered else None,
+        "transactions_redelivered": redelivered,
+        "lapses": sum(1 for r in records if r["ev"] == "lapse"),
+        "commit_to_visible_s": {"p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99),
+                                "max": round(max(latencies), 6) if latencies else None,
+                                "mean": round(statistics.fmean(latencies), 6) if latencies else None},
+    }
+
+
+def describe_record(record: Record) -> str:
+    """One line of a transaction's history."""
+    fields = {k: v for k, v in record.items() if k not in ("ev", "t", "invoked", "returned", "tx")}
+    if "t" in record:
+        when = f"{float(record['t']):9.3f}"
+    else:
+        returned = "lost" if record["returned"] is None else f"{float(record['returned']):.3f}"
+        when = f"{float(record['invoked']):9.3f}..{returned}"
+    return f"{when}  {record['ev']:<8} " + " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
+
+
+def build(header: dict[str, Any], records: list[Record], findings: list[Finding],
+          expectations: Expectations) -> dict[str, Any]:
+    """The JSON report."""
+    txs = transactions(records)
+    rows = []
+    for name in AUDITED:
+        mine = [f for f in findings if f.invariant == name]
+        rows.append({"invariant": name, "violations": sum(not f.expected for f in mine),
+                     "expected": sum(f.expected for f in mine), "meaning": CATALOGUE[name].meaning})
+    violations = sum(not f.expected for f in findings)
+    return {
+        "verdict": "FAIL" if violations else "PASS",
+        "violations": violations,
+        "expected_anomalies": len(findings) - violations,
+        "expect": expectations.expect,
+        "seed": header.get("seed"),
+        "endpoint": header.get("endpoint"),
+        "options": header.get("options", {}),
+        "figures": figures(records, findings, float(header.get("options", {}).get("duration", 0))),
+        "invariants": rows,
+        "anomalies": [dict(f.as_dict(), history=[describe_record(r) for r in sorted(
+            [*_tx_records(txs[f.tx])], key=at)]) for f in findings],
+    }
+
+
+def _tx_records(tx: Tx) -> list[Record]:
+    return [*tx.sends, *tx.ends, *tx.checks, *tx.locals, *tx.deliveries, *tx.acks, *tx.faults]
+
+
+def table(report: dict[str, Any]) -> str:
+    """The report for the terminal."""
+    fig = report["figures"]
+    lat = fig["commit_to_visible_s"]
+    lines = [f"txmq audit of {report['endpoint']} (seed {report['seed']}, expecting {report['expect']}): "
+             f"{report['verdict']}, {report['violations']} violation(s), "
+             f"{report['expected_anomalies']} expected anomalies"
+             "",
+             f"{'invariant':<22} {'violations':>10} {'expected':>9}"]
+    for row in report["invariants"]:
+        lines.append(f"{row['invariant']:<22} {row['violations']:>10} {row['expected']:>9}")
+    lines += [
+        "",
+        f"transactions sent {fig['transactions_sent']} ({fig['audited_tx_per_s']} tx/s, "
+        f"{fig['sends_failed']} sends failed), faults {fig['faults'] or 'none'}, "
+        f"endpoint kills {fig['endpoint_kills']}",
+        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}",
+        f"delivered {fig['transactions_delivered']} transactions in {fig['deliveries']} deliveries: "
+        f"exactly once {fig['exactly_once_share']}, redelivered {fig['transactions_redelivered']}, "
+        f"lapses {fig['lapses']}",
+        f"commit to visible: p50 {lat['p50']} s, p99 {lat['p99']} s, max {lat['max']} s",
+    ]
+    for anomaly in report["anomalies"][:SHOWN_ON_TERMINAL]:
+        lines += ["", f"{anomaly['verdict'].upper()}: {anomaly['invariant']} on {anomaly['tx']}: "
+                      f"{anomaly['detail']}", *("    " + h for h in anomaly["history"])]
+    if len(report["anomalies"]) > SHOWN_ON_TERMINAL:
+        lines += ["", f"... {len(report['anomalies']) - SHOWN_ON_TERMINAL} more in report.json"]
+    return "\n".join(lines)
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """Write the JSON report atomically."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def plot(path: Path, records: list[Record], findings: list[Finding]) -> bool:
+    """Draw the three panels to ``path`` (PNG); False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    txs = transactions(records)
+    latencies = [v for v in (commit_to_visible(t) for t in txs.values()) if v is not None]
+    checks = Counter(len(t.checks) for t in txs.values() if t.sent)
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4))
+    left.hist(latencies or [0.0], bins=30)
+    left.set(title="commit to visible", xlabel="seconds", ylabel="transactions")
+    middle.bar([str(k) for k in sorted(checks)], [checks[k] for k in sorted(checks)])
+    middle.set(title="checks per transaction", xlabel="checks", ylabel="transactions")
+    fault_kinds = sorted({r["fault"] for r in records if r["ev"] == "fault"})
+    for row, kind in enumerate(fault_kinds):
+        times = [float(r["t"]) for r in records if r["ev"] == "fault" and r["fault"] == kind]
+        right.scatter(times, [row] * len(times), marker="|", label=kind)
+    for kill in kill_times(records):
+        right.axvline(kill, color="black", linestyle="--", linewidth=1)
+    right.scatter([f.t for f in findings], [len(fault_kinds)] * len(findings), marker="x", color="red",
+                  label="anomaly")
+    right.set_yticks(range(len(fault_kinds) + 1), [*fault_kinds, "anomalies"])
+    right.set(title="faults (kills dashed) and anomalies", xlabel="seconds since start")
+    figure.tight_layout()
+    partial = path.with_name(f".{path.name}.partial.png")
+    figure.savefig(partial)
+    plt.close(figure)
+    os.replace(partial, path)
+    return True

@@ -1,0 +1,129 @@
+"""The audit's seeded plan: which transactions run when, how their local transactions end, which
+client-side fault each suffers, which deliveries a consumer lets lapse, and when the nemesis strikes.
+
+Everything random is drawn here, from one seed, before anything runs: the same seed gives the same plan
+byte for byte (``Plan.describe``). What the endpoint then does with it (timings, which check arrives when)
+is the history's business, not the plan's.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass
+
+from txmq.errors import ConfigError
+
+
+class Outcome(enum.Enum):
+    """How a transaction's local transaction ends."""
+
+    COMMIT = "commit"  # decides COMMIT at once
+    ROLLBACK = "rollback"  # decides ROLLBACK at once
+    UNKNOWN_COMMIT = "unknown-then-commit"  # answers its first check UNKNOWN, then decides COMMIT
+    UNKNOWN_ROLLBACK = "unknown-then-rollback"  # answers its first check UNKNOWN, then decides ROLLBACK
+    NEVER = "never"  # never decides: every check is answered UNKNOWN
+
+    @property
+    def decision(self) -> str | None:
+        """The decision the local transaction reaches (None: never)."""
+        if self in (Outcome.COMMIT, Outcome.UNKNOWN_COMMIT):
+            return "COMMIT"
+        if self in (Outcome.ROLLBACK, Outcome.UNKNOWN_ROLLBACK):
+            return "ROLLBACK"
+        return None
+
+    @property
+    def ends_itself(self) -> bool:
+        """Whether the producer sends its own end-transaction (decided at once) or leaves it to checks."""
+        return self in (Outcome.COMMIT, Outcome.ROLLBACK)
+
+
+class Fault(enum.Enum):
+    """A client-side fault on one transaction that ends itself."""
+
+    NONE = "none"
+    WITHHELD = "withheld"  # the end-transaction is never sent: the endpoint must check
+    DUPLICATED = "duplicated"  # the end-transaction is sent twice
+    LATE = "late"  # the end-transaction is sent after the first check was answered with the decision
+    # the local transaction commits only after its first check found nothing and answered ROLLBACK (an
+    # application that reads "no record" as "rolled back"); the COMMIT is then sent late
+    LATE_AFTER_ROLLBACK = "late-after-rollback"
+    PRODUCER_CLOSED = "producer-closed"  # the producer closes after the send; another of its group remains
+
+
+FAULT_LEVELS = ("none", "light", "heavy")
+# Share of self-ending transactions given a fault, and number of nemesis kills, per --faults level.
+_FAULT_SHARE = {"none": 0.0, "light": 0.15, "heavy": 0.45}
+_KILLS = {"none": 0, "light": 1, "heavy": 2}
+# Share of first deliveries a consumer lets the invisible time lapse on, per level.
+_LAPSE_SHARE = {"none": 0.0, "light": 0.05, "heavy": 0.15}
+_OUTCOME_WEIGHTS = ((Outcome.COMMIT, 50), (Outcome.ROLLBACK, 20), (Outcome.UNKNOWN_COMMIT, 12),
+                    (Outcome.UNKNOWN_ROLLBACK, 8), (Outcome.NEVER, 10))
+
+
+@dataclass(frozen=True)
+class PlannedTx:
+    """One transaction of the plan; ``name`` is also its message body."""
+
+    name: str
+    at_s: float  # when it starts, from the workload's start
+    producer: int  # index of the producer slot that sends it
+    outcome: Outcome
+    fault: Fault
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole seeded plan of one audit."""
+
+    seed: int
+    transactions: tuple[PlannedTx, ...]
+    kills_at_s: tuple[float, ...]  # nemesis moments (used only with a launched endpoint)
+    lapse_share: float
+
+    def lapses(self, tx: str, attempt: int) -> bool:
+        """Whether a consumer lets the invisible time lapse on this delivery: drawn from the seed, the
+        transaction and the attempt, so it does not depend on which consumer or thread receives it."""
+        if attempt > 1 or not self.lapse_share:
+            return False
+        digest = hashlib.sha256(f"{self.seed}/{tx}/{attempt}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.lapse_share
+
+    def describe(self) -> str:
+        """The plan as canonical JSON: equal for equal seeds and options."""
+        rows = [dict(asdict(t), outcome=t.outcome.value, fault=t.fault.value) for t in self.transactions]
+        return json.dumps({"seed": self.seed, "kills_at_s": list(self.kills_at_s),
+                           "lapse_share": self.lapse_share, "transactions": rows}, sort_keys=True)
+
+
+def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults: str) -> Plan:
+    """The plan for ``duration_s`` seconds at ``rate`` transactions/s over ``producers`` producer slots.
+
+    Faults go only to transactions that end themselves (a fault on an end-transaction needs one). A closed
+    producer needs another producer of its group, so with one producer that fault is not drawn.
+    """
+    if duration_s <= 0 or rate <= 0 or producers < 1:
+        raise ConfigError("--duration and --rate must be positive and --producers at least 1")
+    if faults not in FAULT_LEVELS:
+        raise ConfigError(f"--faults {faults}: choose one of {', '.join(FAULT_LEVELS)}")
+    rng = random.Random(seed)
+    fault_kinds = [f for f in Fault if f is not Fault.NONE
+                   and (producers > 1 or f is not Fault.PRODUCER_CLOSED)]
+    outcomes = [o for o, _ in _OUTCOME_WEIGHTS]
+    weights = [w for _, w in _OUTCOME_WEIGHTS]
+    count = max(1, round(duration_s * rate))
+    transactions = []
+    for n in range(count):
+        outcome = rng.choices(outcomes, weights)[0]
+        fault = Fault.NONE
+        if outcome.ends_itself and rng.random() < _FAULT_SHARE[faults]:
+            fault = rng.choice(fault_kinds)
+            if fault is Fault.LATE_AFTER_ROLLBACK:
+                outcome = Outcome.COMMIT  # the local transaction commits, after the check read "none"
+        transactions.append(PlannedTx(f"audit-{seed}-{n}", round(n / rate, 6), n % producers, outcome,
+                                      fault))
+    kills = sorted(round(rng.uniform(0.2, 0.8) * duration_s, 3) for _ in range(_KILLS[faults]))
+    return Plan(seed, tuple(transactions), tuple(kills), _LAPSE_SHARE[faults])
