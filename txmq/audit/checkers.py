@@ -201,26 +201,24 @@ def check_delivery(tx: Tx, expectations: Expectations, kills: list[float]) -> li
     """EventuallyDelivered (at least once) and NoDuplicateReal, as a consumer group sees them.
 
     EventuallyDelivered: a transaction owed delivery (a COMMIT returned OK, no ROLLBACK sent) was never
-    received. NoDuplicateReal: a client cannot see REAL_PUTs, but it sees a message that was received and
-    acked come again as a *first* attempt (attempt 1): the endpoint holds a second copy. A redelivery after
-    a lapsed invisible time has attempt 2 or more, and one after a restart of the endpoint (an ack whose
-    offset was not yet persisted) is at-least-once delivery, so an endpoint kill between the ack and the
-    new delivery excuses it."""
+    received. NoDuplicateReal: a client cannot see REAL_PUTs, but it sees a message delivered twice as a
+    *first* attempt (attempt 1): the endpoint holds a second copy. A redelivery of the same copy (its
+    invisible time lapsed, or its ack was lost) has attempt 2 or more; only a restart of the endpoint
+    hands out an in-flight or acked-but-unpersisted copy again as attempt 1, so an endpoint kill between
+    the two deliveries excuses them."""
     if tx.owed_delivery and not tx.deliveries:
         commit = min(float(e["invoked"]) for e in tx.declared("COMMIT"))
         return [Finding("EventuallyDelivered", tx.name, commit,
                         "a COMMIT returned OK, and the message never came",
                         _expected("EventuallyDelivered", expectations))]
-    acked = sorted(float(a["returned"]) for a in tx.acks if a["ok"])
-    for delivery in tx.deliveries:
-        if delivery["attempt"] != 1 or not acked:
-            continue
-        received = float(delivery["invoked"])
-        earlier = [a for a in acked if a < received]
-        if earlier and not any(earlier[0] <= k <= float(delivery["returned"]) for k in kills):
-            return [Finding("NoDuplicateReal", tx.name, float(delivery["returned"]),
-                            f"acked at {earlier[0]:.3f} s, then delivered again as attempt 1 "
-                            f"at {float(delivery['returned']):.3f} s: a second copy",
+    firsts = [d for d in tx.deliveries if d["attempt"] == 1]
+    for one, other in zip(firsts, firsts[1:], strict=False):
+        begin, end = float(one["invoked"]), float(other["returned"])
+        if not any(begin <= k <= end for k in kills):
+            return [Finding("NoDuplicateReal", tx.name, end,
+                            f"delivered as attempt 1 by the receive returning at "
+                            f"{float(one['returned']):.3f} s and again by the one returning at {end:.3f} s: "
+                            "a second copy",
                             _expected("NoDuplicateReal", expectations))]
     return []
 

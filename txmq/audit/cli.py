@@ -21,7 +21,7 @@ from typing import Any
 
 from txmq.audit import checkers, history, report
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
-from txmq.audit.workload import FAULT_LEVELS, make_plan
+from txmq.audit.workload import FAULT_LEVELS, fault_kinds, make_plan
 from txmq.errors import ConfigError, ToolMissingError
 
 VIOLATION_EXIT = 1
@@ -58,7 +58,8 @@ def _audit(args: argparse.Namespace) -> int:
     out = _validate(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     _progress(f"seed {seed}")
-    plan = make_plan(seed, args.duration, args.rate, args.producers, args.faults)
+    kinds = fault_kinds(args.fault_kinds) if args.fault_kinds else None
+    plan = make_plan(seed, args.duration, args.rate, args.producers, args.faults, kinds)
     try:
         from txmq.audit.driver import Driver, DriverSettings
     except ImportError:
@@ -109,6 +110,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, help="seed of the plan (default: a fresh one, printed)")
     parser.add_argument("--faults", choices=FAULT_LEVELS, default="light",
                         help="client-side faults, and endpoint kills with --launch (default light)")
+    parser.add_argument("--fault-kinds", metavar="KIND,...",
+                        help="only these client-side faults: withheld, duplicated, late, "
+                             "late-after-rollback, producer-closed (default all)")
     parser.add_argument("--launch", metavar="CMD",
                         help="start the endpoint with this command, and kill -9 / restart it at seeded "
                              "moments; it must listen on ENDPOINT")

@@ -97,12 +97,16 @@ class LocalTransactions:
         self.history.add("check", tx=tx, producer=producer, answer=answer)
         if decided_now is not None:
             self.decide(tx, decided_now)
-        if local is not None:
-            local.checked.set()
         return answer
 
+    def answered(self, tx: str) -> None:
+        """A check answer's end-transaction returned (or failed): late ends may go now."""
+        local = self._txs.get(tx)
+        if local is not None:
+            local.checked.set()
+
     def wait_checked(self, tx: str, stop: threading.Event, timeout_s: float) -> None:
-        """Wait for ``tx``'s first check, until ``stop`` is set or ``timeout_s`` passes."""
+        """Wait until ``tx``'s first check was answered, ``stop`` is set or ``timeout_s`` passes."""
         deadline = time.monotonic() + timeout_s
         event = self._txs[tx].checked
         while not event.wait(0.2) and not stop.is_set() and time.monotonic() < deadline:
@@ -136,6 +140,8 @@ class AuditProducer(Producer):
                     raise RuntimeError(f"code {response.status.code}: {response.status.message}")
         except Exception:  # recorded as a failed call; the endpoint checks again
             pass
+        finally:
+            self.local.answered(tx)
 
 
 class _NoBuiltInCheck:

@@ -99,19 +99,34 @@ class Plan:
                            "lapse_share": self.lapse_share, "transactions": rows}, sort_keys=True)
 
 
-def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults: str) -> Plan:
+def fault_kinds(text: str) -> tuple[Fault, ...]:
+    """``--fault-kinds late,duplicated`` -> the faults; ConfigError for an unknown name."""
+    names = {f.value: f for f in Fault if f is not Fault.NONE}
+    kinds = []
+    for name in (n.strip() for n in text.split(",") if n.strip()):
+        if name not in names:
+            raise ConfigError(f"--fault-kinds {name}: choose among {', '.join(names)}")
+        kinds.append(names[name])
+    if not kinds:
+        raise ConfigError("--fault-kinds: name at least one fault")
+    return tuple(kinds)
+
+
+def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults: str,
+              kinds: tuple[Fault, ...] | None = None) -> Plan:
     """The plan for ``duration_s`` seconds at ``rate`` transactions/s over ``producers`` producer slots.
 
     Faults go only to transactions that end themselves (a fault on an end-transaction needs one). A closed
     producer needs another producer of its group, so with one producer that fault is not drawn.
+    ``kinds`` limits the faults drawn (default: all).
     """
     if duration_s <= 0 or rate <= 0 or producers < 1:
         raise ConfigError("--duration and --rate must be positive and --producers at least 1")
     if faults not in FAULT_LEVELS:
         raise ConfigError(f"--faults {faults}: choose one of {', '.join(FAULT_LEVELS)}")
     rng = random.Random(seed)
-    fault_kinds = [f for f in Fault if f is not Fault.NONE
-                   and (producers > 1 or f is not Fault.PRODUCER_CLOSED)]
+    drawn = [f for f in (kinds or Fault) if f is not Fault.NONE
+             and (producers > 1 or f is not Fault.PRODUCER_CLOSED)]
     outcomes = [o for o, _ in _OUTCOME_WEIGHTS]
     weights = [w for _, w in _OUTCOME_WEIGHTS]
     count = max(1, round(duration_s * rate))
@@ -119,8 +134,8 @@ def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults:
     for n in range(count):
         outcome = rng.choices(outcomes, weights)[0]
         fault = Fault.NONE
-        if outcome.ends_itself and rng.random() < _FAULT_SHARE[faults]:
-            fault = rng.choice(fault_kinds)
+        if outcome.ends_itself and drawn and rng.random() < _FAULT_SHARE[faults]:
+            fault = rng.choice(drawn)
             if fault is Fault.LATE_AFTER_ROLLBACK:
                 outcome = Outcome.COMMIT  # the local transaction commits, after the check read "none"
         transactions.append(PlannedTx(f"audit-{seed}-{n}", round(n / rate, 6), n % producers, outcome,
