@@ -157,7 +157,8 @@ def plot(path: Path, records: list[Record], findings: list[Finding]) -> bool:
     latencies = [v for v in (commit_to_visible(t) for t in txs.values()) if v is not None]
     checks = Counter(len(t.checks) for t in txs.values() if t.sent)
     figure, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 4))
-    left.hist(latencies or [0.0], bins=30)
+    spread = max(latencies) - min(latencies) if latencies else 0.0
+    left.hist(latencies or [0.0], bins=30 if spread > 1e-3 else 1)  # (nearly) equal values: one bin
     left.set(title="commit to visible", xlabel="seconds", ylabel="transactions")
     middle.bar([str(k) for k in sorted(checks)], [checks[k] for k in sorted(checks)])
     middle.set(title="checks per transaction", xlabel="checks", ylabel="transactions")

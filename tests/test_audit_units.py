@@ -1,0 +1,235 @@
+"""``txmq audit``'s libraries without an endpoint: the seeded plan, the history file, each checker on a
+hand-built history (each must fire on its anomaly and stay quiet on the correct history), the report,
+and the CLI's one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from txmq.audit import checkers, history, report
+from txmq.audit.checkers import Expectations
+from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
+from txmq.audit.workload import Fault, Outcome, fault_kinds, make_plan
+from txmq.catalogue import CATALOGUE
+from txmq.cli import main
+from txmq.errors import BrokerUnavailableError, ConfigError, TraceError
+
+STRICT = Expectations("strict", transaction_timeout_s=1.0, check_max=3)
+ROCKETMQ = Expectations("rocketmq", transaction_timeout_s=1.0, check_max=3)
+
+
+# ----------------------------------------------------------------------------- a tiny history builder
+def send(tx: str, at: float = 0.0, ok: bool = True) -> dict[str, Any]:
+    return {"ev": "send", "tx": tx, "producer": "p0.1", "invoked": at, "returned": at + 0.01 if ok else None,
+            "ok": ok}
+
+
+def end(tx: str, action: str, at: float, source: str = "client", ok: bool = True) -> dict[str, Any]:
+    return {"ev": "end", "tx": tx, "action": action, "source": source, "producer": "p0.1", "invoked": at,
+            "returned": at + 0.01 if ok else None, "ok": ok}
+
+
+def check(tx: str, at: float, answer: str) -> dict[str, Any]:
+    return {"ev": "check", "tx": tx, "producer": "p0.1", "answer": answer, "t": at}
+
+
+def deliver(tx: str, at: float, attempt: int = 1) -> dict[str, Any]:
+    return {"ev": "deliver", "tx": tx, "attempt": attempt, "consumer": "c0", "message_id": "m",
+            "invoked": at - 0.5, "returned": at}
+
+
+def local(tx: str, at: float, decision: str) -> dict[str, Any]:
+    return {"ev": "local", "tx": tx, "decision": decision, "t": at}
+
+
+def kill(at: float) -> dict[str, Any]:
+    return {"ev": "nemesis", "action": "kill", "t": at}
+
+
+def names(records: list[dict[str, Any]], expectations: Expectations = STRICT) -> list[tuple[str, bool]]:
+    return [(f.invariant, f.expected) for f in checkers.run_checks(records, expectations)]
+
+
+# ----------------------------------------------------------------------------- the plan
+def test_the_plan_is_a_function_of_the_seed() -> None:
+    one = make_plan(11, 20, 5, 3, "heavy").describe()
+    assert one == make_plan(11, 20, 5, 3, "heavy").describe()
+    assert one != make_plan(12, 20, 5, 3, "heavy").describe()
+    plan = make_plan(11, 20, 5, 3, "heavy")
+    assert len(plan.transactions) == 100 and len(plan.kills_at_s) == 2
+    assert {t.producer for t in plan.transactions} == {0, 1, 2}
+    assert all(t.fault is Fault.NONE or t.outcome.ends_itself for t in plan.transactions)
+    assert [plan.lapses(t.name, 1) for t in plan.transactions] == \
+        [make_plan(11, 20, 5, 3, "heavy").lapses(t.name, 1) for t in plan.transactions]
+    assert not any(plan.lapses(t.name, 2) for t in plan.transactions)
+
+
+def test_fault_levels_and_kinds() -> None:
+    quiet = make_plan(1, 20, 5, 2, "none")
+    assert all(t.fault is Fault.NONE for t in quiet.transactions) and not quiet.kills_at_s
+    assert not any(quiet.lapses(t.name, 1) for t in quiet.transactions)
+    alone = make_plan(1, 40, 5, 1, "heavy")
+    assert Fault.PRODUCER_CLOSED not in {t.fault for t in alone.transactions}
+    late = make_plan(1, 40, 5, 2, "heavy", fault_kinds("late, late-after-rollback"))
+    drawn = {t.fault for t in late.transactions} - {Fault.NONE}
+    assert drawn == {Fault.LATE, Fault.LATE_AFTER_ROLLBACK}
+    assert all(t.outcome is Outcome.COMMIT for t in late.transactions if t.fault is Fault.LATE_AFTER_ROLLBACK)
+
+
+@pytest.mark.parametrize(("call", "says"), [
+    (lambda: make_plan(1, 0, 5, 1, "none"), "--duration"),
+    (lambda: make_plan(1, 5, 5, 1, "wild"), "--faults wild"),
+    (lambda: fault_kinds("late,nope"), "--fault-kinds nope"),
+    (lambda: fault_kinds(" , "), "at least one"),
+    (lambda: split_endpoint("localhost"), "HOST:PORT"),
+])
+def test_bad_plans_and_endpoints_are_config_errors(call: Any, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        call()
+
+
+# ----------------------------------------------------------------------------- the history
+def test_history_round_trip_is_atomic_and_ordered(tmp_path: Path) -> None:
+    recorder = history.History()
+    with recorder.call("send", tx="a") as record:
+        record["message_id"] = "m1"
+    with pytest.raises(RuntimeError), recorder.call("end", tx="a", action="COMMIT"):
+        raise RuntimeError("endpoint down")
+    recorder.add("check", tx="a", answer="UNKNOWN")
+    path = tmp_path / "out" / "history.jsonl"
+    history.write(path, {"seed": 3}, recorder.records)
+    header, records = history.read(path)
+    assert header["seed"] == 3 and header["format"] == history.FORMAT
+    assert [r["ev"] for r in records] == ["send", "end", "check"]
+    assert records[1]["returned"] is None and not records[1]["ok"] and "endpoint down" in records[1]["error"]
+    assert records[0]["message_id"] == "m1" and records[0]["ok"]
+    assert [p.name for p in path.parent.iterdir()] == ["history.jsonl"]  # no partial file left
+
+
+def test_reading_something_else_is_a_trace_error(tmp_path: Path) -> None:
+    other = tmp_path / "x.jsonl"
+    other.write_text('{"format": "something"}\n')
+    with pytest.raises(TraceError, match="not a txmq audit history"):
+        history.read(other)
+    with pytest.raises(TraceError, match="cannot read"):
+        history.read(tmp_path / "missing.jsonl")
+
+
+# ----------------------------------------------------------------------------- the checkers
+def test_a_correct_history_has_no_finding() -> None:
+    records = [
+        send("c"), local("c", 0.01, "COMMIT"), end("c", "COMMIT", 0.02), deliver("c", 0.1),
+        send("r"), local("r", 0.01, "ROLLBACK"), end("r", "ROLLBACK", 0.02),
+        send("w"), local("w", 0.01, "COMMIT"), check("w", 1.5, "COMMIT"), end("w", "COMMIT", 1.5, "check"),
+        deliver("w", 1.6),
+        send("n"), *(check("n", 1.5 + i, "UNKNOWN") for i in range(3)),
+        send("f", ok=False), local("f", 0.02, "ROLLBACK"),
+    ]
+    assert names(records) == []
+    assert checkers.open_transactions(records, check_max=3) == []
+
+
+@pytest.mark.parametrize(("records", "invariant"), [
+    ([send("a"), deliver("a", 0.05), end("a", "COMMIT", 0.2)], "NoUncommittedVisible"),
+    ([send("a"), deliver("a", 0.5)], "CommitMatchesLocal"),
+    ([send("a"), end("a", "ROLLBACK", 0.1), deliver("a", 0.5)], "RollbackNeverVisible"),
+    ([send("a", ok=False), local("a", 0.02, "ROLLBACK"), deliver("a", 0.5)], "RollbackNeverVisible"),
+    ([send("a"), check("a", 0.4, "UNKNOWN"), *(check("a", 2 + i, "UNKNOWN") for i in range(2))],
+     "CheckAfterTimeout"),
+    ([send("a"), *(check("a", 2 + i, "UNKNOWN") for i in range(4))], "CheckBound"),
+    ([send("a"), check("a", 2, "UNKNOWN")], "EventuallyResolved"),
+    ([send("a"), end("a", "COMMIT", 0.1)], "EventuallyDelivered"),
+])
+def test_each_checker_names_its_anomaly(records: list[dict[str, Any]], invariant: str) -> None:
+    assert names(records) == [(invariant, False)]
+    assert invariant in CATALOGUE
+
+
+def test_a_second_first_attempt_is_a_second_copy_unless_the_endpoint_was_killed() -> None:
+    base = [send("a"), end("a", "COMMIT", 0.1), deliver("a", 0.3)]
+    assert names([*base, deliver("a", 2.0, attempt=2)]) == []  # a redelivery of the same copy
+    assert names([*base, deliver("a", 2.0)]) == [("NoDuplicateReal", False)]
+    assert names([*base, deliver("a", 2.0)], ROCKETMQ) == [("NoDuplicateReal", True)]
+    assert names([*base, kill(1.0), deliver("a", 2.0)]) == []
+
+
+def test_a_commit_after_a_rollback_is_not_linearizable() -> None:
+    records = [send("a"), local("a", 0.01, "COMMIT"), check("a", 1.5, "ROLLBACK"),
+               end("a", "ROLLBACK", 1.5, "check"), end("a", "COMMIT", 1.6), deliver("a", 2.0)]
+    assert names(records) == [("SingleResolution", False)]
+    assert names(records, ROCKETMQ) == [("SingleResolution", True)]
+    # the same ends, overlapping in time: either may have won, so a delivery is no anomaly
+    overlapping = [send("a"), end("a", "ROLLBACK", 1.5, "check"), end("a", "COMMIT", 1.505),
+                   deliver("a", 2.0)]
+    assert names(overlapping) == []
+    # a lost ROLLBACK (its call failed) may never have arrived
+    lost = [send("a"), end("a", "ROLLBACK", 1.5, "check", ok=False), end("a", "COMMIT", 1.6),
+            deliver("a", 2.0)]
+    assert names(lost) == []
+
+
+def test_check_bound_after_a_crash_is_expected_only_of_rocketmq() -> None:
+    records = [send("a"), check("a", 2, "UNKNOWN"), kill(2.5),
+               *(check("a", 3 + i, "UNKNOWN") for i in range(3))]
+    assert names(records) == [("CheckBound", False)]
+    assert names(records, ROCKETMQ) == [("CheckBound", True)]
+    both_modes = [send("a"), *(check("a", 2 + i, "UNKNOWN") for i in range(4))]
+    assert names(both_modes, ROCKETMQ) == [("CheckBound", False)]
+
+
+# ----------------------------------------------------------------------------- the report
+def test_the_report_shows_each_anomaly_with_its_history(tmp_path: Path) -> None:
+    records = [send("a"), end("a", "COMMIT", 0.1), deliver("a", 0.3), deliver("a", 2.0),
+               send("b"), local("b", 0.01, "COMMIT"), end("b", "COMMIT", 0.2), deliver("b", 0.4),
+               {"ev": "fault", "tx": "b", "fault": "duplicated", "t": 0.25},
+               kill(3.0)]
+    findings = checkers.run_checks(records, STRICT)
+    header = {"seed": 5, "endpoint": "h:1", "options": {"duration": 2}}
+    built = report.build(header, records, findings, STRICT)
+    assert built["verdict"] == "FAIL" and built["violations"] == 1
+    (anomaly,) = built["anomalies"]
+    assert anomaly["invariant"] == "NoDuplicateReal" and len(anomaly["history"]) == 4
+    assert built["figures"]["transactions_delivered"] == 2 and built["figures"]["exactly_once_share"] == 0.5
+    assert built["figures"]["faults"] == {"duplicated": 1} and built["figures"]["endpoint_kills"] == 1
+    text = report.table(built)
+    assert "FAIL" in text and "VIOLATION: NoDuplicateReal on a" in text and "seed 5" in text
+    report.write_json(tmp_path / "report.json", built)
+    assert json.loads((tmp_path / "report.json").read_text())["verdict"] == "FAIL"
+    assert report.plot(tmp_path / "report.png", records, findings)
+    assert (tmp_path / "report.png").stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.png"]
+
+
+# ----------------------------------------------------------------------------- the command
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (["nohost"], 3, "HOST:PORT"),
+    (["127.0.0.1:1", "--rate", "0"], 3, "--rate must be positive"),
+    (["127.0.0.1:1", "--consumers", "0"], 3, "at least 1"),
+    (["127.0.0.1:1", "--fault-kinds", "gremlins"], 3, "--fault-kinds gremlins"),
+    (["127.0.0.1:1"], 8, "unreachable"),
+    (["127.0.0.1:1", "--launch", "/no/such/endpoint-binary"], 3, "cannot run"),
+])
+def test_mistakes_are_one_line_errors(args: list[str], code: int, says: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", *args, "--out", str(tmp_path / "out"), "--seed", "1"]) == code
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("txmq audit:")]
+    assert len(err) == 1 and says in err[0]
+
+
+def test_an_out_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f").write_text("")
+    assert main(["audit", "127.0.0.1:1", "--out", str(tmp_path / "f")]) == 3
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_launched_endpoint_that_exits_is_reported(tmp_path: Path) -> None:
+    launched = Launched("sh -c 'exit 4'", "127.0.0.1:1", history.History(), tmp_path / "endpoint.log",
+                        start_timeout_s=10)
+    with pytest.raises(BrokerUnavailableError, match="exited with 4"):
+        launched.start()
+    with pytest.raises(BrokerUnavailableError, match="unreachable"):
+        wait_reachable("127.0.0.1:1", 0.2)
