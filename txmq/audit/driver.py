@@ -8,9 +8,10 @@ EndTransaction returned, and the linearizability check needs that interval. ``Au
 takes the check command itself and sends the answer with the client's own ``end_transaction``.
 
 Consumers are simple consumers of one group: they receive, and ack unless the plan says to let the
-invisible time lapse on that delivery. After a restart of a launched endpoint the official client re-opens
-its Telemetry stream (the only way checks reach it) only at its next settings sync, minutes later; so the
-driver then starts one more producer, whose stream is new, as an application would scale out.
+invisible time lapse on that delivery. After a restart of a launched endpoint the official client
+reconnects only when gRPC's reconnect backoff lets it (seconds to minutes), and re-opens its Telemetry
+stream (the only way checks reach it) only at its next settings sync, minutes later; so the driver then
+starts fresh producers and consumers, as an application's health check would.
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ class Driver:
         self.lifecycles = ThreadPoolExecutor(max_workers=64, thread_name_prefix="audit-tx")
         self._lock = threading.Lock()
         self._producers: list[AuditProducer] = []  # one per slot, replaced when the plan closes one
-        self._spares: list[AuditProducer] = []  # started after restarts, and the closed ones
+        self._spares: list[AuditProducer] = []  # replaced ones, kept for their transactions in flight
         self._generation = 0
         self._consumers: list[Any] = []
         self.delivered: set[str] = set()  # transactions received and acked at least once
@@ -192,7 +193,7 @@ class Driver:
         self.history.add("client", action="start", producer=name)
         return producer
 
-    def _start_consumer(self, index: int) -> Any:
+    def _start_consumer(self) -> Any:
         consumer = SimpleConsumer(self.config, self.settings.group,
                                   {self.settings.topic: FilterExpression("*")}, await_duration=2)
         try:
@@ -266,9 +267,10 @@ class Driver:
 
     # ------------------------------------------------------------------ consumers
     def _consume(self, index: int) -> None:
-        consumer = self._consumers[index]
         name = f"c{index}"
         while self._consuming.is_set():
+            with self._lock:
+                consumer = self._consumers[index]
             invoked = self.history.now()
             try:
                 messages = consumer.receive(_RECEIVE_BATCH, self.settings.invisible_s)
@@ -295,15 +297,22 @@ class Driver:
 
     # ------------------------------------------------------------------ the run
     def _restart_endpoint(self) -> None:
+        """Kill and restart the endpoint, then give every slot fresh clients (see the module docstring);
+        the old producers are kept for the transactions they have in flight."""
         assert self.launched is not None
         try:
             self.launched.restart()
-            spare = self._start_producer("spare")
+            producers = [self._start_producer(f"p{slot}") for slot in range(len(self._producers))]
+            consumers = [self._start_consumer() for _ in self._consumers]
         except BrokerUnavailableError as exc:
             self.history.add("error", what="restart", error=str(exc))
             return
         with self._lock:
-            self._spares.append(spare)
+            self._spares += self._producers
+            self._producers = producers
+            old_consumers, self._consumers = self._consumers, consumers
+        for consumer in old_consumers:
+            _shutdown_quietly(consumer)
 
     def _settled(self) -> bool:
         """Every planned transaction was sent, and none is still open (``checkers.open_transactions``)."""
@@ -325,7 +334,7 @@ class Driver:
         """Start the clients, run the plan, settle, and shut everything down."""
         producers = 1 + max(t.producer for t in self.plan.transactions)
         self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
-        self._consumers = [self._start_consumer(i) for i in range(self.settings.consumers)]
+        self._consumers = [self._start_consumer() for _ in range(self.settings.consumers)]
         self._consuming.set()
         consumer_threads = [threading.Thread(target=self._consume, args=(i,), daemon=True)
                             for i in range(self.settings.consumers)]

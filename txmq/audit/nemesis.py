@@ -3,7 +3,10 @@ starts it again; without ``--launch`` there is no nemesis and the audit only dri
 
 The launched process must not outlive the audit: it gets its own process group (so a kill reaches its
 children too), on Linux a parent-death signal (SIGKILL when the audit dies, even by SIGKILL), and
-``stop`` ends it with SIGTERM, then SIGKILL.
+``stop`` ends it with SIGTERM, then SIGKILL. The signal is set by a tiny launcher (this module run as
+``python -m txmq.audit.nemesis CMD...``, which sets it and execs the command), not by a ``preexec_fn``:
+that would make Python fork instead of vfork, and the fork handlers of the client's gRPC, running in
+the child beside the audit's gRPC threads, can abort it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,10 +29,15 @@ from txmq.errors import BrokerUnavailableError, ConfigError
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: SIGKILL this child when the audit process ends, however it ends."""
+def _exec_dying_with_parent(argv: list[str]) -> None:  # pragma: no cover - runs in the launcher process
+    """Linux: have this process SIGKILLed when the audit ends, however it ends; then become ``argv``."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        print(f"--launch: cannot run {argv[0]!r}: {exc.strerror}", file=sys.stderr)
+        sys.exit(127)
 
 
 def split_endpoint(endpoint: str) -> tuple[str, int]:
@@ -62,6 +71,8 @@ class Launched:
         self.argv = shlex.split(command)
         if not self.argv:
             raise ConfigError("--launch: give the command that starts the endpoint")
+        if shutil.which(self.argv[0]) is None:
+            raise ConfigError(f"--launch: cannot run {self.argv[0]!r}: no such program")
         self.endpoint = endpoint
         self.history = history
         self.log = log
@@ -75,10 +86,7 @@ class Launched:
     def start(self) -> None:
         """Start the command and wait until the endpoint accepts connections."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.proc = self._forker.submit(self._spawn).result()
-        except OSError as exc:
-            raise ConfigError(f"--launch: cannot run {self.argv[0]!r}: {exc.strerror}") from None
+        self.proc = self._forker.submit(self._spawn).result()
         self.history.add("nemesis", action="start", pid=self.proc.pid)
         deadline = time.monotonic() + self.start_timeout_s
         while self.proc.poll() is None and time.monotonic() < deadline:
@@ -97,8 +105,8 @@ class Launched:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         with open(self.log, "ab") as log:
-            return subprocess.Popen(self.argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, preexec_fn=_die_with_parent)
+            return subprocess.Popen([sys.executable, "-m", "txmq.audit.nemesis", *self.argv], stdout=log,
+                                    stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def kill(self) -> None:
         """SIGKILL the endpoint (its whole process group) and wait for it."""
@@ -123,3 +131,7 @@ class Launched:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._forker.shutdown()
+
+
+if __name__ == "__main__":  # pragma: no cover - the launcher, see the module docstring
+    _exec_dying_with_parent(sys.argv[1:])

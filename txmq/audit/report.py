@@ -61,6 +61,7 @@ def figures(records: list[Record], findings: list[Finding], workload_s: float) -
         "exactly_once_share": round(exactly_once / len(delivered), 4) if delivered else None,
         "transactions_redelivered": redelivered,
         "lapses": sum(1 for r in records if r["ev"] == "lapse"),
+        "receive_errors": sum(1 for r in records if r["ev"] == "error" and r["what"] == "receive"),
         "commit_to_visible_s": {"p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99),
                                 "max": round(max(latencies), 6) if latencies else None,
                                 "mean": round(statistics.fmean(latencies), 6) if latencies else None},
@@ -126,7 +127,7 @@ def table(report: dict[str, Any]) -> str:
         f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}",
         f"delivered {fig['transactions_delivered']} transactions in {fig['deliveries']} deliveries: "
         f"exactly once {fig['exactly_once_share']}, redelivered {fig['transactions_redelivered']}, "
-        f"lapses {fig['lapses']}",
+        f"lapses {fig['lapses']}, receive errors {fig['receive_errors']}",
         f"commit to visible: p50 {lat['p50']} s, p99 {lat['p99']} s, max {lat['max']} s",
     ]
     for anomaly in report["anomalies"][:SHOWN_ON_TERMINAL]:

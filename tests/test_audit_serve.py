@@ -1,0 +1,134 @@
+"""``txmq audit`` against ``txmq serve`` on loopback: the verdicts of issue #14.
+
+- strict mode, heavy client-side faults and the nemesis (two SIGKILLs and restarts): no violation;
+- rocketmq mode with late end-transactions: the documented anomalies, named and expected (a duplicate
+  delivery after a late commit: NoDuplicateReal; a commit after a rollback: SingleResolution), and the
+  same history held to strict mode fails;
+- deliberately broken endpoints, caught by the right checker: one that checks before the transaction
+  timeout and past check-max (CheckAfterTimeout, CheckBound), one that never checks (EventuallyResolved).
+
+Broker settings are test-sized (1 s transaction timeout, 0.5 s check interval, 3 checks) and every run is
+bounded: a few seconds of workload, a settle phase that ends as soon as nothing is open, a hard timeout
+on the audit process. The audit runs as a process of its own, as a user runs it (under coverage when the
+tests are).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servekit import ROOT, ServerProcess, _python_command
+
+from txmq.audit import checkers, history
+
+AUDIT_TIMEOUT_S = 240
+SMALL_BROKER = ["--broker", "transaction_timeout_ms=1000", "--broker", "check_interval_ms=500",
+                "--broker", "check_max=3", "--broker", "op_batch_interval_ms=100",
+                "--proxy", "min_invisible_ms_for_receive=1000"]
+SMALL_AUDIT = ["--transaction-timeout", "1", "--check-interval", "0.5", "--check-max", "3",
+               "--invisible", "2"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def audit(endpoint: str, out: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """Run ``txmq audit``; returns its exit code, report.json and stdout."""
+    done = subprocess.run([*_python_command(), "-m", "txmq.cli", "audit", endpoint, "--out", str(out), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=AUDIT_TIMEOUT_S)
+    assert (out / "report.json").exists(), done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    return done.returncode, report, done.stdout
+
+
+def anomalies(report: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(a["invariant"], a["verdict"]) for a in report["anomalies"]}
+
+
+def test_strict_mode_with_heavy_faults_and_the_nemesis_has_no_violation(tmp_path: Path) -> None:
+    port = _free_port()
+    endpoint = f"127.0.0.1:{port}"
+    serve = [*_python_command(), "-m", "txmq.cli", "serve", "--store", str(tmp_path / "store"), "--topic",
+             "audit", "--port", str(port), "--flush", "sync", "--mode", "strict", *SMALL_BROKER]
+    code, report, stdout = audit(endpoint, tmp_path / "out", "--duration", "8", "--rate", "4", "--seed", "5",
+                                 "--faults", "heavy", "--producers", "2", "--launch", shlex.join(serve),
+                                 *SMALL_AUDIT)
+    assert code == 0, stdout
+    assert report["verdict"] == "PASS" and report["anomalies"] == [], stdout
+    figures = report["figures"]
+    assert figures["endpoint_kills"] == 2 and figures["transactions_sent"] > 10
+    assert figures["faults"] and figures["transactions_delivered"] > 0 and figures["checks"] > 0
+    assert "seed 5" in stdout and "PASS" in stdout
+    header, records = history.read(tmp_path / "out" / "history.jsonl")
+    assert header["seed"] == 5
+    assert {"send", "end", "check", "deliver", "ack", "nemesis"} <= {r["ev"] for r in records}
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
+        ["endpoint.log", "history.jsonl", "report.json", "report.png"]
+    # every endpoint process the audit launched is gone
+    for pid in (r["pid"] for r in records if r["ev"] == "nemesis" and r["action"] == "start"):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_rocketmq_mode_late_ends_show_the_documented_anomalies(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "store", "--topic", "audit", "--mode", "rocketmq", *SMALL_BROKER)
+    try:
+        code, report, stdout = audit(server.endpoint, tmp_path / "out", "--duration", "6", "--rate", "3",
+                                     "--seed", "20", "--faults", "heavy",
+                                     "--fault-kinds", "late,late-after-rollback", "--expect", "rocketmq",
+                                     *SMALL_AUDIT)
+    finally:
+        server.terminate()
+    expected = "expected in rocketmq mode"
+    assert code == 0, stdout
+    assert {("NoDuplicateReal", expected), ("SingleResolution", expected)} <= anomalies(report), stdout
+    assert report["violations"] == 0 and "EXPECTED IN ROCKETMQ MODE" in stdout
+    late_commits = [a for a in report["anomalies"] if a["invariant"] == "SingleResolution"]
+    assert all(any("ROLLBACK" in line for line in a["history"]) for a in late_commits)
+    # the same history held to strict mode's guarantees fails on exactly those anomalies
+    _, records = history.read(tmp_path / "out" / "history.jsonl")
+    strict = checkers.run_checks(records, checkers.Expectations("strict", 1, 3))
+    assert strict and not any(f.expected for f in strict)
+    assert {f.invariant for f in strict} == {a["invariant"] for a in report["anomalies"]}
+
+
+def test_an_endpoint_that_checks_too_early_and_too_often_is_caught(tmp_path: Path) -> None:
+    """The endpoint checks after 0.1 s, up to 6 times; the audit is told 2 s and 3 checks."""
+    server = ServerProcess(tmp_path / "store", "--topic", "audit", "--broker", "transaction_timeout_ms=100",
+                           "--broker", "check_interval_ms=300", "--broker", "check_max=6",
+                           "--proxy", "min_invisible_ms_for_receive=1000")
+    try:
+        code, report, stdout = audit(server.endpoint, tmp_path / "out", "--duration", "3", "--rate", "3",
+                                     "--seed", "3", "--faults", "none", "--transaction-timeout", "2",
+                                     "--check-max", "3", "--check-interval", "0.3", "--settle", "6",
+                                     "--invisible", "2")
+    finally:
+        server.terminate()
+    assert code == 1 and report["verdict"] == "FAIL", stdout
+    assert {("CheckAfterTimeout", "violation"), ("CheckBound", "violation")} <= anomalies(report)
+    assert not {"NoUncommittedVisible", "RollbackNeverVisible", "CommitMatchesLocal"} & \
+        {a["invariant"] for a in report["anomalies"]}
+
+
+def test_an_endpoint_that_never_checks_is_caught(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "store", "--topic", "audit", "--broker", "check_interval_ms=3600000",
+                           "--proxy", "min_invisible_ms_for_receive=1000")
+    try:
+        code, report, stdout = audit(server.endpoint, tmp_path / "out", "--duration", "3", "--rate", "3",
+                                     "--seed", "4", "--faults", "light", "--fault-kinds", "withheld",
+                                     "--settle", "4", *SMALL_AUDIT)
+    finally:
+        server.terminate()
+    assert code == 1, stdout
+    assert {a["invariant"] for a in report["anomalies"]} == {"EventuallyResolved"}
+    assert all("stuck" in a["detail"] for a in report["anomalies"])
