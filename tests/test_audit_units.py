@@ -128,6 +128,9 @@ def test_a_correct_history_has_no_finding() -> None:
         deliver("w", 1.6),
         send("n"), *(check("n", 1.5 + i, "UNKNOWN") for i in range(3)),
         send("f", ok=False), local("f", 0.02, "ROLLBACK"),
+        # answers too slow: the endpoint gave up after check-max checks and refused the late COMMIT
+        send("s"), check("s", 1.5, "UNKNOWN"), local("s", 1.5, "COMMIT"), check("s", 2.0, "COMMIT"),
+        check("s", 2.5, "COMMIT"), end("s", "COMMIT", 3.0, "check"),
     ]
     assert names(records) == []
     assert checkers.open_transactions(records, check_max=3) == []

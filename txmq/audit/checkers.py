@@ -70,16 +70,13 @@ class Tx:
     def rolled_back_locally(self) -> bool:
         return any(r["decision"] == "ROLLBACK" for r in self.locals)
 
-    @property
-    def owed_delivery(self) -> bool:
-        """A COMMIT returned OK and no ROLLBACK was ever sent: the message must come. (With both sent,
-        which one wins is the linearizability check's business.)"""
-        return self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
-
-    @property
-    def discarded(self) -> bool:
-        """Checked at least check-max times and never answered: the endpoint gave up on it (as it should)."""
-        return bool(self.checks) and all(c["answer"] == "UNKNOWN" for c in self.checks)
+    def owed_delivery(self, check_max: int) -> bool:
+        """A COMMIT returned OK, no ROLLBACK was ever sent, and the endpoint cannot have given up on the
+        transaction: the message must come. (With both decisions sent, which one wins is the
+        linearizability check's business. After check-max checks the endpoint may discard the half before
+        a slow answer's COMMIT arrives, and then refuses it, rightly; the client cannot tell.)"""
+        return (self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
+                and len(self.checks) < check_max)
 
 
 def transactions(records: Iterable[Record]) -> dict[str, Tx]:
@@ -102,11 +99,9 @@ def transactions(records: Iterable[Record]) -> dict[str, Tx]:
 def is_resolved(tx: Tx, check_max: int) -> bool:
     """Client-side reading of EventuallyResolved's "ends with an END_TX OK or a DISCARD": its message was
     delivered, or a ROLLBACK reached the endpoint (returned OK), or it was checked ``check_max`` times
-    without an answer (the endpoint discards it). A send that failed with nothing seen after it is
-    resolved too: whether its half exists cannot be told from outside."""
-    if tx.deliveries or tx.acknowledged("ROLLBACK"):
-        return True
-    if tx.discarded and len(tx.checks) >= check_max:
+    (the endpoint may discard it). A send that failed with nothing seen after it is resolved too: whether
+    its half exists cannot be told from outside."""
+    if tx.deliveries or tx.acknowledged("ROLLBACK") or len(tx.checks) >= check_max:
         return True
     return not tx.sent and not tx.checks
 
@@ -115,7 +110,7 @@ def open_transactions(records: Iterable[Record], check_max: int) -> list[str]:
     """Transactions still waiting for something (resolution or an owed delivery): the audit's settle phase
     ends early when there are none."""
     return [t.name for t in transactions(records).values()
-            if not is_resolved(t, check_max) or (t.owed_delivery and not t.deliveries)]
+            if not is_resolved(t, check_max) or (t.owed_delivery(check_max) and not t.deliveries)]
 
 
 @dataclass(frozen=True)
@@ -200,13 +195,13 @@ def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list
 def check_delivery(tx: Tx, expectations: Expectations, kills: list[float]) -> list[Finding]:
     """EventuallyDelivered (at least once) and NoDuplicateReal, as a consumer group sees them.
 
-    EventuallyDelivered: a transaction owed delivery (a COMMIT returned OK, no ROLLBACK sent) was never
-    received. NoDuplicateReal: a client cannot see REAL_PUTs, but it sees a message delivered twice as a
-    *first* attempt (attempt 1): the endpoint holds a second copy. A redelivery of the same copy (its
+    EventuallyDelivered: a transaction owed delivery (``Tx.owed_delivery``) was never received.
+    NoDuplicateReal: a client cannot see REAL_PUTs, but it sees a message delivered twice as a *first*
+    attempt (attempt 1): the endpoint holds a second copy. A redelivery of the same copy (its
     invisible time lapsed, or its ack was lost) has attempt 2 or more; only a restart of the endpoint
     hands out an in-flight or acked-but-unpersisted copy again as attempt 1, so an endpoint kill between
     the two deliveries excuses them."""
-    if tx.owed_delivery and not tx.deliveries:
+    if tx.owed_delivery(expectations.check_max) and not tx.deliveries:
         commit = min(float(e["invoked"]) for e in tx.declared("COMMIT"))
         return [Finding("EventuallyDelivered", tx.name, commit,
                         "a COMMIT returned OK, and the message never came",
@@ -227,7 +222,7 @@ def check_resolved(tx: Tx, expectations: Expectations) -> list[Finding]:
     """EventuallyResolved by the audit's deadline (see ``is_resolved``); an unresolved one is stuck. A
     transaction owed delivery and not delivered is reported once, as EventuallyDelivered: from outside,
     a commit not applied and a commit applied but never delivered look the same."""
-    if is_resolved(tx, expectations.check_max) or tx.owed_delivery:
+    if is_resolved(tx, expectations.check_max) or tx.owed_delivery(expectations.check_max):
         return []
     answers = Counter(c["answer"] for c in tx.checks)
     return [Finding("EventuallyResolved", tx.name, tx.born,

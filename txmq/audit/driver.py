@@ -166,7 +166,8 @@ class Driver:
         self.local = LocalTransactions(plan, history)
         self.config = ClientConfiguration(settings.endpoint, Credentials("", ""),
                                           request_timeout=settings.request_timeout_s)
-        self.answers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="audit-check")
+        # check answers are synchronous calls; a backlog here makes answers late and the endpoint give up
+        self.answers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="audit-check")
         self.lifecycles = ThreadPoolExecutor(max_workers=64, thread_name_prefix="audit-tx")
         self._lock = threading.Lock()
         self._producers: list[AuditProducer] = []  # one per slot, replaced when the plan closes one

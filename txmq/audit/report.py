@@ -38,10 +38,15 @@ def commit_to_visible(tx: Tx) -> float | None:
     return latency if latency >= 0 else None
 
 
-def figures(records: list[Record], findings: list[Finding], workload_s: float) -> dict[str, Any]:
-    """The run in numbers."""
+def figures(records: list[Record]) -> dict[str, Any]:
+    """The run in numbers. The audit's throughput is transactions sent per second between the first send's
+    invocation and the last send's return (the plan's rate is a ceiling, not a measurement)."""
     txs = transactions(records)
     sent = [t for t in txs.values() if t.sent]
+    sends = [r for r in records if r["ev"] == "send" and r["ok"]]
+    span = 0.0
+    if sends:
+        span = max(float(r["returned"]) for r in sends) - min(float(r["invoked"]) for r in sends)
     delivered = [t for t in sent if t.deliveries]
     latencies = [v for v in (commit_to_visible(t) for t in sent) if v is not None]
     exactly_once = sum(1 for t in delivered if len(t.deliveries) == 1)
@@ -49,7 +54,7 @@ def figures(records: list[Record], findings: list[Finding], workload_s: float) -
     return {
         "transactions_sent": len(sent),
         "sends_failed": sum(1 for r in records if r["ev"] == "send" and not r["ok"]),
-        "audited_tx_per_s": round(len(sent) / workload_s, 3) if workload_s > 0 else None,
+        "audited_tx_per_s": round(len(sent) / span, 3) if span > 0 else None,
         "local_decisions": dict(Counter(r["decision"] for r in records if r["ev"] == "local")),
         "faults": dict(Counter(r["fault"] for r in records if r["ev"] == "fault")),
         "endpoint_kills": len(kill_times(records)),
@@ -97,7 +102,7 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         "seed": header.get("seed"),
         "endpoint": header.get("endpoint"),
         "options": header.get("options", {}),
-        "figures": figures(records, findings, float(header.get("options", {}).get("duration", 0))),
+        "figures": figures(records),
         "invariants": rows,
         "anomalies": [dict(f.as_dict(), history=[describe_record(r) for r in sorted(
             [*_tx_records(txs[f.tx])], key=at)]) for f in findings],
