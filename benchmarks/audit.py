@@ -72,6 +72,8 @@ def main() -> None:
     print(f"txmq audit against txmq serve:    {rate:8,.0f} tx/s  ({figures['transactions_sent']:,} sent, "
           f"{figures['transactions_delivered']:,} delivered, verdict {report['verdict']})")
     print(f"ratio audit / plain:              {rate / plain_rate:8.3f}")
+    print(f"audit first deliveries:           {figures['delivered_tx_per_s']:8,.0f} tx/s (its consumers lag "
+          "its open-loop producers)")
     latency = figures["commit_to_visible_s"]
     print(f"audit commit-to-visible: p50 {latency['p50']} s, p99 {latency['p99']} s")
 

@@ -38,15 +38,19 @@ def commit_to_visible(tx: Tx) -> float | None:
     return latency if latency >= 0 else None
 
 
+def _rate(count: int, times: list[float]) -> float | None:
+    """``count`` per second over the span of ``times``."""
+    span = max(times) - min(times) if times else 0.0
+    return round(count / span, 3) if span > 0 else None
+
+
 def figures(records: list[Record]) -> dict[str, Any]:
-    """The run in numbers. The audit's throughput is transactions sent per second between the first send's
-    invocation and the last send's return (the plan's rate is a ceiling, not a measurement)."""
+    """The run in numbers. Throughputs are measured, not planned (the plan's rate is a ceiling):
+    transactions sent per second from the first send's invocation to the last send's return, and
+    transactions first delivered per second from the first such delivery to the last."""
     txs = transactions(records)
     sent = [t for t in txs.values() if t.sent]
     sends = [r for r in records if r["ev"] == "send" and r["ok"]]
-    span = 0.0
-    if sends:
-        span = max(float(r["returned"]) for r in sends) - min(float(r["invoked"]) for r in sends)
     delivered = [t for t in sent if t.deliveries]
     latencies = [v for v in (commit_to_visible(t) for t in sent) if v is not None]
     exactly_once = sum(1 for t in delivered if len(t.deliveries) == 1)
@@ -54,7 +58,8 @@ def figures(records: list[Record]) -> dict[str, Any]:
     return {
         "transactions_sent": len(sent),
         "sends_failed": sum(1 for r in records if r["ev"] == "send" and not r["ok"]),
-        "audited_tx_per_s": round(len(sent) / span, 3) if span > 0 else None,
+        "audited_tx_per_s": _rate(len(sent), [float(r[k]) for r in sends for k in ("invoked", "returned")]),
+        "delivered_tx_per_s": _rate(len(delivered), [float(t.deliveries[0]["returned"]) for t in delivered]),
         "local_decisions": dict(Counter(r["decision"] for r in records if r["ev"] == "local")),
         "faults": dict(Counter(r["fault"] for r in records if r["ev"] == "fault")),
         "endpoint_kills": len(kill_times(records)),
