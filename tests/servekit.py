@@ -61,11 +61,10 @@ class ServerProcess:
     """``txmq serve`` on 127.0.0.1 and a free port (or a given one, to restart on the same port)."""
 
     def __init__(self, store: Path, *args: str, port: int = 0, trace: Path | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, program: tuple[str, ...] = ("-m", "txmq.cli", "serve")) -> None:
         self.store = store
         self.trace = trace
-        command = [*_python_command(), "-m", "txmq.cli", "serve", "--store", str(store), "--port", str(port),
-                   *args]
+        command = [*_python_command(), *program, "--store", str(store), "--port", str(port), *args]
         if trace is not None:
             command += ["--trace", str(trace)]
         self.log = log or store.with_name(store.name + ".server.log")

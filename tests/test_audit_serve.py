@@ -132,3 +132,16 @@ def test_an_endpoint_that_never_checks_is_caught(tmp_path: Path) -> None:
     assert code == 1, stdout
     assert {a["invariant"] for a in report["anomalies"]} == {"EventuallyResolved"}
     assert all("stuck" in a["detail"] for a in report["anomalies"])
+
+
+def test_an_endpoint_that_delivers_before_the_commit_is_caught(tmp_path: Path) -> None:
+    leaky = (str(Path(__file__).with_name("leaky_serve.py")),)
+    server = ServerProcess(tmp_path / "store", "--topic", "audit", *SMALL_BROKER, program=leaky)
+    try:
+        code, report, stdout = audit(server.endpoint, tmp_path / "out", "--duration", "3", "--rate", "3",
+                                     "--seed", "2", "--faults", "none", "--settle", "5", *SMALL_AUDIT)
+    finally:
+        server.terminate()
+    assert code == 1, stdout
+    found = anomalies(report)
+    assert {("NoUncommittedVisible", "violation"), ("RollbackNeverVisible", "violation")} <= found, stdout
