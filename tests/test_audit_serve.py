@@ -145,3 +145,17 @@ def test_an_endpoint_that_delivers_before_the_commit_is_caught(tmp_path: Path) -
     assert code == 1, stdout
     found = anomalies(report)
     assert {("NoUncommittedVisible", "violation"), ("RollbackNeverVisible", "violation")} <= found, stdout
+
+
+def test_nothing_audited_is_no_pass(tmp_path: Path) -> None:
+    """A topic the endpoint does not have: every send fails, and the audit says so instead of passing."""
+    server = ServerProcess(tmp_path / "store", "--topic", "audit")
+    try:
+        done = subprocess.run([*_python_command(), "-m", "txmq.cli", "audit", server.endpoint, "--topic",
+                               "nope", "--out", str(tmp_path / "out"), "--duration", "5", "--seed", "1"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=AUDIT_TIMEOUT_S)
+    finally:
+        server.terminate()
+    errors = [line for line in done.stderr.splitlines() if line.startswith("txmq: error")]
+    assert done.returncode == 8 and len(errors) == 1 and "no transaction could be sent" in errors[0]
+    assert (tmp_path / "out" / "history.jsonl").exists() and not (tmp_path / "out" / "report.json").exists()
