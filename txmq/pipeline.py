@@ -1,4 +1,5 @@
-"""``txmq run``: the main job — simulate, validate with Spark, model-check the spec, one summary.
+"""``txmq run``: the main job — simulate, validate with Spark, model-check the spec, validate a trace of
+the same workload with TLC, one summary.
 
 Each step reports as it goes; a step whose tool is missing (Java, TLC) says how to get it and the
 run continues, so a fresh machine still gets every result it can.
@@ -16,6 +17,9 @@ from txmq.errors import ConfigError, ToolMissingError
 from txmq.sim.cli import add_workload_arguments, run_simulation, summary_lines
 
 DEFAULT_TRANSACTIONS = 50_000
+# TLC validates a trace of this many transactions of the same workload (seed, mode, faults, knobs): the
+# main trace is too long for TLC within the job's minutes.
+DEFAULT_TLC_TRANSACTIONS = 1_000
 
 
 def _say(text: str) -> None:
@@ -42,15 +46,14 @@ def _model_check() -> tuple[str, int]:
     """Model-check the CI-sized spec models when TLC is available; say how to get it when not."""
     from txmq.tla.jar import find_jar
     from txmq.tla.manifest import load_manifest, select
-    from txmq.tla.runner import find_java, probe
+    from txmq.tla.runner import describe_tlc
     from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 
     try:
         jar = find_jar()
-        version = probe(find_java(), jar).version
+        _say(describe_tlc(jar))
     except ToolMissingError as exc:  # a job that could not model-check did not do its job
         return f"TLA+ model checking: not run: {exc}", exc.exit_code
-    _say(f"TLC: {version} ({jar})")
     entries = select(load_manifest(default_spec_dir()), [], False)
 
     def show(report: ModelReport) -> None:
@@ -66,6 +69,29 @@ def _model_check() -> tuple[str, int]:
     return line, 1 if unexpected else 0
 
 
+def _tlc_trace(args: argparse.Namespace, out_dir: Path) -> tuple[str, int]:
+    """Simulate a smaller trace of the same workload and have TLC check it is a behaviour of the spec."""
+    from txmq.tla.suite import default_spec_dir
+    from txmq.tla.trace_validation import validate
+    from txmq.trace.reader import read_events
+
+    small = argparse.Namespace(**{**vars(args), "transactions": min(args.tlc_transactions, args.transactions),
+                                  "no_progress": True})
+    trace = out_dir / "tlc-trace.parquet"
+    run_simulation(small, trace)
+    header, events = read_events(trace)
+    try:
+        outcome = validate(header.mode, header.config, events, spec_dir=default_spec_dir())
+    except ToolMissingError as exc:
+        return f"TLC trace validation: not run: {exc}", exc.exit_code
+    seconds = outcome.result.duration_s or 0.0
+    if outcome.accepted:
+        return (f"TLC trace validation: a {small.transactions:,}-transaction trace of the same workload is a "
+                f"behaviour of TxMQ ({len(outcome.steps):,} steps, {seconds:.1f} s)"), 0
+    return (f"TLC trace validation: REJECTED at step {outcome.explained + 1} of {len(outcome.steps):,}: "
+            f"{outcome.first_unexplained}; run `txmq spec validate-trace {trace}` for the spec's state"), 1
+
+
 def _run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
     try:
@@ -74,14 +100,14 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out-dir {out_dir}: cannot create it ({exc.strerror})") from exc
     trace = out_dir / "trace.parquet"
     started = time.perf_counter()
-    _say(f"1/3 simulating into {trace}")
+    _say(f"1/4 simulating into {trace}")
     result = run_simulation(args, trace)
     summary = summary_lines(result)
     status = 0
     if args.skip_spark:
         summary.append("Spark validation: skipped (--skip-spark)")
     else:
-        _say("2/3 validating the trace with Spark")
+        _say("2/4 validating the trace with Spark")
         try:
             line, code = _validate(trace, out_dir, args.master)
             summary.append(line)
@@ -92,8 +118,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.skip_spec:
         summary.append("TLA+ model checking: skipped (--skip-spec)")
     else:
-        _say("3/3 model-checking the spec with TLC")
+        _say("3/4 model-checking the spec with TLC")
         line, code = _model_check()
+        summary.append(line)
+        status = max(status, code)
+    if args.tlc_transactions <= 0:
+        summary.append("TLC trace validation: skipped (--tlc-transactions 0)")
+    else:
+        _say("4/4 validating a trace of the same workload with TLC")
+        line, code = _tlc_trace(args, out_dir)
         summary.append(line)
         status = max(status, code)
     print()
@@ -112,5 +145,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="where the trace and reports go (default txmq-out)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--skip-spark", action="store_true", help="do not run the Spark validation")
-    parser.add_argument("--skip-spec", action="store_true", help="do not run TLC")
+    parser.add_argument("--skip-spec", action="store_true", help="do not model-check the spec")
+    parser.add_argument("--tlc-transactions", type=int, default=DEFAULT_TLC_TRANSACTIONS,
+                        help="TLC validates a trace of this many transactions of the same workload "
+                        f"(default {DEFAULT_TLC_TRANSACTIONS:,}; 0 skips it)")
     parser.set_defaults(handler=_run)

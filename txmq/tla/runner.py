@@ -74,6 +74,13 @@ def probe(java: str, jar: Path) -> TlcFeatures:
     )
 
 
+def describe_tlc(jar: Path | None = None) -> str:
+    """``TLC: <TLC's version line> (<jar>)``: every report starts with it, saying which TLC gave the
+    verdict."""
+    jar = jar or find_jar()
+    return f"TLC: {probe(find_java(), jar).version} ({jar})"
+
+
 def worker_count(workers: str, features: TlcFeatures) -> str:
     """``workers`` as this jar takes it: ``auto`` becomes the core count where the jar lacks it; anything
     but ``auto`` or a positive whole number is a ``ConfigError``."""
@@ -93,6 +100,7 @@ def tlc_command(
     *,
     workers: str = "auto",
     check_deadlock: bool = False,
+    coverage: bool = False,
     features: TlcFeatures | None = None,
 ) -> list[str]:
     """The command line for one run (``-deadlock`` turns deadlock checking *off*)."""
@@ -115,6 +123,8 @@ def tlc_command(
     ]
     if known.no_generate_spec_te:
         command.append("-noGenerateSpecTE")
+    if coverage:  # per-action coverage at the end (and every 60 minutes on a long run)
+        command += ["-coverage", "60"]
     command += ["-config", str(config)]
     if not check_deadlock:
         command.append("-deadlock")
@@ -130,8 +140,10 @@ def run_tlc(
     java: str | None = None,
     workers: str = "auto",
     check_deadlock: bool = False,
+    coverage: bool = False,
 ) -> TlcResult:
-    """Model-check ``module`` with ``config`` and return the parsed result, with wall-clock duration."""
+    """Model-check ``module`` with ``config`` and return the parsed result, with wall-clock duration
+    (and, with ``coverage``, the distinct states each action found)."""
     module = module.resolve()
     config = config.resolve()
     for path in (module, config):
@@ -141,7 +153,8 @@ def run_tlc(
     java = java or find_java()
     with tempfile.TemporaryDirectory(prefix="txmq-tlc-") as tmp:
         command = tlc_command(
-            java, jar, module, config, Path(tmp) / "states", workers=workers, check_deadlock=check_deadlock
+            java, jar, module, config, Path(tmp) / "states", workers=workers, check_deadlock=check_deadlock,
+            coverage=coverage,
         )
         started = time.monotonic()
         completed = subprocess.run(
