@@ -577,7 +577,7 @@ TypeOK ==
     /\ said \in [Txns -> SUBSET Actions]
     /\ ownEndDone \in [Txns -> BOOLEAN]
     /\ alive \in [Producers -> BOOLEAN]
-    /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in 0..CheckMax
+    /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
     /\ covered \subseteq 1..Len(half)
     /\ Range(opBuf) \subseteq 1..Len(half)

@@ -160,9 +160,9 @@ def test_a_passing_strict_model_that_skips_an_invariant_is_drift(spec_copy: Path
 
 def test_a_control_expecting_an_unknown_or_unchecked_invariant_is_drift(spec_copy: Path) -> None:
     _edit(spec_copy / "models.json", '"violates CheckBound"', '"violates CheckBounds"')
-    _edit(spec_copy / "models" / "rocketmq_duplicate_commit.cfg", "    NoDuplicateReal\n", "")
+    _edit(spec_copy / "models" / "rocketmq_duplicate_commit.cfg", "    SingleResolution\n", "")
     assert drift(spec_copy) == [
-        "rocketmq_duplicate_commit: expected to violate NoDuplicateReal, which "
+        "rocketmq_duplicate_commit: expected to violate SingleResolution, which "
         "models/rocketmq_duplicate_commit.cfg does not check",
         "rocketmq_checkpoint_regression: expected to violate CheckBounds, not a spec invariant of the "
         "catalogue",
