@@ -42,19 +42,24 @@ TimelySends == \A t \in Txns : sent'[t] # sent[t] => now <= SendBy
 \* all be in flight at once and strict_checkmax15 would not fit a CI run.
 AtMostOneInFlight == Cardinality(net) <= 1
 
+\* A producer sends its own END_TX before its half is old enough to be checked.
+TimelyOwnEnd == \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => Age(m.off) <= TimeoutT
+
 \* #2117: the Op batcher (3 s) and the network are fast next to the check interval (30 s), and the
 \* local transaction ends before the timeout: the check service examines a half only once every Op is
 \* flushed and every message delivered, and a producer sends its own END_TX only while young.
 FastBatcherAndNetwork ==
     /\ (cursor' > cursor) => (opBuf = << >> /\ net = {})
-    /\ \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => Age(m.off) <= TimeoutT
+    /\ TimelyOwnEnd
 
 \* ... and the crash persists the checkpoint first (a clean-ish stop), so that the only cause left for a
 \* duplicate is the Op entry the crash lost.
 CrashKeepsCheckpoint == crashes' > crashes => cursor' = cursor
 
-\* A crash happens only when no Op entry is buffered: every resolution has reached the Op queue.
-CrashAfterFlush == crashes' > crashes => opBuf = << >>
+\* A crash happens only when no Op entry is buffered and no message is in flight: every resolution has
+\* reached the Op queue, and no answer to a check of a renewed copy (which no Op record covers) waits.
+\* Without the quiet network, strict without its durable rollback marker applies a second ROLLBACK.
+CrashWhenQuiet == crashes' > crashes => opBuf = << >> /\ net = {}
 
 \* #8158 / #2694: the local transaction is slower than the timeout: checks are answered while its
 \* outcome is still unknown, and the producer's own END_TX leaves after the check answer was applied.

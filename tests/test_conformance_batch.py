@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from test_conformance_trace import SPEC, Listener
-from tlc_tools import JAR, needs_tlc
+from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.broker import Broker
 from txmq.client.message import LocalTransactionState, Message
@@ -45,6 +45,7 @@ def _simulate_and_validate(seed: int, mode: str, directory: Path) -> Validation:
     workload = Workload().with_overrides(transactions=TRANSACTIONS, **FAULT_PRESETS[faults])
     simulate(workload, seed, BrokerConfig(mode=mode), out=out)
     header, events = read_events(out)
+    count_tlc("traces")
     return validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR, explain_rejection=False)
 
 
@@ -119,6 +120,7 @@ def test_sixteenth_check_is_rejected_at_its_renewal(mode: str, tmp_path: Path) -
     config, events = unknown_forever_trace(mode, tmp_path)
     renewals = [e for e in events if e["event"] == "HALF_RENEW"]
     assert [e["check_count"] for e in renewals] == list(range(1, config.check_max + 1))
+    count_tlc("traces", 2)
     honest = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR)
     assert honest.accepted, honest.first_unexplained
     # Instead of discarding after the 15th check, the broker renews the half for a 16th.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tlc_tools import needs_tlc
+from tlc_tools import count_tlc, needs_tlc
 
 from txmq.broker import Broker
 from txmq.cli import main
@@ -249,6 +249,7 @@ def test_what_the_spec_cannot_take_is_refused_at_its_event(
 
 # ----------------------------------------------------------------------------- with TLC
 def _validate(mode: str, config: BrokerConfig, events: Events, **kw: Any) -> Validation:
+    count_tlc("traces")
     return validate(mode, config.as_dict(), events, spec_dir=SPEC, **kw)
 
 

@@ -32,7 +32,7 @@ def reports(request: pytest.FixtureRequest) -> dict[str, ModelReport]:
     before = sorted(p.name for p in SPEC.rglob("*"))
     done = check_models(CI, jar=JAR, workers="2", coverage=True)
     assert sorted(p.name for p in SPEC.rglob("*")) == before, "TLC wrote into spec/"
-    count_tlc(request.config, "models", len(done))
+    count_tlc("models", len(done))
     return {report.entry.name: report for report in done}
 
 

@@ -42,9 +42,9 @@ def require_tlc(item: pytest.Item) -> None:
 
 
 # What TLC checked in this session (models, mutants, traces), printed at the end of the run.
-TLC_CHECKED = pytest.StashKey[Counter[str]]()
+TLC_CHECKED: Counter[str] = Counter()
 
 
-def count_tlc(config: pytest.Config, what: str, n: int = 1) -> None:
+def count_tlc(what: str, n: int = 1) -> None:
     """Record that TLC checked ``n`` more of ``what`` (``models``, ``mutants`` or ``traces``)."""
-    config.stash.setdefault(TLC_CHECKED, Counter())[what] += n
+    TLC_CHECKED[what] += n

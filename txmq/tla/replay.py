@@ -78,17 +78,26 @@ def _net(state: Mapping[str, str], half: list[dict[str, str]]) -> list[dict[str,
 def _changed(name: str, before: Mapping[str, str], after: Mapping[str, str]) -> str:
     """The transaction (or producer) whose entry of the function ``name`` the step changed."""
     old, new = _function(before[name]), _function(after[name])
-    (changed,) = [key for key in new if new[key] != old.get(key)]
-    return changed
+    changed = [key for key in new if new[key] != old.get(key)]
+    if len(changed) != 1:
+        raise ConfigError(f"cannot tell which transaction a step changed: {name} changed for "
+                          f"{changed or 'none'}")
+    return changed[0]
 
 
 # ----------------------------------------------------------------------------- derivation
+# TxMQ.tla's zero-arity wrappers (they give coverage a name per kind of step) and the action each wraps.
+_WRAPPED = {"DeliverSome": "Deliver", "DuplicateSome": "DeliverDup", "LoseSome": "Lose",
+            "FlushSome": "FlushOps", "CrashSome": "CrashRestart"}
+
+
 def _step(action: str, before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:
     """The broker-level step for one spec step (``before`` and ``after`` are full states).
 
     Arguments are read off what the step changed, since TLC releases differ in whether they print an
     action's arguments."""
     name = action.partition("(")[0]
+    name = _WRAPPED.get(name, name)
     half = _records(after["half"])
     if name in ("SendHalf", "ResendHalf"):
         return {"op": "send_half", "txn": _changed("sent", before, after)}

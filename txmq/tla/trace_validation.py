@@ -72,7 +72,12 @@ class Validation:
 
     @property
     def first_unexplained(self) -> Step | None:
-        return None if self.accepted else self.steps[self.explained]
+        """The first step the spec cannot take, or rather, when that is a hidden step (placed just in time
+        for the event after it), the event it was placed for: that event is what the spec cannot explain."""
+        if self.accepted:
+            return None
+        later = (step for step in self.steps[self.explained:] if step.source is not None)
+        return next(later, self.steps[self.explained])
 
 
 def _run(work: Path, module: str, cfg: str, jar: Path, total: int,
