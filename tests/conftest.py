@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from brokerkit import MODES, START_MS, Env, EnvFactory
-from tlc_tools import require_tlc
+from tlc_tools import TLC_CHECKED, require_tlc
 
 from txmq.broker import Broker
 from txmq.clock import ManualClock
@@ -49,3 +49,15 @@ def mode(request: pytest.FixtureRequest) -> str:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tests marked ``needs_tlc`` skip without TLC, or fail under CI=true (see ``tlc_tools``)."""
     require_tlc(item)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line saying what TLC checked, so that a green run shows it was not vacuous."""
+    checked = TLC_CHECKED
+    if checked:
+        terminalreporter.write_line(
+            f"TLC checked {checked['models']} models, {checked['mutants']} mutants, "
+            f"{checked['traces']} traces"
+        )
+    else:
+        terminalreporter.write_line("TLC checked nothing in this run")

@@ -69,10 +69,11 @@ def spec_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     spec.mkdir()
     (spec / "M.tla").write_text("---- MODULE M ----\n====\n", encoding="utf-8")
     entries = []
+    (spec / "models").mkdir()
     for name, (output, code, fields) in MODELS.items():
-        (spec / f"{name}.cfg").write_text("", encoding="utf-8")
-        (spec / f"{name}.cfg.replay").write_text(f"{DATA / output}\n{code}\n", encoding="utf-8")
-        entries.append({"name": name, "module": "M.tla", "config": f"{name}.cfg", "ci": True, **fields})
+        (spec / "models" / f"{name}.cfg").write_text("", encoding="utf-8")
+        (spec / "models" / f"{name}.cfg.replay").write_text(f"{DATA / output}\n{code}\n", encoding="utf-8")
+        entries.append({"name": name, "module": "M.tla", "ci": True, **fields})
     (spec / "models.json").write_text(json.dumps({"models": entries}), encoding="utf-8")
     java_home = tmp_path / "jdk"
     (java_home / "bin").mkdir(parents=True)
@@ -116,7 +117,7 @@ def test_command_line_given_to_tlc(spec_dir: Path, capsys: pytest.CaptureFixture
     assert args[0] == "-XX:+UseParallelGC" and args[1].startswith("-Djava.io.tmpdir=")
     assert args[2:5] == ["-cp", str(spec_dir.parent / "tla2tools.jar"), "tlc2.TLC"]
     assert args[args.index("-workers") + 1] == "2"
-    assert args[args.index("-config") + 1] == str(spec_dir / "good.cfg")
+    assert args[args.index("-config") + 1] == str(spec_dir / "models" / "good.cfg")
     assert {"-tool", "-cleanup", "-deadlock"} <= set(args)
     assert not Path(args[args.index("-metadir") + 1]).is_relative_to(spec_dir)
     assert args[-1] == "M.tla"
