@@ -56,7 +56,8 @@ def _ask(java: str, jar: Path, option: list[str]) -> str:
     comes first when that variable is set, and is not TLC speaking)."""
     done = proc.run([java, "-cp", str(jar), "tlc2.TLC", *option], stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, timeout=60)
-    return "".join(line for line in done.stdout.splitlines(keepends=True) if not line.startswith("Picked up "))
+    lines = done.stdout.splitlines(keepends=True)
+    return "".join(line for line in lines if not line.startswith("Picked up "))
 
 
 @functools.cache

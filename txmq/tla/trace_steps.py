@@ -27,8 +27,8 @@ from typing import Any
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
 from txmq.trace import schema as ev
-from txmq.transaction.immunity import scanner_immunity_ms
 from txmq.transaction.end_transaction import rejection_threshold_ms
+from txmq.transaction.immunity import scanner_immunity_ms
 
 _ACTS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
 NO_PRODUCER = "nobody"
