@@ -30,6 +30,7 @@ for arg in "$@"; do
   if [ "$prev" = "-config" ]; then cfg="$arg"; fi
   prev="$arg"
 done
+if [ -n "$JAVA_TOOL_OPTIONS" ]; then echo "Picked up JAVA_TOOL_OPTIONS: $JAVA_TOOL_OPTIONS"; fi
 if [ -z "$cfg" ]; then
   if [ "$TXMQ_FAKE_TLC" = "current" ]; then
     echo "TLC2 Version 2026.04.29.170100 (rev: cc6b616)"
@@ -136,6 +137,17 @@ def test_options_follow_what_the_jar_accepts(
         assert workers == "auto" and "-noGenerateSpecTE" in args
     else:
         assert workers.isdigit() and "-noGenerateSpecTE" not in args
+
+
+def test_the_jvm_note_about_java_tool_options_is_not_taken_for_tlc(
+    spec_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The JVM prints "Picked up JAVA_TOOL_OPTIONS: ..." before TLC's version line when that variable is set.
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx1g")
+    monkeypatch.setenv("TXMQ_FAKE_TLC", "2.15")
+    assert run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir))[0] == 0
+    (args,) = java_calls(spec_dir)
+    assert "-noGenerateSpecTE" not in args
 
 
 def test_a_file_that_is_not_tlc_is_a_one_line_error(
