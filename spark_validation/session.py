@@ -130,9 +130,13 @@ class _QuietPy4j(logging.Filter):
 
 
 def _quiet_py4j() -> None:
-    root = logging.getLogger()
-    if not any(isinstance(f, _QuietPy4j) for f in root.filters):
-        root.addFilter(_QuietPy4j())
+    # A logger's filters see only the records logged on it, not those its children pass up: py4j logs
+    # both on the root logger (whose first ``logging.exception`` also installs a root handler) and on its
+    # own loggers, whose records would then reach that handler.
+    for name in ("", "py4j.clientserver", "py4j.java_gateway"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _QuietPy4j) for f in logger.filters):
+            logger.addFilter(_QuietPy4j())
 
 
 def start_session(master: str | None = None, app_name: str = "txmq-validate") -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import logging
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from txmq.cli import main
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
-from txmq.sim.runner import simulate
+from txmq.sim.runner import _quiet_broker_log, simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events, read_header
@@ -136,3 +137,17 @@ def test_consumers_read_every_committed_message_even_when_polling_rarely(tmp_pat
         delivered = {(e["topic"], e["queue_id"], e["queue_offset"]) for e in events
                      if e["event"] == ev.DELIVER and e["consumer_group"] == group}
         assert delivered == positions and len(positions) > 200
+
+
+def test_overlapping_simulations_leave_the_broker_log_level_as_it_was() -> None:
+    """Simulations on threads (the conformance batch) overlap: the first to start lowers the broker's log
+    level and the last to end restores it, whatever order they end in; broker warnings then reach logging
+    again (a save-and-restore per run left it at ERROR for the rest of the process)."""
+    broker_log = logging.getLogger("txmq.broker")
+    first, second = _quiet_broker_log(), _quiet_broker_log()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert broker_log.level == logging.ERROR  # the second run is still going
+    second.__exit__(None, None, None)
+    assert broker_log.level == logging.NOTSET

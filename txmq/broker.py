@@ -189,9 +189,10 @@ class Broker:
             raise BrokerUnavailableError("the broker is down; restart() it before sending requests")
         return self._ctx
 
-    def _emit(self, event: str, **fields: Any) -> None:
+    def _emit(self, event: str, at: int | None = None, **fields: Any) -> None:
+        """Trace ``event`` at ``at`` (default: now on the broker's clock)."""
         if self._trace.enabled:
-            self._trace.emit(event, self._clock.now_ms(), **fields)
+            self._trace.emit(event, self._clock.now_ms() if at is None else at, **fields)
 
     def crash(self) -> None:
         """Die like a killed process: the log keeps what was written; cache, Op buffer, unpersisted
@@ -313,8 +314,8 @@ class Broker:
                 topic=HALF_TOPIC, queue_id=HALF_QUEUE_ID, body=message.body, properties=props,
                 born_timestamp=now if born_timestamp is None else born_timestamp,
             ))
-            self._emit(
-                ev.HALF_PUT, txn=uniq_key, producer_group=producer_group, producer=producer,
+            self._emit(  # at the time the half was born: the trace's born time, which checks count from
+                ev.HALF_PUT, now, txn=uniq_key, producer_group=producer_group, producer=producer,
                 half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset,
                 topic=message.topic, queue_id=message.queue_id, body_crc=body_crc(message.body),
                 born_ts=half.born_timestamp, immunity=props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS),

@@ -32,7 +32,6 @@ from txmq.serve.convert import SERVED_TYPES, inbound, outbound, user_properties
 from txmq.serve.errors import ServeError
 from txmq.serve.pop import PopService
 from txmq.serve.transactions import TransactionIndex
-from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECKPOINT_GROUP, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
 
 BROKER_NAME = "txmq"
@@ -306,7 +305,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 producer_group=group, tran_state_table_offset=data.half_offset,
                 commit_log_offset=data.commitlog_offset, state=state, from_transaction_check=from_check,
                 transaction_id=txn, producer=client_id))
-            if result == ev.OK and state is LocalTransactionState.COMMIT_MESSAGE:
+            if result.ok and state is LocalTransactionState.COMMIT_MESSAGE:
                 self.ctx.pop.notify()
             return spb.EndTransactionResponse(status=status("OK"))
         return self._answer(spb.EndTransactionResponse, context, work)

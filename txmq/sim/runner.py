@@ -12,9 +12,11 @@ import logging
 import random
 import shutil
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -258,21 +260,41 @@ def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, 
     if store_dir is None:
         temp = tempfile.mkdtemp(prefix="txmq-sim-")
         store_dir = temp
-    broker_log = logging.getLogger("txmq.broker")
-    level = broker_log.level
-    broker_log.setLevel(logging.ERROR)  # the warnings a simulation causes are its injected faults
     try:
-        with open_sink(out, header) as sink:
+        with _quiet_broker_log(), open_sink(out, header) as sink:
             sim = Simulation(workload, seed, config, sink, Path(store_dir), progress)
             result = sim.run()
             sink.header.config["broker_stats"] = dict(result.broker_stats)
             sink.header.config["end_ts"] = START_MS + result.sim_ms
     finally:
-        broker_log.setLevel(level)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
     result.trace_path = str(out) if out is not None else None
     return result
+
+
+_quiet_lock = threading.Lock()
+_quiet_runs = 0  # simulations running in this process (tests run several on threads at once)
+
+
+@contextmanager
+def _quiet_broker_log() -> Iterator[None]:
+    """Silence the broker's warnings while simulations run: those a simulation causes are its injected
+    faults. The level is lowered by the first of concurrent runs and restored by the last, so runs on
+    threads do not leave it lowered for the rest of the process."""
+    global _quiet_runs
+    broker_log = logging.getLogger("txmq.broker")
+    with _quiet_lock:
+        if _quiet_runs == 0:
+            broker_log.setLevel(logging.ERROR)
+        _quiet_runs += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_runs -= 1
+            if _quiet_runs == 0:
+                broker_log.setLevel(logging.NOTSET)
 
 
 def require_empty_store(store_dir: Path) -> None:
