@@ -4,6 +4,13 @@ modes for behaviour they share."""
 
 from __future__ import annotations
 
+import os
+
+# The serve and audit tests load gRPC into this process, and the TLC and Spark tests then fork children
+# with a preexec_fn (txmq.proc): gRPC's fork handlers abort such a child ("epoll_wait error: Bad file
+# descriptor", exit -6). gRPC reads this when it loads, so it is set before anything imports it.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
