@@ -1,43 +1,90 @@
 ------------------------------- MODULE MCTxMQ -------------------------------
 (***************************************************************************)
-(* Model values and definitions for the models in models/*.cfg.  Nothing   *)
+(* Model values and definitions for the models of spec/models.json (their *)
+(* configurations, models/*.cfg, are generated from that list).  Nothing  *)
 (* here bounds recovery: perturbation budgets are constants of TxMQ.       *)
 (***************************************************************************)
 EXTENDS TxMQ, TLC
 
-CONSTANTS t1, t2, p1, p2
+CONSTANTS t1, t2, p1, p2,
+    Horizon,   \* the clock runs from 0 to Horizon
+    SendBy     \* halves are sent by this time (see TimelySends)
 
 OwnerP1 == [t \in Txns |-> p1]
 OwnerSplit == [t \in Txns |-> IF t = t1 THEN p1 ELSE p2]
 OneGroup == [p \in Producers |-> "g1"]
 
-\* Transactions are interchangeable when one producer owns them all.
-TxnSymmetry == Permutations(Txns)
+ClockToHorizon == 0..Horizon
 
-\* A delay bound: at most one message in flight, i.e. the network delivers or loses each message
-\* before the next one is sent (latency far below the 30 s check interval).  Without it, fifteen
-\* checks could all be in flight at once and the model of strict_checkmax15 would not fit a CI run.
+NoSkew == [t \in Txns |-> 0]
+\* t1's producer clock is 2 ahead of the broker's: t1 is born in the broker's future.
+T1Ahead == [t \in Txns |-> IF t = t1 THEN 2 ELSE 0]
+
+NoImmunity == [t \in Txns |-> [has |-> FALSE, scan |-> 0, end |-> 0]]
+\* t1 carries a check immunity of 2 (the scanner re-puts it while its age is at most 2, and its owner's
+\* END_TX is refused once it is older than 2).
+T1Immune == [t \in Txns |-> [has |-> t = t1, scan |-> 2, end |-> 2]]
+
+
+(***************************************************************************)
+(* Constraints.  A constraint only removes behaviours, so a violation     *)
+(* found under it is a violation of the unconstrained spec too; each one  *)
+(* states the assumption it makes.                                        *)
+(***************************************************************************)
+
+\* Sends happen early enough for every half to come of age before the clock's horizon (otherwise a half
+\* sent at the horizon could never be checked, and liveness would fail for want of time).  A model sets
+\* Horizon > SendBy + the largest threshold (timeout, immunity) + its clock skew.
+TimelySends == \A t \in Txns : sent'[t] # sent[t] => now <= SendBy
+
+\* A delay bound: at most one message in flight, i.e. the network delivers or loses each message before
+\* the next one is sent (latency far below the 30 s check interval).  Without it, fifteen checks could
+\* all be in flight at once and strict_checkmax15 would not fit a CI run.
 AtMostOneInFlight == Cardinality(net) <= 1
 
-(***************************************************************************)
-(* Scenario isolation for negative controls.  An action constraint only    *)
-(* removes behaviours, so a violation found under it is a violation of the *)
-(* unconstrained spec too; each constraint states the timing assumption    *)
-(* that makes the control's counterexample the named anomaly and nothing   *)
-(* shorter.                                                                *)
-(***************************************************************************)
+\* A producer sends its own END_TX before its half is old enough to be checked.
+TimelyOwnEnd == \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => Age(m.off) <= TimeoutT
 
 \* #2117: the Op batcher (3 s) and the network are fast next to the check interval (30 s), and the
-\* local transaction ends before the timeout: the check service examines a half only once every Op
-\* is flushed and every message delivered, and a producer sends its own END_TX only while young.
+\* local transaction ends before the timeout: the check service examines a half only once every Op is
+\* flushed and every message delivered, and a producer sends its own END_TX only while young.
 FastBatcherAndNetwork ==
-    /\ (cursor' > cursor) => (opBuf = {} /\ net = {})
-    /\ \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => ~aged[m.t]
+    /\ (cursor' > cursor) => (opBuf = << >> /\ net = {})
+    /\ TimelyOwnEnd
+
+\* ... and the crash persists the checkpoint first (a clean-ish stop), so that the only cause left for a
+\* duplicate is the Op entry the crash lost.
+CrashKeepsCheckpoint == crashes' > crashes => cursor' = cursor
+
+\* A crash happens only when no Op entry is buffered and no message is in flight: every resolution has
+\* reached the Op queue, and no answer to a check of a renewed copy (which no Op record covers) waits.
+\* Without the quiet network, strict without its durable rollback marker applies a second ROLLBACK.
+CrashWhenQuiet == crashes' > crashes => opBuf = << >> /\ net = {}
 
 \* #8158 / #2694: the local transaction is slower than the timeout: checks are answered while its
 \* outcome is still unknown, and the producer's own END_TX leaves after the check answer was applied.
 SlowLocalTransaction ==
     /\ \A m \in net \ net' : m.type = "check" => local[m.t] = "unknown"
     /\ \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => net = {}
+
+\* The owner dies after its local transaction committed and before sending END_TX, and no producer of
+\* the group runs afterwards.
+OwnerDiesAfterCommit == pcrashes' > pcrashes => local[t1] = "commit" /\ ~ownEndDone[t1]
+
+\* The local transaction has ended before the first check, so every check has an answer to give.
+DecidedBeforeChecks == checks' # checks => local[t1] \in Actions
+
+(***************************************************************************)
+(* Witnesses: properties a negative control expects TLC to violate, to    *)
+(* show that a behaviour is reachable.                                    *)
+(***************************************************************************)
+
+\* With no running producer to answer its checks, a transaction committed locally is discarded.  TLC
+\* checks the invariants of a state even when the step into it breaks an action constraint, so the
+\* witness asks for a quiet network: a discard that merely overtook an answer in flight does not count.
+LocalCommitNotDiscarded == ~(local[t1] = "commit" /\ discardLog[t1] # << >> /\ net = {})
+
+\* Without the check service's fairness nothing forces a check: liveness is not a consequence of the rest.
+SpecWithoutScanFairness == Init /\ [][Next]_vars /\ WF_vars(\E t2x \in Times : Tick(t2x))
 
 =============================================================================

@@ -4,36 +4,56 @@
 (* broker back-checks with a check limit, RIP-50 batched Op records and    *)
 (* the RIP-50 half-message cache.                                          *)
 (*                                                                         *)
-(* Granularity: one step per event of the broker's trace (HALF_PUT,        *)
-(* HALF_RENEW+CHECK, END_TX, REAL_PUT, OP_PUT, DISCARD, CRASH+RESTART) and *)
-(* of its environment (local decisions, one-way messages that may be lost, *)
-(* duplicated or delayed, producer crashes).                               *)
+(* One step per event of the broker (a half stored, END_TRANSACTION       *)
+(* applied, an Op record written, one record examined by the check        *)
+(* service, a crash and restart) and of its environment (producers, their *)
+(* local transactions and clocks, one-way messages that may be lost,      *)
+(* duplicated or delayed, time passing).                                   *)
+(*                                                                         *)
+(* The broker keeps its records where RocketMQ keeps them: the half queue  *)
+(* (RMQ_SYS_TRANS_HALF_TOPIC, queue 0), the Op queue (RMQ_SYS_TRANS_OP_    *)
+(* HALF_TOPIC), real messages in their topics, discarded halves in         *)
+(* TRANS_CHECK_MAX_TIME_TOPIC.  Only what a later step reads is kept: the  *)
+(* half queue in order, which of its offsets Op records cover, and counts  *)
+(* of the other records per transaction.  Half-queue offsets are 1-based   *)
+(* here (the broker's offset k is the spec's k + 1).                       *)
 (*                                                                         *)
 (* Mode = "rocketmq" is upstream Apache RocketMQ 5.x, anomalies included.  *)
 (* Mode = "strict" resolves each transaction once; each of its guards can  *)
 (* be switched off on its own (Guard* constants) so that a model can show  *)
 (* which invariant the guard protects.                                     *)
 (*                                                                         *)
-(* This module is pure: every bound on perturbations (crashes, losses,     *)
-(* duplicates) is a constant set by a model (MC*.tla / *.cfg).             *)
+(* The module is pure: bounds on time and on perturbations (crashes,      *)
+(* losses, duplicates...) are constants set by a model (MCTxMQ.tla and     *)
+(* models/*.cfg) or by a trace being validated (TxMQTrace.tla).            *)
 (***************************************************************************)
-EXTENDS Naturals, Sequences, FiniteSets
+EXTENDS Integers, Sequences, FiniteSets
 
 CONSTANTS
-    Txns,              \* transaction ids (one half message each)
+    Txns,              \* transaction ids
     Producers,         \* producer instances
     Owner,             \* [Txns -> Producers]: who sends the half and its own END_TX
-    Group,             \* [Producers -> group names]: checks go to any live producer of the group
+    Group,             \* [Producers -> group names]: checks go to a running producer of the group
+    InitiallyUp,       \* producers running (and registered with the broker) at the start
     Decisions,         \* local outcomes a local transaction may reach: subset of {"commit","rollback"}
     UnknownAnswer,     \* what the check listener answers while the local outcome is unknown:
-                       \*   "UNKNOWN" (no-op END_TX) or "ROLLBACK" (the #2694 listener pattern)
+                       \*   "UNKNOWN" (no END_TX) or "ROLLBACK" (the #2694 listener pattern)
     CheckMax,          \* transactionCheckMax (15 upstream)
     CacheSize,         \* half-cache capacity (8000 in RIP-50; 0 = no cache)
     Mode,              \* "strict" or "rocketmq"
+    Times,             \* the values the broker clock may take (0..Horizon in a model)
+    TimeoutT,          \* transactionTimeOut: minimum age of a half before its first check
+    RetentionT,        \* fileReservedTime: an older half is discarded, checked or not
+    Skew,              \* [Txns -> Int]: the producer's clock minus the broker's when t is sent
+    Immunity,          \* [Txns -> [has: BOOLEAN, scan: Int, end: Int]]: the half's
+                       \*   CHECK_IMMUNITY_TIME_IN_SECONDS as the scanner and END_TRANSACTION read it
     MaxCrash,          \* perturbation budgets
     MaxProducerCrash,
     MaxLoss,
     MaxDup,
+    MaxRetry,          \* client send retries that stored a second half (S33)
+    MaxStoreError,     \* END_TRANSACTION records the store refuses (S13)
+    MaxResume,         \* admin RESUME_CHECK_HALF_MESSAGE of a discarded half (S36)
     GuardResolvedIndex,    \* strict: END_TX of a committed/rolled-back txn -> ALREADY_RESOLVED
     GuardDurableRollback,  \* strict: a rollback writes a durable marker record
     GuardRebuildFromReal,  \* strict: restart rebuilds "committed" from real messages in the log
@@ -41,46 +61,64 @@ CONSTANTS
     GuardSkipSuperseded,   \* strict: the scanner skips copies superseded by a newer copy
     GuardDiscardFinal      \* strict: END_TX after a discard is refused
 
+Actions == {"commit", "rollback"}
+None == "none"
+
 ASSUME
     /\ Owner \in [Txns -> Producers]
-    /\ Group \in [Producers -> STRING]
-    /\ Decisions \subseteq {"commit", "rollback"} /\ Decisions # {}
+    /\ InitiallyUp \subseteq Producers
+    /\ Decisions \subseteq Actions /\ Decisions # {}
     /\ UnknownAnswer \in {"UNKNOWN", "ROLLBACK"}
     /\ CheckMax \in Nat \ {0}
     /\ CacheSize \in Nat
     /\ Mode \in {"strict", "rocketmq"}
-    /\ {MaxCrash, MaxProducerCrash, MaxLoss, MaxDup} \subseteq Nat
+    /\ 0 \in Times
+    /\ {TimeoutT, RetentionT} \subseteq Nat
+    /\ Skew \in [Txns -> Int]
+    /\ \A t \in Txns : Immunity[t].has \in BOOLEAN /\ Immunity[t].scan \in Int /\ Immunity[t].end \in Int
+    /\ {MaxCrash, MaxProducerCrash, MaxLoss, MaxDup, MaxRetry, MaxStoreError, MaxResume} \subseteq Nat
     /\ {GuardResolvedIndex, GuardDurableRollback, GuardRebuildFromReal,
         GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal} \subseteq BOOLEAN
 
 VARIABLES
-    \* --- producers and their local databases (durable) ---
+    \* --- producers, their local transactions (durable, shared by a group) ---
     local,        \* [Txns -> {"none","unknown","commit","rollback"}]: local transaction state
-    said,         \* [Txns -> SUBSET {"commit","rollback"}]: every outcome the producer side stated
-    aged,         \* [Txns -> BOOLEAN]: the half is older than the transaction timeout
+    said,         \* [Txns -> SUBSET Actions]: every outcome the producer side stated
+    sent,         \* [Txns -> Nat]: offset of the half the owner's last send returned (0: none yet)
     ownEndDone,   \* [Txns -> BOOLEAN]: the owner sent (or, crashing, can no longer send) its END_TX
-    alive,        \* [Producers -> BOOLEAN]
+    alive,        \* [Producers -> BOOLEAN]: running and registered with the broker
     \* --- broker, durable ---
-    log,          \* the append-only commit log: half, real, op, rbmark, discard records
-    cursorDurable,\* the half checkpoint restored by the last restart (persisted ones never go back)
+    half,         \* the half queue: Seq of [t, n (check count), born (producer clock)]
+    latest,       \* [Txns -> Nat]: offset of t's newest half record (0: none)
+    covered,      \* half offsets listed by Op records in the Op queue
+    opRecords,    \* how many Op records the Op queue holds
+    reals,        \* [Txns -> Nat]: real messages of t (commits applied)
+    lives,        \* [Txns -> Nat]: how often t was resumed after a discard (its "life")
+    durable,      \* [Txns -> {"none","commit","rollback","discard"}]: what t's records say (strict)
+    cursorDurable,\* the half checkpoint as last persisted (a restart resumes from here)
     \* --- broker, volatile (lost by a crash) ---
-    opBuf,        \* RIP-50 Op batch buffer: half offsets resolved but not yet in an Op record
-    cache,        \* RIP-50 half cache: original half offsets, eldest first
+    opBuf,        \* RIP-50 Op batch buffer: half offsets resolved but not yet in an Op record, FIFO
+    cache,        \* RIP-50 half cache: offsets of original halves, eldest first
     cursor,       \* the check service's half checkpoint: records 1..cursor were examined
     index,        \* strict resolution index: [Txns -> {"none","commit","rollback","discard"}]
+    now,          \* the broker's clock
     \* --- network of one-way messages ---
-    net,          \* set of END_TX and CHECK messages in flight
+    net,          \* END_TX and check messages in flight
     \* --- history, for the invariants ---
-    oks,          \* [Txns -> Seq(action)]: END_TX applied with result OK, in order
-    checks,       \* [Txns -> Seq([n, from, at])]: checks sent (count, copy examined, log length)
+    ends,         \* [Txns -> Seq([act, res, resolved, discarded])]: every END_TX applied, in order
+    checks,       \* [Txns -> Seq([kind, n, age, covered, life])]: every check sent and every immunity
+                  \*   re-put (both spend the check budget), in order, with what held when it was made
+    discardLog,   \* [Txns -> Seq([n, why, expired, life])]: every discard
+    opDup,        \* some half offset was listed by two Op entries
     \* --- perturbation counters ---
-    crashes, pcrashes, losses, dups
+    crashes, pcrashes, losses, dups, retries, storeErrors, resumes
 
-producerVars == <<local, said, aged, ownEndDone, alive>>
-brokerVars == <<log, cursorDurable, opBuf, cache, cursor, index>>
-historyVars == <<oks, checks>>
-budgetVars == <<crashes, pcrashes, losses, dups>>
-vars == <<producerVars, brokerVars, net, historyVars, budgetVars>>
+producerVars == <<local, said, sent, ownEndDone, alive>>
+durableVars == <<half, latest, covered, opRecords, reals, lives, durable, cursorDurable>>
+volatileVars == <<opBuf, cache, cursor, index>>
+historyVars == <<ends, checks, discardLog, opDup>>
+budgetVars == <<crashes, pcrashes, losses, dups, retries, storeErrors, resumes>>
+vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -88,75 +126,100 @@ vars == <<producerVars, brokerVars, net, historyVars, budgetVars>>
 Strict == Mode = "strict"
 On(guard) == Strict /\ guard
 
-Offsets == 1..Len(log)
 Range(s) == {s[j] : j \in DOMAIN s}
+Age(i) == now - half[i].born
+Resolution(t) == IF Strict THEN index[t] ELSE None
 
-HalfOf(t, i) == log[i].k = "half" /\ log[i].t = t
-\* The original half of t (check count 0); copies carry counts >= 1.
-Original(t) == CHOOSE i \in Offsets : HalfOf(t, i) /\ log[i].n = 0
-\* An Op record in the log lists offset i: the scanner treats i as resolved.
-CoveredByOp(i) == \E j \in Offsets : log[j].k = "op" /\ i \in log[j].offs
-\* A newer copy of the same transaction exists.
-Superseded(i) == \E j \in Offsets : j > i /\ HalfOf(log[i].t, j)
-RecordsOf(kind, t) == {i \in Offsets : log[i].k = kind /\ log[i].t = t}
-Reals(t) == RecordsOf("real", t)
-Discards(t) == RecordsOf("discard", t)
-
-\* Live producers of t's group: any of them may receive t's check.
+\* Running producers of t's group: the broker may send t's check to any of them (ProducerManager).
 Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[Owner[t]]}
 
-\* The resolution index as a restart rebuilds it from the durable log.
+\* The resolution index as a strict restart rebuilds it from the durable log.
 Rebuilt ==
     [t \in Txns |->
-        CASE ~Strict -> "none"
-          [] GuardRebuildFromReal /\ Reals(t) # {} -> "commit"
-          [] RecordsOf("rbmark", t) # {} -> "rollback"
-          [] Discards(t) # {} -> "discard"
-          [] OTHER -> "none"]
+        IF ~Strict \/ (durable[t] = "commit" /\ ~GuardRebuildFromReal) THEN None ELSE durable[t]]
 
 CacheInsert(c, o) ==
     IF CacheSize = 0 THEN c
     ELSE IF Len(c) = CacheSize THEN Append(Tail(c), o)   \* evict the eldest
     ELSE Append(c, o)
-CacheDelete(c, o) == SelectSeq(c, LAMBDA x : x # o)
+CacheDelete(c, o) == IF o \in Range(c) THEN SelectSeq(c, LAMBDA x : x # o) ELSE c
+
+\* The broker appends a half record (original, renewed copy or resumed copy) for t.
+AppendHalf(t, n, born) ==
+    /\ half' = Append(half, [t |-> t, n |-> n, born |-> born])
+    /\ latest' = [latest EXCEPT ![t] = Len(half) + 1]
 
 EndMsg(t, off, act, chk, p) ==
     [type |-> "end", t |-> t, off |-> off, act |-> act, chk |-> chk, p |-> p]
 CheckMsg(t, off, p) ==
-    [type |-> "check", t |-> t, off |-> off, act |-> "none", chk |-> TRUE, p |-> p]
+    [type |-> "check", t |-> t, off |-> off, act |-> None, chk |-> TRUE, p |-> p]
 
 -----------------------------------------------------------------------------
 (* Initial state *)
 
 Init ==
-    /\ local = [t \in Txns |-> "none"]
+    /\ local = [t \in Txns |-> None]
     /\ said = [t \in Txns |-> {}]
-    /\ aged = [t \in Txns |-> FALSE]
+    /\ sent = [t \in Txns |-> 0]
     /\ ownEndDone = [t \in Txns |-> FALSE]
-    /\ alive = [p \in Producers |-> TRUE]
-    /\ log = << >>
+    /\ alive = [p \in Producers |-> p \in InitiallyUp]
+    /\ half = << >>
+    /\ latest = [t \in Txns |-> 0]
+    /\ covered = {}
+    /\ opRecords = 0
+    /\ reals = [t \in Txns |-> 0]
+    /\ lives = [t \in Txns |-> 0]
+    /\ durable = [t \in Txns |-> None]
     /\ cursorDurable = 0
-    /\ opBuf = {}
+    /\ opBuf = << >>
     /\ cache = << >>
     /\ cursor = 0
-    /\ index = [t \in Txns |-> "none"]
+    /\ index = [t \in Txns |-> None]
+    /\ now = 0
     /\ net = {}
-    /\ oks = [t \in Txns |-> << >>]
+    /\ ends = [t \in Txns |-> << >>]
     /\ checks = [t \in Txns |-> << >>]
-    /\ crashes = 0 /\ pcrashes = 0 /\ losses = 0 /\ dups = 0
+    /\ discardLog = [t \in Txns |-> << >>]
+    /\ opDup = FALSE
+    /\ crashes = 0 /\ pcrashes = 0 /\ losses = 0 /\ dups = 0 /\ retries = 0 /\ storeErrors = 0
+    /\ resumes = 0
 
 -----------------------------------------------------------------------------
-(* Producers *)
+(* Producers and time *)
 
-\* HALF_PUT: the owner sends the half; the broker appends it and caches it.
+(***************************************************************************)
+(* HALF_PUT (SendMessageProcessor, TransactionalMessageBridge.parseHalf    *)
+(* Message): the owner sends its message; the broker rewrites it to the   *)
+(* half queue, invisible, born at the producer's clock, and caches it     *)
+(* (RIP-50).  The owner keeps the offset the send returned.                *)
+(***************************************************************************)
 SendHalf(t) ==
-    /\ local[t] = "none"
+    /\ local[t] = None
     /\ alive[Owner[t]]
     /\ local' = [local EXCEPT ![t] = "unknown"]
-    /\ log' = Append(log, [k |-> "half", t |-> t, n |-> 0])
-    /\ cache' = CacheInsert(cache, Len(log) + 1)
-    /\ UNCHANGED <<said, aged, ownEndDone, alive, cursorDurable, opBuf, cursor, index,
-                   net, historyVars, budgetVars>>
+    /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
+    /\ AppendHalf(t, 0, now + Skew[t])
+    /\ cache' = CacheInsert(cache, Len(half) + 1)
+    /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
+                   opBuf, cursor, index, now, net, historyVars, budgetVars>>
+
+(***************************************************************************)
+(* A client send retry (S33): the first attempt timed out at the client   *)
+(* but was stored, so the same transaction has a second half; the owner   *)
+(* ends the one the retry returned.                                        *)
+(***************************************************************************)
+ResendHalf(t) ==
+    /\ retries < MaxRetry
+    /\ local[t] = "unknown"
+    /\ ~ownEndDone[t]
+    /\ alive[Owner[t]]
+    /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
+    /\ AppendHalf(t, 0, now + Skew[t])
+    /\ cache' = CacheInsert(cache, Len(half) + 1)
+    /\ retries' = retries + 1
+    /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
+                   cursorDurable, opBuf, cursor, index, now, net, historyVars,
+                   crashes, pcrashes, losses, dups, storeErrors, resumes>>
 
 \* LOCAL_TX: the local transaction reaches its outcome (possibly long after the half).
 Decide(t) ==
@@ -164,262 +227,437 @@ Decide(t) ==
     /\ \E d \in Decisions :
           /\ local' = [local EXCEPT ![t] = d]
           /\ said' = [said EXCEPT ![t] = @ \cup {d}]
-    /\ UNCHANGED <<aged, ownEndDone, alive, brokerVars, net, historyVars, budgetVars>>
+    /\ UNCHANGED <<sent, ownEndDone, alive, durableVars, volatileVars, now, net, historyVars, budgetVars>>
 
-\* The owner's own one-way END_TX for the original half, sent once.
+(***************************************************************************)
+(* The owner's own one-way END_TRANSACTION for the half its send returned *)
+(* (DefaultMQProducerImpl.endTransaction), sent once.                      *)
+(***************************************************************************)
 ProducerEnd(t) ==
     /\ alive[Owner[t]]
     /\ ~ownEndDone[t]
-    /\ local[t] \in {"commit", "rollback"}
-    /\ net' = net \cup {EndMsg(t, Original(t), local[t], FALSE, Owner[t])}
+    /\ local[t] \in Actions
+    /\ net' = net \cup {EndMsg(t, sent[t], local[t], FALSE, Owner[t])}
     /\ ownEndDone' = [ownEndDone EXCEPT ![t] = TRUE]
-    /\ UNCHANGED <<local, said, aged, alive, brokerVars, historyVars, budgetVars>>
+    /\ UNCHANGED <<local, said, sent, alive, durableVars, volatileVars, now, historyVars, budgetVars>>
 
-\* A producer crash kills the threads that would have sent END_TX for its open transactions.
+(***************************************************************************)
+(* A producer dies (or shuts down): its connection closes and the broker  *)
+(* unregisters it (ProducerManager); the threads that would have sent     *)
+(* END_TX for its open transactions are gone.  Its group's local           *)
+(* transaction table survives, for the group's other producers.            *)
+(***************************************************************************)
 ProducerCrash(p) ==
     /\ pcrashes < MaxProducerCrash
     /\ alive[p]
     /\ alive' = [alive EXCEPT ![p] = FALSE]
-    /\ ownEndDone' = [t \in Txns |-> ownEndDone[t] \/ (Owner[t] = p /\ local[t] # "none")]
+    /\ ownEndDone' = [t \in Txns |-> ownEndDone[t] \/ (Owner[t] = p /\ local[t] # None)]
     /\ pcrashes' = pcrashes + 1
-    /\ UNCHANGED <<local, said, aged, brokerVars, net, historyVars, crashes, losses, dups>>
+    /\ UNCHANGED <<local, said, sent, durableVars, volatileVars, now, net, historyVars,
+                   crashes, losses, dups, retries, storeErrors, resumes>>
 
-ProducerRestart(p) ==
+\* A producer instance starts and registers with the broker (its first heartbeat).
+ProducerStart(p) ==
     /\ ~alive[p]
     /\ alive' = [alive EXCEPT ![p] = TRUE]
-    /\ UNCHANGED <<local, said, aged, ownEndDone, brokerVars, net, historyVars, budgetVars>>
+    /\ UNCHANGED <<local, said, sent, ownEndDone, durableVars, volatileVars, now, net, historyVars,
+                   budgetVars>>
 
-\* Time passes: the half becomes older than the transaction timeout (copies keep the born time).
-Age(t) ==
-    /\ local[t] # "none"
-    /\ ~aged[t]
-    /\ aged' = [aged EXCEPT ![t] = TRUE]
-    /\ UNCHANGED <<local, said, ownEndDone, alive, brokerVars, net, historyVars, budgetVars>>
+\* Time passes on the broker's clock.
+Tick(t2) ==
+    /\ t2 \in Times
+    /\ t2 > now
+    /\ now' = t2
+    /\ UNCHANGED <<producerVars, durableVars, volatileVars, net, historyVars, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* Message handling.  rest is the network after the message is consumed    *)
 (* (net \ {m}, or net itself when the message is delivered a second time). *)
 
-\* The broker applies END_TX m: cache lookup (read-and-delete) then log, then the strict guards.
+(***************************************************************************)
+(* END_TRANSACTION (EndTransactionProcessor.processRequest): the half is  *)
+(* looked up by offset (half cache, read-and-delete, then the log); a     *)
+(* producer-initiated request for a half with check immunity is refused  *)
+(* once the half is older than max(immunity, timeout)                     *)
+(* (TransactionalMessageUtil.getImmunityTime); strict refuses a resolved  *)
+(* or discarded transaction.  Applied: COMMIT appends the real message,   *)
+(* strict's ROLLBACK a durable marker; the store may refuse that record,  *)
+(* and then nothing else happens (no Op: the half stays pending).  Else   *)
+(* the half's offset goes to the Op buffer (deletePrepareMessage).        *)
+(***************************************************************************)
 ApplyEnd(m, rest) ==
     LET t == m.t
-        refused == \/ On(GuardResolvedIndex) /\ index[t] \in {"commit", "rollback"}
-                   \/ On(GuardDiscardFinal) /\ index[t] = "discard"
+        rejectedByImmunity == Immunity[t].has /\ ~m.chk /\ Age(m.off) > Immunity[t].end
+        alreadyResolved == \/ On(GuardResolvedIndex) /\ index[t] \in Actions
+                           \/ On(GuardDiscardFinal) /\ index[t] = "discard"
+        writes == m.act = "commit" \/ On(GuardDurableRollback)   \* a durable record is written
+        entry(res) == [act |-> m.act, res |-> res, resolved |-> Resolution(t) # None,
+                       discarded |-> Resolution(t) = "discard", life |-> lives[t]]
+        refuse(res) == /\ ends' = [ends EXCEPT ![t] = Append(@, entry(res))]
+                       /\ UNCHANGED <<reals, durable, opBuf, index, storeErrors>>
     IN /\ cache' = CacheDelete(cache, m.off)
        /\ net' = rest
-       /\ IF refused
-             THEN UNCHANGED <<log, opBuf, index, oks>>          \* ALREADY_RESOLVED
-             ELSE /\ log' = CASE m.act = "commit" ->
-                                   Append(log, [k |-> "real", t |-> t, ref |-> m.off])
-                              [] On(GuardDurableRollback) ->
-                                   Append(log, [k |-> "rbmark", t |-> t, ref |-> m.off])
-                              [] OTHER -> log
-                  /\ opBuf' = opBuf \cup {m.off}
-                  /\ index' = IF Strict THEN [index EXCEPT ![t] = m.act] ELSE index
-                  /\ oks' = [oks EXCEPT ![t] = Append(@, m.act)]
-       /\ UNCHANGED <<producerVars, cursorDurable, cursor, checks>>
+       /\ CASE rejectedByImmunity -> refuse("IMMUNITY_REJECTED")
+            [] alreadyResolved -> refuse("ALREADY_RESOLVED")
+            [] OTHER ->
+                 \/ /\ writes /\ storeErrors < MaxStoreError          \* the store refuses the record
+                    /\ storeErrors' = storeErrors + 1
+                    /\ ends' = [ends EXCEPT ![t] = Append(@, entry("STORE_ERROR"))]
+                    /\ UNCHANGED <<reals, durable, opBuf, index>>
+                 \/ /\ reals' = IF m.act = "commit" THEN [reals EXCEPT ![t] = @ + 1] ELSE reals
+                    /\ durable' = IF Strict /\ writes THEN [durable EXCEPT ![t] = m.act] ELSE durable
+                    /\ opBuf' = Append(opBuf, m.off)
+                    /\ index' = IF Strict THEN [index EXCEPT ![t] = m.act] ELSE index
+                    /\ ends' = [ends EXCEPT ![t] = Append(@, entry("OK"))]
+                    /\ UNCHANGED storeErrors
+       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, now,
+                      checks, discardLog, opDup>>
 
-\* A producer answers a check from its local state; an UNKNOW answer is a no-op END_TX.
+(***************************************************************************)
+(* A producer answers a check from its group's local state               *)
+(* (TransactionListener.checkLocalTransaction); an UNKNOW answer sends   *)
+(* nothing the broker acts on.  Only a running producer answers.           *)
+(***************************************************************************)
 AnswerCheck(m, rest) ==
-    LET ans == CASE local[m.t] \in {"commit", "rollback"} -> local[m.t]
+    LET ans == CASE local[m.t] \in Actions -> local[m.t]
                  [] UnknownAnswer = "ROLLBACK" -> "rollback"
-                 [] OTHER -> "none"
+                 [] OTHER -> None
     IN /\ alive[m.p]
-       /\ IF ans = "none"
+       /\ IF ans = None
              THEN UNCHANGED said /\ net' = rest
              ELSE /\ said' = [said EXCEPT ![m.t] = @ \cup {ans}]
                   /\ net' = rest \cup {EndMsg(m.t, m.off, ans, TRUE, m.p)}
-       /\ UNCHANGED <<local, aged, ownEndDone, alive, brokerVars, historyVars>>
+       /\ UNCHANGED <<local, sent, ownEndDone, alive, durableVars, volatileVars, now, historyVars,
+                      storeErrors>>
 
 Handle(m, rest) ==
     IF m.type = "end" THEN ApplyEnd(m, rest) ELSE AnswerCheck(m, rest)
 
 \* One delivery of a message in flight.
-Deliver ==
-    \E m \in net :
-        /\ Handle(m, net \ {m})
-        /\ UNCHANGED budgetVars
+Deliver(m) ==
+    /\ m \in net
+    /\ Handle(m, net \ {m})
+    /\ UNCHANGED <<crashes, pcrashes, losses, dups, retries, resumes>>
 
 \* A delivery that leaves the message in flight, so that it is delivered again later.
-DeliverDup ==
+DeliverDup(m) ==
     /\ dups < MaxDup
-    /\ \E m \in net : Handle(m, net)
+    /\ m \in net
+    /\ Handle(m, net)
     /\ dups' = dups + 1
-    /\ UNCHANGED <<crashes, pcrashes, losses>>
+    /\ UNCHANGED <<crashes, pcrashes, losses, retries, resumes>>
 
-Lose ==
+Lose(m) ==
     /\ losses < MaxLoss
-    /\ \E m \in net : net' = net \ {m}
+    /\ m \in net
+    /\ net' = net \ {m}
     /\ losses' = losses + 1
-    /\ UNCHANGED <<producerVars, brokerVars, historyVars, crashes, pcrashes, dups>>
+    /\ UNCHANGED <<producerVars, durableVars, volatileVars, now, historyVars,
+                   crashes, pcrashes, dups, retries, storeErrors, resumes>>
 
 -----------------------------------------------------------------------------
 (* Broker services *)
 
-\* OP_PUT: the batcher writes one Op record listing every buffered half offset.
-FlushOps ==
-    /\ opBuf # {}
-    /\ log' = Append(log, [k |-> "op", offs |-> opBuf])
-    /\ opBuf' = {}
-    /\ UNCHANGED <<producerVars, cursorDurable, cache, cursor, index, net, historyVars, budgetVars>>
+(***************************************************************************)
+(* OP_PUT (TransactionalOpBatchService, TransactionalMessageServiceImpl.  *)
+(* batchSendOpMessage): one Op record lists the k oldest buffered half    *)
+(* offsets (a body holds about 4096 characters, so a backlog takes        *)
+(* several records).                                                       *)
+(***************************************************************************)
+FlushOps(k) ==
+    /\ k \in 1..Len(opBuf)
+    /\ LET listed == Range(SubSeq(opBuf, 1, k))
+       IN /\ covered' = covered \cup listed
+          /\ opDup' = (opDup \/ listed \cap covered # {} \/ Cardinality(listed) < k)
+    /\ opBuf' = SubSeq(opBuf, k + 1, Len(opBuf))
+    /\ opRecords' = opRecords + 1
+    /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
+                   now, net, ends, checks, discardLog, budgetVars>>
 
-\* The check service examines the record after its checkpoint.
-ScanSkip(i) ==
-    /\ cursor' = i
-    /\ UNCHANGED <<producerVars, log, cursorDurable, opBuf, cache, index, net, historyVars, budgetVars>>
+(***************************************************************************)
+(* The check service (TransactionalMessageServiceImpl.check) examines the *)
+(* half queue in order from its checkpoint; each record examined is one   *)
+(* of the named decisions below.  A run stops at a young half (no step:   *)
+(* head-of-line), and the next run starts there.                          *)
+(***************************************************************************)
+Next1 == cursor + 1
+Examinable == cursor < Len(half)
 
-\* DISCARD: the copy that already carries CheckMax checks goes to TRANS_CHECK_MAX_TIME_TOPIC.
-ScanDiscard(i) ==
-    /\ log' = Append(log, [k |-> "discard", t |-> log[i].t, n |-> log[i].n, ref |-> i])
-    /\ index' = IF Strict THEN [index EXCEPT ![log[i].t] = "discard"] ELSE index
-    /\ cursor' = i
-    /\ UNCHANGED <<producerVars, cursorDurable, opBuf, cache, net, historyVars, budgetVars>>
+\* The record examined, its transaction, and whether strict mode considers it settled.
+Rec == half[Next1]
+Superseded(i) == latest[half[i].t] # i
+Settled(i) == \/ On(GuardSkipResolved) /\ index[half[i].t] # None
+              \/ On(GuardSkipSuperseded) /\ Superseded(i)
 
-\* HALF_RENEW then CHECK: append a copy with the incremented count, check the copy.
-ScanCheck(i) ==
-    LET t == log[i].t
-        copy == Len(log) + 1
-    IN /\ aged[t]                          \* otherwise the run stops here (head of line)
-       /\ log' = Append(log, [k |-> "half", t |-> t, n |-> log[i].n + 1])
-       /\ checks' = [checks EXCEPT ![t] = Append(@, [n |-> log[i].n + 1, from |-> i, at |-> Len(log)])]
-       /\ cursor' = i
-       /\ \/ \E p \in Recipients(t) : net' = net \cup {CheckMsg(t, copy, p)}
-          \/ Recipients(t) = {} /\ UNCHANGED net      \* no producer online: the check is skipped
-       /\ UNCHANGED <<producerVars, cursorDurable, opBuf, cache, index, oks, budgetVars>>
+Examined ==
+    /\ cursor' = Next1
+    /\ UNCHANGED <<producerVars, cursorDurable, opBuf, cache, now, budgetVars>>
+
+\* Skip: an Op record covers this half offset: it was committed or rolled back (the removeMap).
+ScanSkipCovered ==
+    /\ Examinable
+    /\ Next1 \in covered
+    /\ Examined
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, net, historyVars>>
+
+\* Skip (strict): the transaction is resolved, or a newer copy of it exists.
+ScanSkipResolved ==
+    /\ Examinable
+    /\ Next1 \notin covered
+    /\ Settled(Next1)
+    /\ Examined
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, net, historyVars>>
+
+Unsettled == Examinable /\ Next1 \notin covered /\ ~Settled(Next1)
+
+\* A half checked now would be checked in time: older than its immunity, or without immunity older
+\* than the timeout or born in the broker's future.
+DueForCheck(i) ==
+    IF Immunity[half[i].t].has THEN Age(i) > Immunity[half[i].t].scan
+    ELSE Age(i) > TimeoutT \/ Age(i) < 0
+
+Spent(kind) ==   \* the check-budget history entry of the record examined
+    [kind |-> kind, n |-> Rec.n + 1, age |-> Age(Next1), covered |-> Next1 \in covered,
+     life |-> lives[Rec.t]]
+
+(***************************************************************************)
+(* DISCARD (needDiscard, needSkip, resolveDiscardMsg): a copy carrying    *)
+(* CheckMax checks, or a half older than the file retention, goes to      *)
+(* TRANS_CHECK_MAX_TIME_TOPIC.  The record carries the count it was read  *)
+(* with at the check max, and past retention the incremented count       *)
+(* (needDiscard increments it before needSkip is asked).                   *)
+(***************************************************************************)
+ScanDiscard ==
+    /\ Unsettled
+    /\ LET t == Rec.t
+           why == IF Rec.n >= CheckMax THEN "max" ELSE "retention"
+       IN /\ Rec.n >= CheckMax \/ Age(Next1) > RetentionT
+          /\ durable' = IF Strict THEN [durable EXCEPT ![t] = "discard"] ELSE durable
+          /\ index' = IF Strict THEN [index EXCEPT ![t] = "discard"] ELSE index
+          /\ discardLog' = [discardLog EXCEPT ![t] =
+                              Append(@, [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
+                                         expired |-> Age(Next1) > RetentionT, life |-> lives[t]])]
+    /\ Examined
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, net, ends, checks, opDup>>
+
+NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
+
+(***************************************************************************)
+(* Re-put (the immunity path, putImmunityMsgBackToHalfQueue): a half with *)
+(* the check-immunity property, no older than its immunity, is copied to  *)
+(* the end of the half queue with the incremented count, and not checked. *)
+(* The window has no lower bound: a half born in the broker's future is   *)
+(* re-put too.                                                             *)
+(***************************************************************************)
+ScanImmunity ==
+    /\ Unsettled /\ NotDiscarded
+    /\ Immunity[Rec.t].has /\ Age(Next1) <= Immunity[Rec.t].scan
+    /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born)
+    /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("reput"))]
+    /\ Examined
+    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, net, ends, discardLog, opDup>>
+
+(***************************************************************************)
+(* Renew, then check (putBackHalfMsgQueue, then                           *)
+(* AbstractTransactionalMessageCheckListener.resolveHalfMsg): a copy with *)
+(* the incremented count goes to the end of the half queue, and the check *)
+(* for the copy goes one-way to a running producer of the group, or to    *)
+(* nobody when none runs.  A half without immunity is checked once older  *)
+(* than the timeout, or at once when born in the broker's future (age     *)
+(* below zero: the producer's clock is ahead).                             *)
+(***************************************************************************)
+CheckRecord ==
+    /\ Unsettled /\ NotDiscarded
+    /\ DueForCheck(Next1)
+    /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born)
+    /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("check"))]
+    /\ Examined
+    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, discardLog, opDup>>
+
+\* The check goes to p, a running producer of the group.
+ScanCheck(p) ==
+    /\ CheckRecord
+    /\ p \in Recipients(Rec.t)
+    /\ net' = net \cup {CheckMsg(Rec.t, Len(half) + 1, p)}
+
+\* No producer of the group runs: the renewal and the count happened, the check reaches nobody.
+ScanCheckNobody ==
+    /\ CheckRecord
+    /\ Recipients(Rec.t) = {}
+    /\ UNCHANGED net
 
 Scan ==
-    /\ cursor < Len(log)
-    /\ LET i == cursor + 1
-           r == log[i]
-       IN IF \/ r.k # "half"
-             \/ CoveredByOp(i)
-             \/ On(GuardSkipResolved) /\ index[r.t] # "none"
-             \/ On(GuardSkipSuperseded) /\ Superseded(i)
-          THEN ScanSkip(i)
-          ELSE IF r.n >= CheckMax THEN ScanDiscard(i) ELSE ScanCheck(i)
+    \/ ScanSkipCovered
+    \/ ScanSkipResolved
+    \/ ScanDiscard
+    \/ ScanImmunity
+    \/ \E p \in Producers : ScanCheck(p)
+    \/ ScanCheckNobody
 
-\* CRASH and RESTART: the log survives (process crash, page cache kept); the Op buffer, the cache and
-\* the resolution index are lost (strict rebuilds its index from the log).  The checkpoint is persisted
-\* every few seconds, so the restart resumes from a checkpoint persisted at some moment since the last
-\* restart: any value between the checkpoint restored then (cursorDurable) and the current one.
-CrashRestart ==
+(***************************************************************************)
+(* Admin RESUME_CHECK_HALF_MESSAGE (AdminBrokerProcessor.resumeCheckHalf  *)
+(* Message): a discarded half is appended to the half queue again with    *)
+(* check count 0.  Strict resumes only a transaction that is discarded    *)
+(* now, and re-opens it.                                                   *)
+(***************************************************************************)
+Resume(t) ==
+    /\ resumes < MaxResume
+    /\ discardLog[t] # << >>
+    /\ Strict => index[t] = "discard"
+    /\ AppendHalf(t, 0, half[latest[t]].born)
+    /\ durable' = IF Strict THEN [durable EXCEPT ![t] = None] ELSE durable
+    /\ index' = IF Strict THEN [index EXCEPT ![t] = None] ELSE index
+    /\ lives' = [lives EXCEPT ![t] = @ + 1]
+    /\ resumes' = resumes + 1
+    /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor,
+                   now, net, historyVars, crashes, pcrashes, losses, dups, retries, storeErrors>>
+
+(***************************************************************************)
+(* CRASH and RESTART: the log survives (a killed process; the page cache  *)
+(* is kept); the Op buffer, the half cache and the resolution index are   *)
+(* lost (strict rebuilds its index from the log).  Checkpoints are        *)
+(* persisted every few seconds (ConsumerOffsetManager), so the restart    *)
+(* resumes from a checkpoint persisted at some moment since the last      *)
+(* restart: c, anywhere from the one restored then to the current one.    *)
+(***************************************************************************)
+CrashRestart(c) ==
     /\ crashes < MaxCrash
+    /\ c \in cursorDurable..cursor
     /\ crashes' = crashes + 1
-    /\ \E c \in cursorDurable..cursor : cursor' = c /\ cursorDurable' = c
-    /\ opBuf' = {}
+    /\ cursor' = c
+    /\ cursorDurable' = c
+    /\ opBuf' = << >>
     /\ cache' = << >>
     /\ index' = Rebuilt
-    /\ UNCHANGED <<producerVars, log, net, historyVars, pcrashes, losses, dups>>
+    /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, reals, lives, durable, now, net,
+                   historyVars, pcrashes, losses, dups, retries, storeErrors, resumes>>
 
 -----------------------------------------------------------------------------
 (* The specification *)
 
+\* The actions over a variable's values, each named on its own (TLC's coverage report names an action by
+\* its definition, and does not split an existential over a state's values).
+DeliverSome == \E m \in net : Deliver(m)
+DuplicateSome == \E m \in net : DeliverDup(m)
+LoseSome == \E m \in net : Lose(m)
+FlushSome == \E k \in 1..Len(opBuf) : FlushOps(k)
+CrashSome == \E c \in cursorDurable..cursor : CrashRestart(c)
+
 Next ==
-    \/ \E t \in Txns : SendHalf(t) \/ Decide(t) \/ ProducerEnd(t) \/ Age(t)
-    \/ \E p \in Producers : ProducerCrash(p) \/ ProducerRestart(p)
-    \/ Deliver \/ DeliverDup \/ Lose
-    \/ FlushOps
+    \/ \E t \in Txns : SendHalf(t) \/ ResendHalf(t) \/ Decide(t) \/ ProducerEnd(t) \/ Resume(t)
+    \/ \E p \in Producers : ProducerCrash(p) \/ ProducerStart(p)
+    \/ \E t2 \in Times : Tick(t2)
+    \/ DeliverSome \/ DuplicateSome \/ LoseSome
+    \/ FlushSome
     \/ Scan
-    \/ CrashRestart
+    \/ CrashSome
 
 (***************************************************************************)
-(* Fairness: the check service keeps running and time passes (weak         *)
-(* fairness of Scan and of Age).  Nothing else is assumed: messages may    *)
-(* stay in flight forever, producers may stay down, local transactions may *)
-(* never reach an outcome, Op records may never be flushed.  The discard   *)
-(* at the check max is what makes EventuallyResolved hold regardless.      *)
+(* Fairness: the check service keeps running and time keeps passing (to   *)
+(* the end of Times).  Nothing else is assumed: messages may stay in      *)
+(* flight forever, producers may stay down, local transactions may never  *)
+(* reach an outcome, Op records may never be flushed.  The discard at the *)
+(* check max is what makes EventuallyResolved hold regardless.            *)
 (***************************************************************************)
 Fairness ==
     /\ WF_vars(Scan)
-    /\ \A t \in Txns : WF_vars(Age(t))
+    /\ WF_vars(\E t2 \in Times : Tick(t2))
 
 Spec == Init /\ [][Next]_vars /\ Fairness
 SafetySpec == Init /\ [][Next]_vars
 
 -----------------------------------------------------------------------------
-(* Invariants (names from the project's invariant catalogue) *)
+(* Invariants (names from the project's invariant catalogue,              *)
+(* txmq/catalogue.py)                                                     *)
 
-HalfRec(r) == r.k = "half" /\ r.t \in Txns /\ r.n \in 0..CheckMax
-RefRec(r) == r.k \in {"real", "rbmark", "discard"} /\ r.t \in Txns /\ r.ref \in Nat
-OpRec(r) == r.k = "op" /\ r.offs \subseteq Nat
-Msg(m) == /\ m.type \in {"end", "check"} /\ m.t \in Txns /\ m.off \in Nat
-          /\ m.act \in {"commit", "rollback", "none"} /\ m.chk \in BOOLEAN /\ m.p \in Producers
+OKs(t, act) == {j \in DOMAIN ends[t] : ends[t][j].res = "OK" /\ (act = None \/ ends[t][j].act = act)}
 
 TypeOK ==
-    /\ local \in [Txns -> {"none", "unknown", "commit", "rollback"}]
-    /\ said \in [Txns -> SUBSET {"commit", "rollback"}]
-    /\ aged \in [Txns -> BOOLEAN]
+    /\ local \in [Txns -> {None, "unknown"} \cup Actions]
+    /\ said \in [Txns -> SUBSET Actions]
     /\ ownEndDone \in [Txns -> BOOLEAN]
     /\ alive \in [Producers -> BOOLEAN]
-    /\ \A i \in Offsets : HalfRec(log[i]) \/ RefRec(log[i]) \/ OpRec(log[i])
-    /\ cursor \in 0..Len(log) /\ cursorDurable \in 0..Len(log)
-    /\ opBuf \subseteq Offsets
-    /\ index \in [Txns -> {"none", "commit", "rollback", "discard"}]
-    /\ \A m \in net : Msg(m)
-    /\ \A t \in Txns : Range(oks[t]) \subseteq {"commit", "rollback"}
-    /\ crashes \in 0..MaxCrash /\ pcrashes \in 0..MaxProducerCrash
-    /\ losses \in 0..MaxLoss /\ dups \in 0..MaxDup
+    /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat
+    /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
+    /\ covered \subseteq 1..Len(half)
+    /\ Range(opBuf) \subseteq 1..Len(half)
+    /\ cursor \in 0..Len(half) /\ cursorDurable \in 0..cursor
+    /\ index \in [Txns -> {None, "discard"} \cup Actions]
+    /\ durable \in [Txns -> {None, "discard"} \cup Actions]
+    /\ now \in Times
+    /\ \A m \in net : m.t \in Txns /\ m.off \in 1..Len(half) /\ m.p \in Producers
 
-\* A real message exists only after a COMMIT applied with result OK, and it names a half of its txn.
-NoUncommittedVisible ==
-    \A i \in Offsets : log[i].k = "real" =>
-        /\ "commit" \in Range(oks[log[i].t])
-        /\ log[i].ref \in 1..(i - 1)
-        /\ HalfOf(log[i].t, log[i].ref)
+\* A real message exists only as the result of a COMMIT applied with result OK.
+NoUncommittedVisible == \A t \in Txns : reals[t] <= Cardinality(OKs(t, "commit"))
 
 \* A transaction has a real message only if its producer side said COMMIT.
-CommitMatchesLocal == \A t \in Txns : Reals(t) # {} => "commit" \in said[t]
+CommitMatchesLocal == \A t \in Txns : reals[t] > 0 => "commit" \in said[t]
 
 \* A transaction whose local outcome is ROLLBACK never has a real message.
-RollbackNeverVisible == \A t \in Txns : local[t] = "rollback" => Reals(t) = {}
+RollbackNeverVisible == \A t \in Txns : local[t] = "rollback" => reals[t] = 0
 
 \* At most one END_TX with result OK per transaction.
-SingleResolution == \A t \in Txns : Len(oks[t]) <= 1
+SingleResolution == \A t \in Txns : Cardinality(OKs(t, None)) <= 1
 
 \* At most one real message per transaction.
-NoDuplicateReal == \A t \in Txns : Cardinality(Reals(t)) <= 1
+NoDuplicateReal == \A t \in Txns : reals[t] <= 1
 
-\* The checks of a transaction carry counts 1, 2, ..., k with k <= CheckMax.
+\* The checks of a transaction (with the immunity re-puts, which spend the same budget) carry counts
+\* 1, 2, ..., k with k <= CheckMax; an admin resume starts a new sequence at 1.
 CheckBound ==
-    \A t \in Txns :
-        /\ Len(checks[t]) <= CheckMax
-        /\ \A j \in 1..Len(checks[t]) : checks[t][j].n = j
-
-\* No check before the half is older than the timeout.
-CheckAfterTimeout == \A t \in Txns : checks[t] # << >> => aged[t]
-
-\* No check of a half copy that an Op record in the log already covered.
-NoCheckAfterDurableOp ==
-    \A t \in Txns : \A j \in 1..Len(checks[t]) :
+    \A t \in Txns : \A j \in DOMAIN checks[t] :
         LET c == checks[t][j]
-        IN ~\E o \in 1..c.at : log[o].k = "op" /\ c.from \in log[o].offs
+        IN /\ c.n \in 1..CheckMax
+           /\ c.n = IF j = 1 \/ checks[t][j - 1].life # c.life THEN 1 ELSE checks[t][j - 1].n + 1
 
-\* Discards happen only at the check max; strict: a discarded txn is never committed, once.
+\* No check of a half younger than its timeout (or its immunity), but for a half born in the broker's
+\* future without immunity, which upstream checks at once.
+CheckAfterTimeout ==
+    \A t \in Txns : \A j \in DOMAIN checks[t] :
+        LET c == checks[t][j]
+        IN c.kind = "check" =>
+              IF Immunity[t].has THEN c.age > Immunity[t].scan ELSE c.age > TimeoutT \/ c.age < 0
+
+\* No check of a half copy that an Op record in the Op queue already covered.
+NoCheckAfterDurableOp ==
+    \A t \in Txns : \A j \in DOMAIN checks[t] : checks[t][j].kind = "check" => ~checks[t][j].covered
+
+\* Discards happen at the check max or past retention; strict: a transaction is either resolved by an
+\* END_TX or discarded, never both (until an admin resume gives it a new life), and discarded once.
 DiscardOnlyAtMax ==
-    /\ \A i \in Offsets : log[i].k = "discard" => log[i].n = CheckMax
+    /\ \A t \in Txns : \A j \in DOMAIN discardLog[t] :
+          LET d == discardLog[t][j]
+          IN IF d.why = "max" THEN d.n = CheckMax ELSE d.expired
     /\ Strict => \A t \in Txns :
-                    Discards(t) # {} => Reals(t) = {} /\ Cardinality(Discards(t)) = 1
+          /\ \A j \in DOMAIN ends[t] : ends[t][j].res = "OK" => ~ends[t][j].discarded
+          /\ \A j \in DOMAIN discardLog[t] :
+                /\ \A e \in DOMAIN ends[t] : ends[t][e].res = "OK" => ends[t][e].life # discardLog[t][j].life
+                /\ \A j2 \in DOMAIN discardLog[t] : j2 # j => discardLog[t][j2].life # discardLog[t][j].life
 
-\* Op records list earlier half offsets; strict: each half offset in at most one Op record.
+\* Op records list half offsets that were put; strict: each half offset in at most one Op entry.
 OpRefersToHalf ==
-    /\ \A o \in Offsets : log[o].k = "op" =>
-          \A x \in log[o].offs : x < o /\ log[x].k = "half"
-    /\ Strict => \A o1, o2 \in Offsets :
-                    (o1 # o2 /\ log[o1].k = "op" /\ log[o2].k = "op") =>
-                        log[o1].offs \cap log[o2].offs = {}
+    /\ covered \subseteq 1..Len(half)
+    /\ Strict => ~opDup
 
 \* The half cache never exceeds its capacity and holds distinct original halves.
 HalfCacheBounded ==
     /\ Len(cache) <= CacheSize
-    /\ \A j \in DOMAIN cache : cache[j] \in Offsets /\ log[cache[j]].k = "half" /\ log[cache[j]].n = 0
+    /\ \A j \in DOMAIN cache : cache[j] \in 1..Len(half) /\ half[cache[j]].n = 0
     /\ \A j1, j2 \in DOMAIN cache : j1 # j2 => cache[j1] # cache[j2]
+
+\* Strict: an END_TX is refused as already resolved only when its transaction is resolved; rocketmq
+\* never refuses one.  (An END_TX reaching an unresolved transaction is applied, unless the half's
+\* immunity ran out or the store refused the record.)
+RefusedOnlyWhenResolved ==
+    \A t \in Txns : \A j \in DOMAIN ends[t] :
+        ends[t][j].res = "ALREADY_RESOLVED" => Strict /\ ends[t][j].resolved
 
 -----------------------------------------------------------------------------
 (* Liveness *)
 
-Resolved(t) == oks[t] # << >> \/ Discards(t) # {}
+Resolved(t) == OKs(t, None) # {} \/ discardLog[t] # << >>
 
 \* Every transaction whose half was stored ends committed, rolled back or discarded.
-EventuallyResolved == \A t \in Txns : (local[t] # "none") ~> Resolved(t)
+EventuallyResolved == \A t \in Txns : (local[t] # None) ~> Resolved(t)
 
 =============================================================================

@@ -70,7 +70,7 @@ def test_a_step_whose_transaction_cannot_be_told_is_refused() -> None:
     result = parse_tlc_output(re.sub(r"<(\w+)\([^)]*\) line", r"<\1 line", text))
     for state in result.trace:
         if state.action.startswith("SendHalf"):
-            state.variables["local"] = '(t1 :> "unknown" @@ t2 :> "unknown")'
+            state.variables["sent"] = "(t1 :> 1 @@ t2 :> 1)"
     with pytest.raises(ConfigError, match="cannot tell which transaction"):
         schedule_from_result(ENTRIES["rocketmq_duplicate_commit"], result)
 

@@ -1,8 +1,9 @@
 """Broker → spec: broker traces checked by TLC against ``spec/TxMQTrace.tla``.
 
-Traces come from a real broker driven with a manual clock (two transactions, a check answered UNKNOW
-then ROLLBACK, an Op flush, a consumer poll, a crash). Doctored copies must be rejected at the doctored
-event. The translation to TLA+ is tested without TLC; the validation itself needs TLC and skips without it.
+A trace from a real broker driven with a manual clock (two transactions, a check answered UNKNOW then
+ROLLBACK, an Op flush, a consumer poll, a crash) and simulated traces must be accepted; doctored copies
+must be rejected at the doctored event (or refused before TLC runs, when the doctoring breaks the trace's
+form). The translation into steps is tested without TLC; the validation itself needs TLC.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tlc_tools import JAR, needs_tlc
+from tlc_tools import count_tlc, needs_tlc
 
 from txmq.broker import Broker
 from txmq.cli import main
@@ -22,22 +23,21 @@ from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.errors import TraceError
 from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
-from txmq.tla.replay import judge, load_schedule
-from txmq.tla.trace_validation import UnmodelledTraceError, abstract_events, coverage, generate, validate
+from txmq.tla.trace_steps import UnmodelledTraceError, build_steps, coverage
+from txmq.tla.trace_validation import IncompleteTraceError, Validation, require_complete, validate
 from txmq.trace.reader import read_events
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import MemorySink
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
-SCHEDULES = sorted((Path(__file__).parent / "data" / "replay").glob("*.json"))
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOW = LocalTransactionState.UNKNOW
-
-
+Events = list[dict[str, Any]]
 
 
 class Listener:
@@ -53,11 +53,11 @@ class Listener:
         return self.local.get(message.transaction_id or "", UNKNOW)
 
 
-def broker_trace(mode: str, tmp_path: Path) -> tuple[BrokerConfig, list[dict[str, Any]]]:
+def broker_trace(mode: str, tmp_path: Path, check_max: int = 2) -> tuple[BrokerConfig, Events]:
     """t1 stays unknown past the timeout (checked, answers UNKNOW, later ROLLBACK); t2 commits at once and
     a consumer reads it."""
     clock, sink = ManualClock(1_000_000), MemorySink()
-    config = BrokerConfig(mode=mode, check_max=2)
+    config = BrokerConfig(mode=mode, check_max=check_max)
     broker = Broker(tmp_path / mode, config, clock, sink)
     listener = Listener()
     producer = TransactionProducer(broker, "G", listener, producer_id="p1").start()
@@ -79,206 +79,305 @@ def broker_trace(mode: str, tmp_path: Path) -> tuple[BrokerConfig, list[dict[str
     return config, sink.events
 
 
-def _doctor(events: list[dict[str, Any]], change: Callable[[list[dict[str, Any]]], int]
-            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A doctored copy of ``events`` and the event ``change`` doctored (it returns its index)."""
-    doctored = copy.deepcopy(events)
-    at = change(doctored)
-    return doctored, doctored[at]
+def renumber(events: Events) -> Events:
+    """``seq`` 0, 1, 2, ... again after a doctoring moved, added or removed events."""
+    return [{**e, "seq": i} for i, e in enumerate(events)]
 
 
-def _extra_commit(events: list[dict[str, Any]]) -> int:
+def first(events: Events, event: str, **fields: Any) -> int:
+    return next(i for i, e in enumerate(events)
+                if e["event"] == event and all(e[k] == v for k, v in fields.items()))
+
+
+# ----------------------------------------------------------------------------- doctorings
+# Each takes a copy of a trace and returns the index of the event TLC must reject it at.
+def extra_commit(events: Events) -> int:
     """Deliver the first successful COMMIT once more (END_TX + REAL_PUT) right after it."""
-    at = next(i for i, e in enumerate(events) if e["event"] == "END_TX" and e["result"] == "OK"
-              and e["action"] == "COMMIT")
+    at = first(events, "END_TX", result="OK", action="COMMIT")
     events[at + 2:at + 2] = [dict(events[at]), dict(events[at + 1])]
     return at + 2
 
 
-def _skipped_count(events: list[dict[str, Any]]) -> int:
+def skipped_count(events: Events) -> int:
     """The first renewal claims check count 2 instead of 1."""
-    at = next(i for i, e in enumerate(events) if e["event"] == "HALF_RENEW")
+    at = first(events, "HALF_RENEW")
     events[at]["check_count"] = 2
     return at
 
 
-def _reordered_pair(events: list[dict[str, Any]]) -> int:
-    """A REAL_PUT traced before the END_TX that wrote it."""
-    at = next(i for i, e in enumerate(events) if e["event"] == "REAL_PUT")
-    events[at - 1], events[at] = events[at], events[at - 1]
-    return at - 1
+def swapped_check_counts(events: Events) -> int:
+    """Two CHECK events exchange their check counts."""
+    one = first(events, "CHECK")
+    two = next(i for i, e in enumerate(events) if e["event"] == "CHECK" and i > one)
+    one_count, two_count = events[one]["check_count"], events[two]["check_count"]
+    events[one]["check_count"], events[two]["check_count"] = two_count, one_count
+    return one
 
 
-def _delivery_before_commit(events: list[dict[str, Any]]) -> int:
+def dropped_last_op(events: Events) -> int:
+    """The last OP_PUT is gone: its entries are still buffered when the END marker says none are."""
+    at = max(i for i, e in enumerate(events) if e["event"] == "OP_PUT")
+    del events[at]
+    return len(events) - 1
+
+
+def duplicated_last_real(events: Events) -> int:
+    """A REAL_PUT written twice, with nothing that wrote it a second time."""
+    at = max(i for i, e in enumerate(events) if e["event"] == "REAL_PUT")
+    events.insert(at + 1, dict(events[at]))
+    return at + 1
+
+
+def commit_without_real(events: Events) -> int:
+    """An END_TX OK COMMIT whose REAL_PUT never comes."""
+    at = first(events, "END_TX", result="OK", action="COMMIT")
+    del events[at + 1]
+    return at + 1
+
+
+def delivery_before_commit(events: Events) -> int:
     """The consumer's read of the committed message traced before the END_TX that committed it."""
-    delivery = next(i for i, e in enumerate(events) if e["event"] == "DELIVER")
-    commit = next(i for i, e in enumerate(events) if e["event"] == "END_TX" and e["action"] == "COMMIT")
+    delivery = first(events, "DELIVER")
+    commit = first(events, "END_TX", action="COMMIT")
     events.insert(commit, events.pop(delivery))
     return commit
 
 
-def _check_before_timeout(events: list[dict[str, Any]]) -> int:
+def check_before_timeout(events: Events) -> int:
     """The first renewal for a check (and its CHECK) traced when the half is exactly timeout old: the
     broker checks only a half older than the timeout."""
-    at = next(i for i, e in enumerate(events) if e["event"] == "HALF_RENEW")
-    born = next(e["ts"] for e in events if e["event"] == "HALF_PUT" and e["txn"] == events[at]["txn"])
+    at = first(events, "HALF_RENEW")
+    born = next(e["born_ts"] for e in events if e["event"] == "HALF_PUT" and e["txn"] == events[at]["txn"])
     events[at]["ts"] = events[at + 1]["ts"] = born + BrokerConfig().transaction_timeout_ms
+    for e in events[:at]:
+        e["ts"] = min(e["ts"], events[at]["ts"])
     return at
 
 
-def _check_after_durable_op(events: list[dict[str, Any]]) -> int:
-    """Right after the first Op record, a renewal + check of a half that record covers."""
-    at = next(i for i, e in enumerate(events) if e["event"] == "OP_PUT")
+def check_after_durable_op(events: Events) -> int:
+    """Right after the first Op record, the next check is of a half that record covers."""
+    at = first(events, "OP_PUT")
     covered = events[at]["half_offsets"][0]
-    half = next(e for e in events if e["event"] == "HALF_PUT" and e["half_offset"] == covered)
-    fresh = 1 + max(e["half_offset"] for e in events if e["event"] in ("HALF_PUT", "HALF_RENEW"))
-    renew = {**half, "event": "HALF_RENEW", "half_offset": fresh, "prev_half_offset": covered,
-             "check_count": 1, "result": "CHECK"}
-    events.insert(at + 1, renew)
+    renew = first(events, "HALF_RENEW")
+    events[renew]["prev_half_offset"] = covered
+    return renew
+
+
+def third_check(events: Events) -> int:
+    """One more renewal and check of a copy that already carries check max (2) checks."""
+    at = max(i for i, e in enumerate(events) if e["event"] == "CHECK")
+    renew = dict(events[at - 1], check_count=3, prev_half_offset=events[at - 1]["half_offset"],
+                 half_offset=events[at - 1]["half_offset"] + 1)
+    events[at + 1:at + 1] = [renew, dict(events[at], check_count=3, half_offset=renew["half_offset"])]
     return at + 1
 
 
-@pytest.mark.parametrize("mode", ["strict", "rocketmq"])
-def test_offsets_follow_the_spec_log(mode: str, tmp_path: Path) -> None:
-    _, events = broker_trace(mode, tmp_path)
-    trace, txns = abstract_events(mode, events)
-    assert txns == ["t1", "t2"]
-    kinds = [t.fields["e"] for t in trace]
-    assert kinds[:5] == ["HALF_PUT", "HALF_PUT", "DECIDE", "END_TX", "REAL_PUT"]
-    # spec log: 1 half t1, 2 half t2, 3 real t2 (ref 2), then the first check's copy of t1 at 4
-    assert trace[4].fields["off"] == "2"
-    renew = next(t for t in trace if t.fields["e"] == "HALF_RENEW")
-    assert (renew.fields["t"], renew.fields["prev"], renew.fields["n"]) == ("t1", "1", "1")
-    counts = coverage(trace)
-    assert counts["SendHalf"] == 2 and counts["CrashRestart"] == 1
-    assert "ScanDiscard" in counts  # listed even when no event exercised it (strict here)
-    assert counts["ScanDiscard"] == sum(e["event"] == "DISCARD" for e in events)
-    module, cfg = generate(mode, {"check_max": 2}, trace, txns)
-    assert module.count("[e |-> ") == len(trace)
-    assert f'Mode = "{mode}"' in cfg and "CheckMax = 2" in cfg
+DOCTORINGS: dict[str, Callable[[Events], int]] = {
+    fn.__name__: fn for fn in (extra_commit, skipped_count, swapped_check_counts, dropped_last_op,
+                               duplicated_last_real, commit_without_real, delivery_before_commit,
+                               check_before_timeout, check_after_durable_op)
+}
 
 
-def test_unmodelled_events_are_refused(tmp_path: Path) -> None:
+# ----------------------------------------------------------------------------- without TLC
+def test_hidden_steps_are_placed_just_in_time(tmp_path: Path) -> None:
+    config, events = broker_trace("strict", tmp_path)
+    steps, spec = build_steps("strict", config.as_dict(), events)
+    kinds = [s.kind for s in steps]
+    assert kinds[0] == "UP" and kinds[-1] == "FINISH"
+    # the owner's own END_TX leaves right before it arrives; a TICK precedes every later event
+    for i, step in enumerate(steps):
+        if step.kind == "END" and not step.fields["chk"]:
+            assert steps[i - 1].kind == "PEND"
+    assert all(b.fields["ts"] > a.fields["ts"] for a, b in zip(
+        [s for s in steps if s.kind == "TICK"], [s for s in steps if s.kind == "TICK"][1:], strict=False))
+    # every record the check service examined is accounted for: skipped, renewed or discarded
+    assert kinds.count("SKIP") + kinds.count("RENEW") + kinds.count("DISCARD") >= kinds.count("SEND")
+    assert spec.txns == sorted({e["txn"] for e in events if e["event"] == "HALF_PUT"}, key=spec.txns.index)
+    assert spec.budgets["MaxCrash"] == 1
+
+
+def test_a_late_decision_is_placed_before_its_first_answer(tmp_path: Path) -> None:
+    config, events = broker_trace("strict", tmp_path)
+    steps, _ = build_steps("strict", config.as_dict(), events)
+    answers = [i for i, s in enumerate(steps) if s.kind == "ANSWER" and s.fields["act"] == "rollback"]
+    assert answers and steps[answers[0] - 1].kind == "DECIDE" and steps[answers[0] - 1].source is None
+
+
+def test_coverage_counts_steps_per_action(tmp_path: Path) -> None:
+    config, events = broker_trace("rocketmq", tmp_path)
+    counts = coverage(build_steps("rocketmq", config.as_dict(), events)[0])
+    assert counts["SendHalf"] == 2 and counts["CrashRestart"] == 1 and counts["ScanCheck"] >= 1
+    assert counts["Resume"] == 0  # every action is listed, reached or not
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda ev: ev.clear(), "no events"),
+    (lambda ev: ev.pop(), "not the END marker"),
+    (lambda ev: ev[3].update(seq=99), "seq must be 0, 1, 2"),
+])
+def test_incomplete_traces_are_refused(tmp_path: Path, breakage: Callable[[Events], Any],
+                                      message: str) -> None:
     _, events = broker_trace("strict", tmp_path)
-    renew = next(e for e in events if e["event"] == "HALF_RENEW")
-    renew["result"] = "IMMUNITY"
-    with pytest.raises(UnmodelledTraceError, match="IMMUNITY"):
-        abstract_events("strict", events)
+    breakage(events)
+    with pytest.raises(IncompleteTraceError, match=message):
+        require_complete(events)
 
 
-def test_deliveries_point_at_the_real_message_in_the_spec_log(tmp_path: Path) -> None:
+def test_a_real_put_out_of_seq_order_is_refused(tmp_path: Path) -> None:
     _, events = broker_trace("strict", tmp_path)
-    trace, _ = abstract_events("strict", events)
-    real = next(i for i, t in enumerate(trace) if t.fields["e"] == "REAL_PUT")
-    delivery = next(t for t in trace if t.fields["e"] == "DELIVER")
-    assert (delivery.fields["t"], delivery.fields["off"]) == ("t2", "3")  # log: half t1, half t2, real t2
-    assert trace.index(delivery) > real
-    plain = {**next(e for e in events if e["event"] == "DELIVER"), "txn": None}
-    with pytest.raises(UnmodelledTraceError, match="not a committed transactional message"):
-        abstract_events("strict", [*events, plain])
+    at = first(events, "REAL_PUT")
+    events[at]["seq"], events[at - 1]["seq"] = events[at - 1]["seq"], events[at]["seq"]  # file order kept
+    with pytest.raises(IncompleteTraceError, match=f"event {at - 1} of the file has seq {at}"):
+        require_complete(events)
 
 
-def test_store_errors_and_send_retries_are_refused_up_front(tmp_path: Path) -> None:
-    _, events = broker_trace("strict", tmp_path)
-    end = next(e for e in events if e["event"] == "END_TX" and e["result"] == "OK")
-    failed = [dict(e, result="STORE_ERROR") if e is end else e for e in events]
-    with pytest.raises(UnmodelledTraceError, match="STORE_ERROR"):
-        abstract_events("strict", failed)
-    half = next(e for e in events if e["event"] == "HALF_PUT")
-    retried = [half, dict(half, seq=-1), *(e for e in events if e is not half)]
-    with pytest.raises(UnmodelledTraceError, match="send retry"):
-        abstract_events("strict", retried)
+@pytest.mark.parametrize("breakage, message", [
+    (lambda ev: ev.insert(0, dict(ev[first(ev, "REAL_PUT")])), "has no HALF_PUT before this event"),
+    (lambda ev: ev[first(ev, "END_TX")].update(result="NOT_FOUND"), "END_TX result NOT_FOUND"),
+    (lambda ev: ev[first(ev, "HALF_PUT")].update(half_offset=5), "half-queue offset 5 where 0 was next"),
+    (lambda ev: ev.pop(first(ev, "RESTART")), "must be followed by the RESTART"),
+    (lambda ev: ev[first(ev, "END_TX", result="OK")].update(txn=None), "names no transaction"),
+])
+def test_what_the_spec_cannot_take_is_refused_at_its_event(
+        tmp_path: Path, breakage: Callable[[Events], Any], message: str) -> None:
+    config, events = broker_trace("strict", tmp_path)
+    breakage(events)
+    with pytest.raises(UnmodelledTraceError, match=message):
+        build_steps("strict", config.as_dict(), renumber(events))
+
+
+# ----------------------------------------------------------------------------- with TLC
+def _validate(mode: str, config: BrokerConfig, events: Events, **kw: Any) -> Validation:
+    count_tlc("traces")
+    return validate(mode, config.as_dict(), events, spec_dir=SPEC, **kw)
 
 
 @needs_tlc
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
 def test_broker_trace_is_accepted(mode: str, tmp_path: Path) -> None:
     config, events = broker_trace(mode, tmp_path)
-    outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR, workers="1")
-    assert outcome.accepted, outcome.first_unexplained
-    assert outcome.explained == len(outcome.events)
-
-
-# The subset the spec models: one producer, two transactions, duplicated and lost END_TX, a broker crash.
-SMALL = Workload(transactions=2, producer_groups=1, producers_per_group=1, topics=1, queues_per_topic=1,
-                 consumer_groups=1, commit=0.4, rollback=0.2, unknown_then_commit=0.2,
-                 unknown_then_rollback=0.2, unknown_forever=0.0, end_tx_duplicate=0.3, end_tx_loss=0.2,
-                 broker_crashes=1)
+    outcome = _validate(mode, config, events)
+    assert outcome.accepted, (outcome.first_unexplained, outcome.state)
+    assert outcome.explained == len(outcome.steps)
 
 
 @needs_tlc
-@pytest.mark.parametrize("mode", ["strict", "rocketmq"])
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_simulated_trace_with_faults_is_accepted(mode: str, seed: int, tmp_path: Path) -> None:
-    print(f"simulation seed {seed}, mode {mode}")
-    out = tmp_path / "sim.ndjson"
-    simulate(SMALL, seed, BrokerConfig(mode=mode, check_max=3), out=out)
-    header, events = read_events(out)
-    outcome = validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR, workers="1")
-    assert outcome.accepted, outcome.first_unexplained
-
-
-@needs_tlc
-@pytest.mark.parametrize("doctor", [_extra_commit, _skipped_count, _reordered_pair, _check_after_durable_op,
-                                    _delivery_before_commit, _check_before_timeout],
-                         ids=["extra_commit", "skipped_count", "reordered_pair", "check_after_durable_op",
-                              "delivery_before_commit", "check_before_timeout"])
-def test_doctored_strict_trace_is_rejected_at_the_doctored_event(doctor: Callable[..., int],
-                                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", sorted(DOCTORINGS))
+def test_doctored_trace_is_rejected_at_the_doctored_event(name: str, tmp_path: Path) -> None:
     config, events = broker_trace("strict", tmp_path)
-    doctored, target = _doctor(events, doctor)
-    outcome = validate("strict", config.as_dict(), doctored, spec_dir=SPEC, jar=JAR, workers="1")
+    doctored = copy.deepcopy(events)
+    at = DOCTORINGS[name](doctored)
+    doctored = renumber(doctored)
+    outcome = _validate("strict", config, doctored, explain_rejection=False)
     assert not outcome.accepted
-    assert outcome.first_unexplained is not None
-    assert outcome.first_unexplained.source is target
+    bad = outcome.first_unexplained
+    assert bad is not None and bad.source is not None and bad.source["seq"] == at, (name, bad)
 
 
-def _replayed(path: Path, mode: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    schedule = load_schedule(path)
-    verdict = judge(schedule)
-    report = verdict.rocketmq if mode == "rocketmq" else verdict.strict
-    config = {"check_max": schedule["check_max"], "half_cache_capacity": max(schedule["cache_size"], 1),
-              "half_cache_enabled": schedule["cache_size"] > 0}
-    return {"config": config, "unknown_answer": schedule["unknown_answer"]}, report.events
+@needs_tlc
+def test_a_sixteenth_check_is_rejected(tmp_path: Path) -> None:
+    config, events = broker_trace("strict", tmp_path, check_max=2)
+    at = third_check(events)  # the check max here is 2: the third check is the "sixteenth"
+    outcome = _validate("strict", config, renumber(events), explain_rejection=False)
+    assert outcome.first_unexplained is not None and outcome.first_unexplained.source is not None
+    assert outcome.first_unexplained.source["seq"] == at
+
+
+@needs_tlc
+def test_rejection_shows_the_spec_state_of_the_transaction(tmp_path: Path) -> None:
+    config, events = broker_trace("strict", tmp_path)
+    at = extra_commit(events)
+    outcome = _validate("strict", config, renumber(events))
+    assert outcome.first_unexplained is not None and outcome.first_unexplained.source is not None
+    assert outcome.first_unexplained.source["seq"] == at
+    assert outcome.state is not None
+    assert 'local |-> "commit"' in outcome.state and "reals |-> 1" in outcome.state  # committed once
+
+
+@needs_tlc
+def test_a_rocketmq_duplicate_is_rejected_as_strict(tmp_path: Path) -> None:
+    result = simulate(Workload(transactions=200, end_tx_duplicate=0.2), seed=3,
+                      config=BrokerConfig(mode="rocketmq"), out=tmp_path / "t.ndjson")
+    header, events = read_events(tmp_path / "t.ndjson")
+    rows = list(events)
+    assert sum(e["event"] == "REAL_PUT" for e in rows) > sum(e["event"] == "HALF_PUT" for e in rows) * 0.5
+    assert result.events["REAL_PUT"] > 0
+    assert validate("rocketmq", header.config, rows, spec_dir=SPEC).accepted
+    outcome = validate("strict", header.config, rows, spec_dir=SPEC, explain_rejection=False)
+    bad = outcome.first_unexplained
+    assert bad is not None and bad.kind == "END" and bad.fields["res"] == "OK"  # strict refuses it instead
 
 
 @needs_tlc
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
-@pytest.mark.parametrize("path", SCHEDULES, ids=[p.stem for p in SCHEDULES])
-def test_replayed_counterexample_traces_are_spec_behaviours(path: Path, mode: str) -> None:
-    """Round trip: a counterexample replayed on the broker yields a trace the spec accepts, in each mode."""
-    settings, events = _replayed(path, mode)
-    outcome = validate(mode, settings["config"], events, spec_dir=SPEC, jar=JAR, workers="1",
-                       unknown_answer=settings["unknown_answer"])
-    assert outcome.accepted, outcome.first_unexplained
-
-
-@needs_tlc
-def test_rocketmq_duplicate_commit_is_no_strict_behaviour() -> None:
-    duplicate = SCHEDULES[0].parent / "rocketmq_duplicate_commit.json"
-    settings, events = _replayed(duplicate, "rocketmq")
-    outcome = validate("strict", settings["config"], events, spec_dir=SPEC, jar=JAR, workers="1")
-    bad = outcome.first_unexplained
-    assert bad is not None
-    ends = [e for e in events if e["event"] == "END_TX"]
-    assert len(ends) == 2 and bad.source is ends[1], "strict refuses the second COMMIT the broker applied"
-
-
-@needs_tlc
-def test_cli_validates_an_ndjson_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config, events = broker_trace("strict", tmp_path)
-    path = tmp_path / "trace.ndjson"
-    header = TraceHeader(mode="strict", config=config.as_dict())
-    lines = [json.dumps(header.to_dict())] + [json.dumps(e) for e in events]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC), "--workers", "1"]) == 0
-    assert "accepted" in capsys.readouterr().out
-    doctored, _ = _doctor(events, _extra_commit)
-    path.write_text("\n".join([lines[0]] + [json.dumps(e) for e in doctored]) + "\n", encoding="utf-8")
-    assert main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC), "--workers", "1"]) == 1
+@pytest.mark.parametrize("faults", ["none", "light", "heavy"])
+def test_cli_accepts_what_txmq_simulate_writes(mode: str, faults: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.parquet"
+    assert main(["simulate", "-n", "120", "--seed", "5", "--mode", mode, "--faults", faults, "--no-progress",
+                 "-o", str(trace)]) == 0
+    capsys.readouterr()
+    assert main(["spec", "validate-trace", str(trace), "--spec-dir", str(SPEC)]) == 0
     out = capsys.readouterr().out
-    assert "rejected at event" in out
-    # The state where the spec got stuck: t2's commit applied once, its real message in the log.
-    state = next(line for line in out.splitlines() if line.startswith("spec state after event"))
-    assert 'oks |-> [t1 |-> <<>>, t2 |-> <<"commit">>]' in state
-    assert '[t |-> "t2", k |-> "real", ref |-> 2]' in state
+    assert "accepted: every event is a step of TxMQ" in out and "steps per spec action:" in out
+
+
+@needs_tlc
+def test_cli_names_the_rejected_event(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config, events = broker_trace("strict", tmp_path)
+    extra_commit(events)
+    path = _ndjson(tmp_path / "doctored.ndjson", renumber(events))
+    assert main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC)]) == 1
+    out = capsys.readouterr().out
+    assert "rejected at step" in out and "'event': 'END_TX'" in out and "spec state after step" in out
+
+
+def _ndjson(path: Path, events: Events, mode: str = "strict") -> Path:
+    lines = [json.dumps(TraceHeader(mode=mode, config=BrokerConfig(mode=mode).as_dict()).to_dict())]
+    path.write_text("\n".join(lines + [json.dumps(e) for e in events]) + "\n", encoding="utf-8")
+    return path
+
+
+def _garbage(tmp_path: Path, events: Events) -> Path:
+    path = tmp_path / "bad.ndjson"
+    path.write_text("not json at all\n", encoding="utf-8")
+    return path
+
+
+def _no_txn(tmp_path: Path, events: Events) -> Path:
+    events[first(events, "REAL_PUT")].pop("txn")
+    return _ndjson(tmp_path / "t.ndjson", events)
+
+
+def _offsets_as_text(tmp_path: Path, events: Events) -> Path:
+    events[first(events, "OP_PUT")]["half_offsets"] = "1,2"
+    return _ndjson(tmp_path / "t.ndjson", events)
+
+
+def _directory(tmp_path: Path, events: Events) -> Path:
+    (tmp_path / "dir.ndjson").mkdir()
+    return tmp_path / "dir.ndjson"
+
+
+@pytest.mark.parametrize("make, message", [
+    (_garbage, "not a JSON header"),
+    (_no_txn, "lacks or adds columns: txn"),
+    (_offsets_as_text, "column half_offsets cannot hold"),
+    (_directory, "dir.ndjson"),
+])
+def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   make: Callable[[Path, Events], Path], message: str) -> None:
+    _, events = broker_trace("strict", tmp_path)
+    path = make(tmp_path, events)
+    code = main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC)])
+    err = capsys.readouterr().err
+    assert code == TraceError.exit_code and len(err.strip().splitlines()) == 1 and message in err
+
+
+def test_cli_missing_spec_dir_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, events = broker_trace("strict", tmp_path)
+    path = _ndjson(tmp_path / "t.ndjson", events)
+    code = main(["spec", "validate-trace", str(path), "--spec-dir", str(tmp_path / "nowhere")])
+    err = capsys.readouterr().err
+    assert code == TraceError.exit_code and "no TxMQTrace.tla" in err and len(err.strip().splitlines()) == 1

@@ -7,6 +7,7 @@ import weakref
 from pathlib import Path
 
 import pytest
+from tlc_tools import needs_tlc
 
 from txmq.cli import build_parser, main
 from txmq.errors import ConfigError
@@ -48,9 +49,9 @@ def _outputs(out_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out_dir.iterdir())}
 
 
-def _run(out_dir: Path, seed: int) -> int:
+def _run(out_dir: Path, seed: int, tlc_transactions: int = 0) -> int:
     return main(["run", "-n", "200", "--seed", str(seed), "--no-progress", "--out-dir", str(out_dir),
-                 "--skip-spark"])
+                 "--skip-spark", "--tlc-transactions", str(tlc_transactions)])
 
 
 def test_an_interrupted_run_leaves_the_previous_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -82,6 +83,18 @@ def test_a_finished_run_replaces_the_whole_set(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr("txmq.pipeline._model_check", lambda: ("TLA+ model checking: stand-in", 0))
     assert _run(out_dir, seed=2) == 0
     assert sorted(_outputs(out_dir)) == ["notes.txt", "trace.parquet"]  # no report of another trace
+
+
+@needs_tlc
+def test_the_run_has_tlc_validate_a_trace_of_the_same_workload(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "out"
+    monkeypatch.setattr("txmq.pipeline._model_check", lambda: ("TLA+ model checking: stand-in", 0))
+    assert _run(out_dir, seed=4, tlc_transactions=100) == 0
+    summary = capsys.readouterr().out.split("== txmq run summary")[1]
+    assert "TLC trace validation: a 100-transaction trace of the same workload is a behaviour of TxMQ" \
+        in summary
+    assert sorted(_outputs(out_dir)) == ["tlc-trace.parquet", "trace.parquet"]
 
 
 def test_a_bad_master_fails_before_the_simulation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

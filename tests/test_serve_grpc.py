@@ -397,5 +397,5 @@ def test_a_short_served_session_is_a_behaviour_of_the_spec(home: Path) -> None:
     finally:
         assert server.terminate() == 0
     header, events = read_events(home / "short.ndjson")
-    outcome = validate_trace(header.mode, header.config, events, spec_dir=SPEC, jar=JAR, workers="1")
+    outcome = validate_trace(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
     assert outcome.accepted, f"rejected at {outcome.first_unexplained}"

@@ -30,6 +30,7 @@ for arg in "$@"; do
   if [ "$prev" = "-config" ]; then cfg="$arg"; fi
   prev="$arg"
 done
+if [ -n "$JAVA_TOOL_OPTIONS" ]; then echo "Picked up JAVA_TOOL_OPTIONS: $JAVA_TOOL_OPTIONS"; fi
 if [ -z "$cfg" ]; then
   if [ "$TXMQ_FAKE_TLC" = "current" ]; then
     echo "TLC2 Version 2026.04.29.170100 (rev: cc6b616)"
@@ -69,10 +70,11 @@ def spec_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     spec.mkdir()
     (spec / "M.tla").write_text("---- MODULE M ----\n====\n", encoding="utf-8")
     entries = []
+    (spec / "models").mkdir()
     for name, (output, code, fields) in MODELS.items():
-        (spec / f"{name}.cfg").write_text("", encoding="utf-8")
-        (spec / f"{name}.cfg.replay").write_text(f"{DATA / output}\n{code}\n", encoding="utf-8")
-        entries.append({"name": name, "module": "M.tla", "config": f"{name}.cfg", "ci": True, **fields})
+        (spec / "models" / f"{name}.cfg").write_text("", encoding="utf-8")
+        (spec / "models" / f"{name}.cfg.replay").write_text(f"{DATA / output}\n{code}\n", encoding="utf-8")
+        entries.append({"name": name, "module": "M.tla", "ci": True, **fields})
     (spec / "models.json").write_text(json.dumps({"models": entries}), encoding="utf-8")
     java_home = tmp_path / "jdk"
     (java_home / "bin").mkdir(parents=True)
@@ -116,7 +118,7 @@ def test_command_line_given_to_tlc(spec_dir: Path, capsys: pytest.CaptureFixture
     assert args[0] == "-XX:+UseParallelGC" and args[1].startswith("-Djava.io.tmpdir=")
     assert args[2:5] == ["-cp", str(spec_dir.parent / "tla2tools.jar"), "tlc2.TLC"]
     assert args[args.index("-workers") + 1] == "2"
-    assert args[args.index("-config") + 1] == str(spec_dir / "good.cfg")
+    assert args[args.index("-config") + 1] == str(spec_dir / "models" / "good.cfg")
     assert {"-tool", "-cleanup", "-deadlock"} <= set(args)
     assert not Path(args[args.index("-metadir") + 1]).is_relative_to(spec_dir)
     assert args[-1] == "M.tla"
@@ -135,6 +137,17 @@ def test_options_follow_what_the_jar_accepts(
         assert workers == "auto" and "-noGenerateSpecTE" in args
     else:
         assert workers.isdigit() and "-noGenerateSpecTE" not in args
+
+
+def test_the_jvm_note_about_java_tool_options_is_not_taken_for_tlc(
+    spec_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The JVM prints "Picked up JAVA_TOOL_OPTIONS: ..." before TLC's version line when that variable is set.
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx1g")
+    monkeypatch.setenv("TXMQ_FAKE_TLC", "2.15")
+    assert run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir))[0] == 0
+    (args,) = java_calls(spec_dir)
+    assert "-noGenerateSpecTE" not in args
 
 
 def test_a_file_that_is_not_tlc_is_a_one_line_error(

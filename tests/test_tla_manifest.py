@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from txmq.errors import ConfigError
-from txmq.tla.manifest import Expectation, load_manifest, record_counts, select
+from txmq.tla.configs import merged, render, write_all
+from txmq.tla.manifest import Expectation, load_data, load_manifest, record_counts, select
 from txmq.tla.parser import Outcome, TlcResult
 
 REPO_SPEC = Path(__file__).resolve().parents[1] / "spec"
@@ -23,11 +25,30 @@ def write_manifest(spec_dir: Path, models: list[dict[str, Any]]) -> Path:
 
 
 def model(name: str, expect: str = "pass", ci: bool = True, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "module": "M.tla", "config": f"{name}.cfg", "ci": ci, "expect": expect, **extra}
+    return {"name": name, "module": "M.tla", "ci": ci, "expect": expect, **extra}
 
 
 def passed(distinct: int = 10, total: int = 20, depth: int = 3) -> TlcResult:
     return TlcResult(Outcome.PASS, distinct_states=distinct, total_states=total, depth=depth)
+
+
+def test_committed_configs_are_what_the_manifest_renders(tmp_path: Path) -> None:
+    """models/*.cfg are generated: a hand edit, or a manifest change without `txmq spec configs`, fails."""
+    shutil.copy(REPO_SPEC / "models.json", tmp_path / "models.json")
+    rendered = {p.name: p.read_text(encoding="utf-8") for p in write_all(tmp_path, load_data(tmp_path))}
+    committed = {p.name: p.read_text(encoding="utf-8") for p in (REPO_SPEC / "models").glob("*.cfg")}
+    assert committed == rendered, "run `txmq spec configs`"
+
+
+def test_rendering_refuses_unknown_constants_and_duplicate_names() -> None:
+    defaults = {"module": "M.tla", "constants": {"A": "1"}, "specification": "Spec", "invariants": ["Inv"]}
+    with pytest.raises(ConfigError, match="unknown constant"):
+        merged(defaults, {"name": "m", "constants": {"B": "2"}})
+    settings = merged(defaults, {"name": "m", "invariants": ["Inv", "Inv"]})
+    with pytest.raises(ConfigError, match="lists Inv twice"):
+        render("m", "", settings)
+    text = render("m", "a model", merged(defaults, {"name": "m", "constants": {"A": "<- Def"}}))
+    assert "    A <- Def\n" in text and "INVARIANTS\n    Inv\n" in text and "PROPERTIES" not in text
 
 
 def test_the_projects_manifest_is_complete() -> None:
@@ -50,7 +71,7 @@ def test_load_reads_entries_in_order(tmp_path: Path) -> None:
         False,
         True,
         tmp_path / "M.tla",
-        tmp_path / "a.cfg",
+        tmp_path / "models" / "a.cfg",
     )
     assert (b.expect.violates, b.check_deadlock, str(b.expect)) == ("Inv", False, "violates Inv")
 
@@ -62,7 +83,7 @@ def test_load_reads_entries_in_order(tmp_path: Path) -> None:
         ("{", "not valid JSON"),
         ('{"models": {}}', "'models' list"),
         ('{"models": [1]}', r"models\[0\] is not an object"),
-        ('{"models": [{"name": "a"}]}', "lacks module, config, ci, expect"),
+        ('{"models": [{"name": "a"}]}', "lacks ci, expect"),
         (json.dumps({"models": [model("a", "fails")]}), "expect must be"),
         (json.dumps({"models": [model("a", "violates")]}), "expect must be"),
         (json.dumps({"models": [model("a", distinct_states="many")]}), "distinct_states must be an integer"),

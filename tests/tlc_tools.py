@@ -9,6 +9,7 @@ never mean "TLC never ran". ``tests/conftest.py`` applies the rule.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,12 @@ def require_tlc(item: pytest.Item) -> None:
     if IN_CI:
         pytest.fail(f"CI=true and TLC is unavailable: {WHY_MISSING}", pytrace=False)
     pytest.skip(f"TLC unavailable: {WHY_MISSING}")
+
+
+# What TLC checked in this session (models, mutants, traces), printed at the end of the run.
+TLC_CHECKED: Counter[str] = Counter()
+
+
+def count_tlc(what: str, n: int = 1) -> None:
+    """Record that TLC checked ``n`` more of ``what`` (``models``, ``mutants`` or ``traces``)."""
+    TLC_CHECKED[what] += n

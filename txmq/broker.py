@@ -45,6 +45,7 @@ from txmq.transaction.constants import (
     HALF_QUEUE_ID,
     HALF_TOPIC,
     OP_TOPIC,
+    PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_CLUSTER,
     PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_KEYS,
@@ -317,6 +318,7 @@ class Broker:
                 ev.HALF_PUT, now, txn=uniq_key, producer_group=producer_group, producer=producer,
                 half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset,
                 topic=message.topic, queue_id=message.queue_id, body_crc=body_crc(message.body),
+                born_ts=half.born_timestamp, immunity=props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS),
             )
             return SendResult(SendStatus.SEND_OK, uniq_key, half.commitlog_offset, message.queue_id,
                               half.queue_offset, transaction_id=uniq_key)

@@ -162,10 +162,9 @@ ENTRIES: tuple[Invariant, ...] = (
         "The half cache (txmq's RIP-50 extension) holds at most its capacity of distinct original halves; "
         "the trace does not show its contents, so only the spec checks it."),
     Invariant(
-        "RefusedOnlyWhenResolved", SAFETY, STRICT, MODEL,
+        "RefusedOnlyWhenResolved", SAFETY, STRICT, SPEC | MODEL,
         "An END_TX is refused ALREADY_RESOLVED only when its transaction is resolved: an END_TX of it had "
-        "result OK, or it was discarded and not resumed since.",
-        not_in_spec="the spec keeps no history of refused END_TX requests yet"),
+        "result OK, or it was discarded and not resumed since."),
     Invariant(
         "EventuallyResolved", LIVENESS, BOTH, SPEC | SPARK,
         "Every transaction whose half was stored ends with an END_TX OK (COMMIT or ROLLBACK) or a DISCARD, "

@@ -1,4 +1,5 @@
-"""``txmq run``: the main job — simulate, validate with Spark, model-check the spec, one summary.
+"""``txmq run``: the main job — simulate, validate with Spark, model-check the spec, validate a trace of
+the same workload with TLC, one summary.
 
 Each step reports as it goes; a step whose tool is missing (Java, TLC) says how to get it and the
 run continues, so a fresh machine still gets every result it can.
@@ -27,8 +28,11 @@ from txmq.sim.cli import add_workload_arguments, run_simulation, summary_lines
 from txmq.store.fileutil import fsync_dir
 
 DEFAULT_TRANSACTIONS = 50_000
-TRACE, REPORT, PLOT = "trace.parquet", "report.json", "report.png"
-OUTPUTS = (TRACE, REPORT, PLOT)
+TRACE, REPORT, PLOT, TLC_TRACE = "trace.parquet", "report.json", "report.png", "tlc-trace.parquet"
+OUTPUTS = (TRACE, REPORT, PLOT, TLC_TRACE)
+# TLC validates a trace of this many transactions of the same workload (seed, mode, faults, knobs): the
+# main trace is too long for TLC within the job's minutes.
+DEFAULT_TLC_TRANSACTIONS = 1_000
 
 
 def _say(text: str) -> None:
@@ -99,15 +103,14 @@ def _model_check() -> tuple[str, int]:
     """Model-check the CI-sized spec models when TLC is available; say how to get it when not."""
     from txmq.tla.jar import find_jar
     from txmq.tla.manifest import load_manifest, select
-    from txmq.tla.runner import find_java, probe
+    from txmq.tla.runner import describe_tlc
     from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 
     try:
         jar = find_jar()
-        version = probe(find_java(), jar).version
+        _say(describe_tlc(jar))
     except ToolMissingError as exc:  # a job that could not model-check did not do its job
         return f"TLA+ model checking: not run: {exc}", exc.exit_code
-    _say(f"TLC: {version} ({jar})")
     entries = select(load_manifest(default_spec_dir()), [], False)
 
     def show(report: ModelReport) -> None:
@@ -123,13 +126,36 @@ def _model_check() -> tuple[str, int]:
     return line, 1 if unexpected else 0
 
 
+def _tlc_trace(args: argparse.Namespace, staging: Path, out_dir: Path) -> tuple[str, int]:
+    """Simulate a smaller trace of the same workload and have TLC check it is a behaviour of the spec."""
+    from txmq.tla.suite import default_spec_dir
+    from txmq.tla.trace_validation import validate
+    from txmq.trace.reader import read_events
+
+    small = argparse.Namespace(**{**vars(args), "transactions": min(args.tlc_transactions, args.transactions),
+                                  "no_progress": True})
+    run_simulation(small, staging / TLC_TRACE)
+    header, events = read_events(staging / TLC_TRACE)
+    trace = out_dir / TLC_TRACE
+    try:
+        outcome = validate(header.mode, header.config, events, spec_dir=default_spec_dir())
+    except ToolMissingError as exc:
+        return f"TLC trace validation: not run: {exc}", exc.exit_code
+    seconds = outcome.result.duration_s or 0.0
+    if outcome.accepted:
+        return (f"TLC trace validation: a {small.transactions:,}-transaction trace of the same workload is a "
+                f"behaviour of TxMQ ({len(outcome.steps):,} steps, {seconds:.1f} s)"), 0
+    return (f"TLC trace validation: REJECTED at step {outcome.explained + 1} of {len(outcome.steps):,}: "
+            f"{outcome.first_unexplained}; run `txmq spec validate-trace {trace}` for the spec's state"), 1
+
+
 def _run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
     if not args.skip_spark:
         _check_master_early(args.master)
     started = time.perf_counter()
     with _staged_outputs(out_dir) as staging:
-        _say(f"1/3 simulating into {out_dir / TRACE}")
+        _say(f"1/4 simulating into {out_dir / TRACE}")
         result = run_simulation(args, staging / TRACE)
         result.trace_path = str(out_dir / TRACE)
         summary = summary_lines(result)
@@ -137,7 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.skip_spark:
             summary.append("Spark validation: skipped (--skip-spark)")
         else:
-            _say("2/3 validating the trace with Spark")
+            _say("2/4 validating the trace with Spark")
             try:
                 line, code = _validate(staging, out_dir, args.master)
                 summary.append(line)
@@ -148,8 +174,15 @@ def _run(args: argparse.Namespace) -> int:
         if args.skip_spec:
             summary.append("TLA+ model checking: skipped (--skip-spec)")
         else:
-            _say("3/3 model-checking the spec with TLC")
+            _say("3/4 model-checking the spec with TLC")
             line, code = _model_check()
+            summary.append(line)
+            status = max(status, code)
+        if args.skip_spec or args.tlc_transactions <= 0:
+            summary.append("TLC trace validation: skipped")
+        else:
+            _say("4/4 validating a trace of the same workload with TLC")
+            line, code = _tlc_trace(args, staging, out_dir)
             summary.append(line)
             status = max(status, code)
     print()
@@ -168,5 +201,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="where the trace and reports go (default txmq-out)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--skip-spark", action="store_true", help="do not run the Spark validation")
-    parser.add_argument("--skip-spec", action="store_true", help="do not run TLC")
+    parser.add_argument("--skip-spec", action="store_true", help="do not model-check the spec")
+    parser.add_argument("--tlc-transactions", type=int, default=DEFAULT_TLC_TRANSACTIONS,
+                        help="TLC validates a trace of this many transactions of the same workload "
+                        f"(default {DEFAULT_TLC_TRANSACTIONS:,}; 0 skips it)")
     parser.set_defaults(handler=_run)

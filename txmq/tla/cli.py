@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from txmq.tla.configs import write_all
 from txmq.tla.jar import TLC_VERSION, cache_path, find_jar, install
-from txmq.tla.manifest import load_manifest, record_counts, select
+from txmq.tla.manifest import load_data, load_manifest, record_counts, select
+from txmq.tla.mutate import add_mutate
 from txmq.tla.parser import TraceState
 from txmq.tla.replay import add_replay
-from txmq.tla.runner import find_java, probe
+from txmq.tla.runner import describe_tlc
 from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 from txmq.tla.trace_validation import add_validate_trace
 
@@ -77,7 +79,7 @@ def _check(args: argparse.Namespace) -> int:
     spec_dir = args.spec_dir or default_spec_dir()
     entries = select(load_manifest(spec_dir), args.models, args.include_on_demand)
     jar = find_jar()
-    print(f"TLC: {probe(find_java(), jar).version} ({jar})", flush=True)
+    print(describe_tlc(jar), flush=True)
     width = max([len("model")] + [len(entry.name) for entry in entries])
     print(_row(width, ["model", *_COLUMNS]), flush=True)
 
@@ -109,6 +111,25 @@ def _install_tlc(args: argparse.Namespace) -> int:
     path = install(args.dest)
     print(f"installed TLA+ tools v{TLC_VERSION} at {path}")
     return 0
+
+
+def _configs(args: argparse.Namespace) -> int:
+    spec_dir = args.spec_dir or default_spec_dir()
+    written = write_all(spec_dir, load_data(spec_dir))
+    print(f"{len(written)} model configurations in {spec_dir / 'models'} match {spec_dir / 'models.json'}")
+    return 0
+
+
+def add_configs(subparsers: argparse._SubParsersAction) -> None:
+    """``txmq spec configs``."""
+    parser = subparsers.add_parser(
+        "configs",
+        help="write models/*.cfg from models.json",
+        description="Render every model of spec/models.json into spec/models/<name>.cfg, the files TLC "
+        "reads.",
+    )
+    parser.add_argument("--spec-dir", type=Path, help="directory holding models.json (default: ./spec)")
+    parser.set_defaults(handler=_configs)
 
 
 def add_check(subparsers: argparse._SubParsersAction) -> None:
@@ -144,7 +165,7 @@ def add_install_tlc(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_install_tlc)
 
 
-SUBCOMMANDS = (add_check, add_install_tlc, add_replay, add_validate_trace)
+SUBCOMMANDS = (add_check, add_configs, add_mutate, add_install_tlc, add_replay, add_validate_trace)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -85,17 +85,17 @@ class ModelEntry:
     description: str
 
 
-def _entry(raw: Any, spec_dir: Path, index: int) -> ModelEntry:
+def _entry(raw: Any, defaults: dict[str, Any], spec_dir: Path, index: int) -> ModelEntry:
     where = f"{spec_dir / MANIFEST_NAME}: models[{index}]"
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} is not an object")
-    missing = [key for key in ("name", "module", "config", "ci", "expect") if key not in raw]
+    missing = [key for key in ("name", "ci", "expect") if key not in raw]
     if missing:
         raise ConfigError(f"{where} lacks {', '.join(missing)}")
     return ModelEntry(
         name=str(raw["name"]),
-        module=spec_dir / raw["module"],
-        config=spec_dir / raw["config"],
+        module=spec_dir / str(raw.get("module", defaults.get("module", ""))),
+        config=spec_dir / "models" / f"{raw['name']}.cfg",
         ci=bool(raw["ci"]),
         expect=Expectation.from_entry(raw, f"{where} ({raw['name']})"),
         check_deadlock=bool(raw.get("check_deadlock", False)),
@@ -115,10 +115,16 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+def load_data(spec_dir: Path) -> dict[str, Any]:
+    """The manifest as JSON data (``defaults`` and ``models``), for the config generator."""
+    return _read(spec_dir / MANIFEST_NAME)
+
+
 def load_manifest(spec_dir: Path) -> list[ModelEntry]:
     """All models listed in ``spec_dir/models.json``, in file order, names unique."""
     data = _read(spec_dir / MANIFEST_NAME)
-    entries = [_entry(raw, spec_dir, i) for i, raw in enumerate(data["models"])]
+    defaults = data.get("defaults", {})
+    entries = [_entry(raw, defaults, spec_dir, i) for i, raw in enumerate(data["models"])]
     names = [entry.name for entry in entries]
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:
@@ -152,5 +158,7 @@ def record_counts(spec_dir: Path, results: dict[str, TlcResult], include_depth: 
         for key in _COUNTS if include_depth else _COUNTS[:2]:
             raw[key] = getattr(result, key)
         updated.append(raw["name"])
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
     return updated

@@ -24,6 +24,11 @@ _STATS = re.compile(r"^([\d,]+) states generated, ([\d,]+) distinct states found
 _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _FINISHED_MS = re.compile(r"^Finished in (\d+)ms")
 _NAMED = re.compile(r"(?:Invariant|property|Property) (\S+) (?:is|was) violated")
+# Coverage (-coverage): "<SendHalf line 196, col 1 to line 196, col 11 of module TxMQ>: 2:6" (distinct:total);
+# current releases may print an action's parameters after its name.
+_COVERAGE = re.compile(
+    r"^<(\w+)(?:\([^)]*\))? line \d+, col \d+ to line \d+, col \d+ of module (\w+)[^>]*>: (\d+):(\d+)"
+)
 _SANY_NOISE = re.compile(r"^(Parsing file|Semantic processing of module|Linting of module) ")
 
 # Message codes from tlc2.output.EC.
@@ -40,6 +45,7 @@ CODE_DEADLOCK = 2114
 CODE_PARSE_FAILED = 3002
 # Severity-1 messages that only introduce or accompany a counterexample.
 CODE_TRACE_PREAMBLE = {2121, 2264}
+CODE_COVERAGE = {2772, 2773, 2775, 2776, 2777, 2778}  # an action's coverage line (init, next, zero...)
 
 
 class Outcome(StrEnum):
@@ -77,6 +83,9 @@ class TlcResult:
     messages: list[str] = field(default_factory=list)
     exit_code: int | None = None
     version: str | None = None  # TLC's version line: which TLC gave this verdict
+    # With -coverage: distinct states each action of the next-state relation found, by action name (the
+    # last report when TLC printed several).
+    coverage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -173,6 +182,11 @@ def parse_tlc_output(output: str, exit_code: int | None = None) -> TlcResult:
         text = message.text
         if result.version is None and text.startswith("TLC2 Version"):
             result.version = text.splitlines()[0]
+        if message.code in CODE_COVERAGE:
+            covered = _COVERAGE.match(text)
+            if covered:
+                result.coverage[covered.group(1)] = int(covered.group(3))
+            continue
         if message.code in CODE_STATE:
             state = _state(message)
             if state is not None:

@@ -8,9 +8,10 @@ checkpoint persisted) and :func:`replay` runs them with a :class:`~txmq.clock.Ma
 trace by the spec's own invariants, under their catalogue names (:data:`JUDGES`). The schedule is plain
 JSON so a replay can be kept as a regression test that needs no TLC.
 
-Messages are named by what they are, not by offsets (the spec's log interleaves record kinds the broker
-keeps in separate queues): an END_TX by transaction, action, whether it answers a check, and the check
-count of the half it names (0 = the original); a check by transaction and count.
+Messages are named by what they are, not by offsets (a strict broker skips copies a rocketmq one writes,
+so the same schedule meets different offsets in each mode): an END_TX by transaction, action, whether it
+answers a check, and the check count of the half it names (0 = the original); a check by transaction and
+count. The spec's clock counts in units of the transaction timeout (``TimeoutT`` of them make one).
 """
 
 from __future__ import annotations
@@ -47,15 +48,14 @@ TOPIC = "T"
 START_MS = 1_000_000
 _STATES = {"commit": LocalTransactionState.COMMIT_MESSAGE, "rollback": LocalTransactionState.ROLLBACK_MESSAGE}
 _RECORD = re.compile(r"\[([^\[\]]*)\]")
-_FIELD = re.compile(r"(\w+) \|-> (\"[^\"]*\"|\w+)")
+_FIELD = re.compile(r"(\w+) \|-> (\"[^\"]*\"|-?\w+)")
 _FUNC = re.compile(r"(\w+) :> (\"[^\"]*\"|\w+)")
-_CONST = re.compile(r"^\s*(CheckMax|CacheSize|UnknownAnswer)\s*=\s*\"?(\w+)\"?", re.MULTILINE)
-_SIMPLE = {"SendHalf": "send_half", "Age": "age", "ProducerEnd": "producer_end"}
+_CONST = re.compile(r"^\s*(CheckMax|CacheSize|UnknownAnswer|TimeoutT)\s*=\s*\"?(\w+)\"?", re.MULTILINE)
 
 
 # ----------------------------------------------------------------------------- TLA+ values
 def _records(text: str) -> list[dict[str, str]]:
-    """Every flat record in a TLA+ value text, fields unquoted (enough for ``log`` and ``net``)."""
+    """Every flat record in a TLA+ value text, fields unquoted (enough for ``half`` and ``net``)."""
     return [{k: v.strip('"') for k, v in _FIELD.findall(body)} for body in _RECORD.findall(text)]
 
 
@@ -64,58 +64,63 @@ def _function(text: str) -> dict[str, str]:
     return {k: v.strip('"') for k, v in _FUNC.findall(text)}
 
 
-def _message_key(msg: Mapping[str, str], log: list[dict[str, str]]) -> dict[str, Any]:
-    key: dict[str, Any] = {"type": msg["type"], "txn": msg["t"], "count": int(log[int(msg["off"]) - 1]["n"])}
+def _message_key(msg: Mapping[str, str], half: list[dict[str, str]]) -> dict[str, Any]:
+    key: dict[str, Any] = {"type": msg["type"], "txn": msg["t"], "count": int(half[int(msg["off"]) - 1]["n"])}
     if msg["type"] == "end":
         key.update(act=msg["act"], from_check=msg["chk"] == "TRUE")
     return key
 
 
-def _net(state: Mapping[str, str], log: list[dict[str, str]]) -> list[dict[str, Any]]:
-    return [_message_key(m, log) for m in _records(state.get("net", "{}"))]
+def _net(state: Mapping[str, str], half: list[dict[str, str]]) -> list[dict[str, Any]]:
+    return [_message_key(m, half) for m in _records(state.get("net", "{}"))]
 
 
-# ----------------------------------------------------------------------------- derivation
-# The variable each transaction action changes, for TLC versions (2.15) that print the bare action name.
-_CHANGES = {"SendHalf": "local", "Decide": "local", "Age": "aged", "ProducerEnd": "ownEndDone"}
-
-
-def _transaction(name: str, label_arg: str, before: Mapping[str, str], after: Mapping[str, str]) -> str:
-    """The transaction a step acted on: the label's argument (TLC 1.7 prints ``SendHalf(t1)``), else the
-    one transaction whose entry of the variable the action changes did change."""
-    if label_arg:
-        return label_arg
-    old, new = _function(before.get(_CHANGES[name], "")), _function(after[_CHANGES[name]])
-    changed = [t for t, value in new.items() if old.get(t) != value]
+def _changed(name: str, before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """The transaction (or producer) whose entry of the function ``name`` the step changed."""
+    old, new = _function(before[name]), _function(after[name])
+    changed = [key for key in new if new[key] != old.get(key)]
     if len(changed) != 1:
-        raise ConfigError(f"counterexample step {name}: cannot tell which transaction it acted on")
+        raise ConfigError(f"cannot tell which transaction a step changed: {name} changed for "
+                          f"{changed or 'none'}")
     return changed[0]
 
 
+# ----------------------------------------------------------------------------- derivation
+# TxMQ.tla's zero-arity wrappers (they give coverage a name per kind of step) and the action each wraps.
+_WRAPPED = {"DeliverSome": "Deliver", "DuplicateSome": "DeliverDup", "LoseSome": "Lose",
+            "FlushSome": "FlushOps", "CrashSome": "CrashRestart"}
+
+
 def _step(action: str, before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:
-    """The broker-level step for one spec step (``before`` and ``after`` are full states)."""
-    name, _, arg = action.partition("(")
-    arg = arg.rstrip(")")
-    if name in _CHANGES:
-        arg = _transaction(name, arg, before, after)
-    log = _records(after["log"])
-    if name in ("SendHalf", "Age", "ProducerEnd"):
-        return {"op": _SIMPLE[name], "txn": arg}
+    """The broker-level step for one spec step (``before`` and ``after`` are full states).
+
+    Arguments are read off what the step changed, since TLC releases differ in whether they print an
+    action's arguments."""
+    name = action.partition("(")[0]
+    name = _WRAPPED.get(name, name)
+    half = _records(after["half"])
+    if name in ("SendHalf", "ResendHalf"):
+        return {"op": "send_half", "txn": _changed("sent", before, after)}
     if name == "Decide":
-        return {"op": "decide", "txn": arg, "outcome": _function(after["local"])[arg]}
-    if name in ("ProducerCrash", "ProducerRestart"):
+        txn = _changed("local", before, after)
+        return {"op": "decide", "txn": txn, "outcome": _function(after["local"])[txn]}
+    if name == "ProducerEnd":
+        return {"op": "producer_end", "txn": _changed("ownEndDone", before, after)}
+    if name == "Tick":
+        return {"op": "age", "units": int(after["now"]) - int(before["now"])}
+    if name in ("ProducerCrash", "ProducerStart"):
         return {"op": "producer_crash" if name == "ProducerCrash" else "producer_restart"}
-    if name == "Scan":
+    if name.startswith("Scan"):
         return {"op": "scan"}
     if name == "FlushOps":
         return {"op": "flush_ops"}
     if name == "CrashRestart":
         return {"op": "crash_restart", "persist_checkpoint": int(after["cursor"]) == int(before["cursor"])}
     if name in ("Deliver", "DeliverDup", "Lose"):
-        old, new = _net(before, log), _net(after, log)
+        old, new = _net(before, half), _net(after, half)
         gone = [m for m in old if m not in new]
         if name == "DeliverDup":  # the message stays in flight: find it by what handling it changed
-            wrote_end = before["oks"] != after["oks"] or before["log"] != after["log"]
+            wrote_end = before["ends"] != after["ends"]
             gone = [m for m in old if (m["type"] == "end") == wrote_end] or old
         op = {"Deliver": "deliver", "DeliverDup": "deliver_dup", "Lose": "lose"}[name]
         return {"op": op, "msg": gone[0]}
@@ -144,6 +149,7 @@ def derive_schedule(entry: ModelEntry, trace: list[TraceState]) -> dict[str, Any
         "check_max": int(consts.get("CheckMax", "15")),
         "cache_size": int(consts.get("CacheSize", "1")),
         "unknown_answer": consts.get("UnknownAnswer", "UNKNOWN"),
+        "timeout_units": int(consts.get("TimeoutT", "1")),
         "steps": steps,
     }
 
@@ -263,8 +269,9 @@ class _Replay:
         elif op == "producer_end":
             txn = step["txn"]
             self._end(txn, self.local[txn], self.originals[txn], False, 0)
-        elif op == "age":
-            self.clock.advance(self.config.transaction_timeout_ms + 1)
+        elif op == "age":  # the spec's timeout is timeout_units of its clock: scale to the broker's
+            unit = self.config.transaction_timeout_ms // int(self.schedule.get("timeout_units", 1))
+            self.clock.advance(step["units"] * unit)
         elif op == "scan":
             broker.run_check_once()
         elif op == "flush_ops":

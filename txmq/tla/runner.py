@@ -52,9 +52,12 @@ class TlcFeatures:
 
 
 def _ask(java: str, jar: Path, option: list[str]) -> str:
+    """What TLC prints for ``option``, without the JVM's own notes (``Picked up JAVA_TOOL_OPTIONS: ...``
+    comes first when that variable is set, and is not TLC speaking)."""
     done = proc.run([java, "-cp", str(jar), "tlc2.TLC", *option], stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, timeout=60)
-    return done.stdout
+    lines = done.stdout.splitlines(keepends=True)
+    return "".join(line for line in lines if not line.startswith("Picked up "))
 
 
 @functools.cache
@@ -72,6 +75,13 @@ def probe(java: str, jar: Path) -> TlcFeatures:
         workers_auto="worker number required" not in workers and "unrecognized option" not in workers,
         no_generate_spec_te="unrecognized option" not in no_te,
     )
+
+
+def describe_tlc(jar: Path | None = None) -> str:
+    """``TLC: <TLC's version line> (<jar>)``: every report starts with it, saying which TLC gave the
+    verdict."""
+    jar = jar or find_jar()
+    return f"TLC: {probe(find_java(), jar).version} ({jar})"
 
 
 def worker_count(workers: str, features: TlcFeatures) -> str:
@@ -93,6 +103,7 @@ def tlc_command(
     *,
     workers: str = "auto",
     check_deadlock: bool = False,
+    coverage: bool = False,
     features: TlcFeatures | None = None,
 ) -> list[str]:
     """The command line for one run (``-deadlock`` turns deadlock checking *off*)."""
@@ -115,6 +126,8 @@ def tlc_command(
     ]
     if known.no_generate_spec_te:
         command.append("-noGenerateSpecTE")
+    if coverage:  # per-action coverage at the end (and every 60 minutes on a long run)
+        command += ["-coverage", "60"]
     command += ["-config", str(config)]
     if not check_deadlock:
         command.append("-deadlock")
@@ -130,8 +143,10 @@ def run_tlc(
     java: str | None = None,
     workers: str = "auto",
     check_deadlock: bool = False,
+    coverage: bool = False,
 ) -> TlcResult:
-    """Model-check ``module`` with ``config`` and return the parsed result, with wall-clock duration."""
+    """Model-check ``module`` with ``config`` and return the parsed result, with wall-clock duration
+    (and, with ``coverage``, the distinct states each action found)."""
     module = module.resolve()
     config = config.resolve()
     for path in (module, config):
@@ -141,7 +156,8 @@ def run_tlc(
     java = java or find_java()
     with tempfile.TemporaryDirectory(prefix="txmq-tlc-") as tmp:
         command = tlc_command(
-            java, jar, module, config, Path(tmp) / "states", workers=workers, check_deadlock=check_deadlock
+            java, jar, module, config, Path(tmp) / "states", workers=workers, check_deadlock=check_deadlock,
+            coverage=coverage,
         )
         started = time.monotonic()
         completed = proc.run(  # TLC dies with txmq: a killed ``txmq spec check`` leaves no JVM behind

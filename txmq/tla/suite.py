@@ -37,10 +37,12 @@ def default_spec_dir(cwd: Path | None = None) -> Path:
     raise ConfigError(f"no spec/{MANIFEST_NAME} found from {here}; pass --spec-dir")
 
 
-def check_model(entry: ModelEntry, *, jar: Path | None = None, workers: str = "auto") -> ModelReport:
-    """Run one model and judge it."""
+def check_model(entry: ModelEntry, *, jar: Path | None = None, workers: str = "auto",
+                coverage: bool = False) -> ModelReport:
+    """Run one model and judge it (with ``coverage``, the result also counts states per action)."""
     result = run_tlc(
-        entry.module, entry.config, jar=jar, workers=workers, check_deadlock=entry.check_deadlock
+        entry.module, entry.config, jar=jar, workers=workers, check_deadlock=entry.check_deadlock,
+        coverage=coverage,
     )
     return ModelReport(entry, result, entry.expect.judge(result, exact_depth=workers == "1"))
 
@@ -50,12 +52,13 @@ def check_models(
     *,
     jar: Path | None = None,
     workers: str = "auto",
+    coverage: bool = False,
     on_report: Callable[[ModelReport], None] | None = None,
 ) -> list[ModelReport]:
     """Run each model in turn; ``on_report`` sees each report as soon as it exists (for progress)."""
     reports = []
     for entry in entries:
-        report = check_model(entry, jar=jar, workers=workers)
+        report = check_model(entry, jar=jar, workers=workers, coverage=coverage)
         if on_report is not None:
             on_report(report)
         reports.append(report)

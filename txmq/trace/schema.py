@@ -7,8 +7,10 @@ validation read them. ``docs/trace-events.md`` is the prose version.
 Version 2 adds what a validator needs to tell a finished trace from a cut one and to follow the check
 service without guessing: the ``END`` marker a broker writes at a clean shutdown, ``CHECKPOINT`` at the
 end of each check run, the checkpoint a ``RESTART`` resumed from, producer registrations (``PRODUCER``),
-plain messages (``PLAIN_PUT``), and the ``attempt`` of a pop delivery. ``EXPIRE`` marks a retention pass
-that deleted commit-log segments, so that a validator excuses what expired instead of calling it lost.
+plain messages (``PLAIN_PUT``), the ``attempt`` of a pop delivery, and a half's producer-side born time
+and check-immunity property (``born_ts``, ``immunity`` on ``HALF_PUT``), on which its checks depend.
+``EXPIRE`` marks a retention pass that deleted commit-log segments, so that a validator excuses what
+expired instead of calling it lost.
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "consumer_group": pa.string(),
     "body_crc": pa.int64(),
     "attempt": pa.int32(),
+    "born_ts": pa.int64(),
+    "immunity": pa.string(),
 }
 COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
 ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])

@@ -1,0 +1,79 @@
+"""Mutation testing of the spec: every mutant of spec/mutants.json is killed by its model, as named.
+
+Without TLC: every mutant still applies to the spec (its text occurs exactly once) and names a model of
+the manifest. With TLC: ``txmq spec mutate`` over all of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tlc_tools import JAR, count_tlc, needs_tlc
+
+from txmq.cli import main
+from txmq.errors import ConfigError
+from txmq.tla.manifest import load_manifest
+from txmq.tla.mutate import Edit, Mutant, apply, load_mutants, run_mutants
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+MUTANTS = load_mutants(SPEC)
+MODELS = {entry.name: entry for entry in load_manifest(SPEC)}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_mutant_applies_and_names_a_ci_model(mutant: Mutant, tmp_path: Path) -> None:
+    assert mutant.model in MODELS and MODELS[mutant.model].ci
+    apply(mutant, SPEC, tmp_path)
+    mutated = (tmp_path / "TxMQ.tla").read_text(encoding="utf-8")
+    assert mutated != (SPEC / "TxMQ.tla").read_text(encoding="utf-8")
+
+
+def test_the_required_mutants_are_there() -> None:
+    names = {m.name for m in MUTANTS}
+    assert {"crash_keeps_op_buffer", "cache_never_evicts", "dead_producer_answers_checks",
+            "every_end_refused",
+            "check_after_durable_op", "discard_one_early", "check_before_timeout",
+            "renewal_keeps_count"} <= names
+    guards = {m.name for m in MUTANTS if m.name.startswith("revert_Guard")}
+    assert len(guards) == 6
+
+
+def test_a_mutant_that_no_longer_applies_is_a_clear_error(tmp_path: Path) -> None:
+    stale = Mutant("stale", "", (Edit("TxMQ.tla", "text the spec does not have", "x"),), "strict_ci",
+                   MUTANTS[0].expect)
+    with pytest.raises(ConfigError, match="occurs 0 times"):
+        apply(stale, SPEC, tmp_path)
+
+
+@needs_tlc
+def test_every_mutant_is_killed_as_named(request: pytest.FixtureRequest) -> None:
+    reports = run_mutants(SPEC, jar=JAR, workers="2")
+    count_tlc("mutants", len(reports))
+    lines = [f"{r.mutant.name}: {r.verdict} by {r.mutant.model} ({r.result.outcome.value}"
+             f"{' ' + r.result.violated if r.result.violated else ''}, {r.result.duration_s or 0:.1f}s)"
+             for r in reports]
+    print("\n".join(lines))
+    failed = [line for line, r in zip(lines, reports, strict=True) if not r.ok]
+    assert not failed, "\n".join(failed)
+
+
+@needs_tlc
+def test_cli_reports_a_surviving_mutant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A "mutant" that changes nothing the model can see survives, and the command says so.
+    spec = tmp_path / "spec"
+    spec.mkdir()
+    for path in SPEC.glob("*.tla"):
+        (spec / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (spec / "models").mkdir()
+    for path in (SPEC / "models").glob("*.cfg"):
+        (spec / "models" / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (spec / "models.json").write_text((SPEC / "models.json").read_text(encoding="utf-8"), encoding="utf-8")
+    (spec / "mutants.json").write_text(
+        '{"mutants": [{"name": "harmless", "model": "rocketmq_duplicate_commit", "expect": "pass", "edits": '
+        '[{"find": "Strict == Mode = \\"strict\\"", '
+        '"replace": "Strict == Mode = \\"strict\\" /\\\\ TRUE"}]}]}',
+        encoding="utf-8")
+    assert main(["spec", "mutate", "--spec-dir", str(spec)]) == 1
+    out = capsys.readouterr().out
+    assert "harmless" in out and "SURVIVED" in out and "1 of 1 mutants not killed as named" in out

@@ -1,0 +1,103 @@
+"""The TLA+ text of a trace to validate: ``TxMQTraceRun.tla`` (the steps and the constants the trace fixes)
+and its TLC configuration.
+
+Values are written as TLA+ literals: a step is a record holding only the fields its kind reads, the
+per-transaction constants are tuples (functions of ``1..N``), so the module stays small enough for SANY
+at tens of thousands of transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from txmq.config import BrokerConfig
+from txmq.tla.trace_steps import SpecInput, Step
+
+MODULE_NAME = "TxMQTraceRun"
+_GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
+           "GuardSkipSuperseded", "GuardDiscardFinal")
+_BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
+
+
+def tla(value: Any) -> str:
+    """A Python value as a TLA+ literal: bool, int, str, list (a sequence), tuple of (name, value) pairs
+    (a record)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "<<" + ", ".join(tla(v) for v in value) + ">>"
+    raise TypeError(f"no TLA+ literal for {value!r}")
+
+
+def step_record(step: Step) -> str:
+    """``[e |-> "KIND", field |-> value, ...]``."""
+    fields = "".join(f", {name} |-> {tla(value)}" for name, value in step.fields.items())
+    return f'[e |-> "{step.kind}"{fields}]'
+
+
+def _immunity(has: bool, scan: int, end: int) -> str:
+    return "NoImm" if not has else f"[has |-> TRUE, scan |-> {scan}, end |-> {end}]"
+
+
+def module_text(steps: Sequence[Step], spec: SpecInput, report_txn: int | None = None) -> str:
+    """The generated module; ``report_txn`` adds ``ReportStateV``, the spec state about that transaction
+    printed when the cursor reaches the end (the state-report run of a rejected trace)."""
+    producers = sorted(spec.groups)
+    groups = " @@ ".join(f'"{p}" :> {tla(spec.groups[p])}' for p in producers) or "<<>>"
+    lines = [
+        f"---- MODULE {MODULE_NAME} ----",
+        "EXTENDS TxMQTrace",
+        # TLC 2.15 evaluates the definition a CONSTANT is replaced by (C <- D) at every use of C, but
+        # computes a constant definition's value once: each D names an *Data definition, computed once.
+        f"TxnsData == 1..{len(spec.txns)}",
+        "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
+        "OwnerData == " + tla(spec.owner),
+        f"GroupData == {groups}",
+        "SkewData == " + tla(spec.skew),
+        "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
+        "ImmunityData == <<" + ", ".join(_immunity(*imm) for imm in spec.immunity) + ">>",
+        "TraceData == <<",
+        ",\n".join("  " + step_record(s) for s in steps),
+        ">>",
+    ]
+    lines += [f"{name}V == {name}Data" for name in ("Txns", "Producers", "Owner", "Group", "Skew", "Immunity",
+                                                      "Trace")]
+    if report_txn is not None:
+        lines.append(f"ReportStateV == ReportState({report_txn})")
+    lines.append("====")
+    return "\n".join(lines) + "\n"
+
+
+def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN",
+                report: bool = False) -> str:
+    """The TLC configuration: the constants the trace and its header fix, the trace spec, the view.
+
+    The half cache is left out (CacheSize 0): a cache hit and a miss give END_TRANSACTION the same record,
+    so no trace shows the cache, and its bounds are checked by the models (HalfCacheBounded)."""
+    budgets = "".join(f"    {name} = {spec.budgets[name]}\n" for name in _BUDGETS)
+    guards = "".join(f"    {name} = TRUE\n" for name in _GUARDS)
+    timeout = int(config.get("transaction_timeout_ms", BrokerConfig.transaction_timeout_ms))
+    retention = int(config.get("file_reserved_time_ms", BrokerConfig.file_reserved_time_ms))
+    return (
+        "CONSTANTS\n"
+        "    Txns <- TxnsV\n    Producers <- ProducersV\n    Owner <- OwnerV\n    Group <- GroupV\n"
+        "    InitiallyUp = {}\n"
+        '    Decisions = {"commit", "rollback"}\n'
+        f'    UnknownAnswer = "{unknown_answer}"\n'
+        f"    CheckMax = {int(config.get('check_max', BrokerConfig.check_max))}\n"
+        "    CacheSize = 0\n"
+        f'    Mode = "{mode}"\n'
+        "    Times <- Nat\n"
+        f"    TimeoutT = {timeout}\n"
+        f"    RetentionT = {retention}\n"
+        "    Skew <- SkewV\n    Immunity <- ImmunityV\n"
+        f"{budgets}{guards}"
+        "    Trace <- TraceV\n"
+        "INIT TraceInit\nNEXT TraceNext\nVIEW TraceView\n"
+        f"CONSTRAINT {'ReportStateV' if report else 'ReportAccepted'}\n"
+    )

@@ -1,0 +1,379 @@
+"""A broker trace as the steps of ``spec/TxMQTrace.tla``: one step per event, plus the steps it does not show.
+
+The spec explains a trace one TxMQ action at a time. A trace shows most of them (a half stored, an
+END_TRANSACTION applied, an Op record written, a record renewed and checked...), but not all:
+
+* time passing: a ``TICK`` to the event's broker time before any event later than the last;
+* a producer sending its own END_TRANSACTION: a ``PEND`` just before the first delivery of that message;
+* a local transaction deciding late, seen only through a check answer: a ``DECIDE`` before that answer;
+* the check service passing a record by (covered by an Op record, or settled in strict mode): a ``SKIP``
+  for each record between the last one examined and the next it renews, discards or stops at (a
+  ``CHECKPOINT`` event, or the checkpoint a ``RESTART`` resumed from, says where each run stopped).
+
+Placing each such step just in time, and deciding by looking ahead whether a delivery of an END_TX is
+one a duplicate will deliver again, leaves TLC one behaviour to follow, so checking is linear in the
+trace. Offsets need no translation: the spec's half queue is the broker's, one-based.
+
+Everything the spec cannot take is refused here with the event that carries it, before TLC runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from txmq.config import BrokerConfig
+from txmq.errors import TraceError
+from txmq.trace import schema as ev
+from txmq.transaction.end_transaction import rejection_threshold_ms
+from txmq.transaction.immunity import scanner_immunity_ms
+
+_ACTS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
+NO_PRODUCER = "nobody"
+# TLC's integers are 32-bit: times are taken relative to the trace's first event, and must fit.
+_TLC_INT_MAX = 2**31 - 1
+_NO_REJECTION = _TLC_INT_MAX  # END_TRANSACTION's immunity threshold of a half it never refuses
+
+# The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
+# CHECKPOINT, DELIVER and FINISH check the state without a step of their own.
+ACTION_OF = {
+    "TICK": "Tick", "UP": "ProducerStart", "DOWN": "ProducerCrash", "SEND": "SendHalf",
+    "RESEND": "ResendHalf", "DECIDE": "Decide", "PEND": "ProducerEnd", "ANSWER": "Deliver(check)",
+    "END": "Deliver(end)", "OP": "FlushOps", "SKIP": "ScanSkip", "RENEW": "ScanCheck",
+    "IMMUNITY": "ScanImmunity", "DISCARD": "ScanDiscard", "RESUME": "Resume", "CRASH": "CrashRestart",
+    "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
+}
+
+
+class UnmodelledTraceError(TraceError):
+    """The trace holds something the spec does not model (the message names the event)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the trace spec: its kind, its fields (TLA+ values as Python values), and the broker
+    event it stands for (None for a step the trace does not show)."""
+
+    kind: str
+    fields: dict[str, Any]
+    source: Mapping[str, Any] | None = None
+
+
+@dataclass
+class SpecInput:
+    """What TLC needs besides the steps: the constants the trace fixes."""
+
+    txns: list[str] = field(default_factory=list)  # broker transaction ids; spec id = index + 1
+    producers: dict[str, str] = field(default_factory=dict)  # broker producer id -> spec name
+    groups: dict[str, str] = field(default_factory=dict)  # spec producer -> producer group
+    owner: list[str] = field(default_factory=list)  # spec id - 1 -> spec producer
+    skew: list[int] = field(default_factory=list)
+    immunity: list[tuple[bool, int, int]] = field(default_factory=list)  # (has, scan ms, end ms)
+    budgets: Counter[str] = field(default_factory=Counter)  # MaxCrash, MaxDup, ... as the trace spends them
+    base_ts: int = 0  # broker ms that is 0 on the spec's clock
+
+
+def _unmodelled(event: Mapping[str, Any], what: str) -> UnmodelledTraceError:
+    return UnmodelledTraceError(f"seq {event['seq']} ({event['event']}): {what}")
+
+
+def _end_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What tells one END_TX message from another: the spec's message has exactly these fields."""
+    return (e.get("txn"), int(e["half_offset"]), e["action"], bool(e["from_check"]), e.get("producer"))
+
+
+class _Builder:
+    """Walks the events once, keeping what the spec's state will be where the trace cannot show it."""
+
+    def __init__(self, mode: str, config: Mapping[str, Any], events: list[Mapping[str, Any]]) -> None:
+        self.strict = mode == "strict"
+        self.timeout = int(config.get("transaction_timeout_ms", BrokerConfig.transaction_timeout_ms))
+        self.events = events
+        self.spec = SpecInput(base_ts=int(events[0]["ts"]) if events else 0)
+        self.steps: list[Step] = []
+        self.txn_ids: dict[str, int] = {}
+        self.now = 0
+        self.halves = 0  # the half queue's length
+        self.cursor = 0  # records examined by the check service
+        self.local: dict[int, str] = {}
+        self.in_flight: set[tuple[Any, ...]] = set()  # owners' END_TX messages the spec has in flight
+        self.deliveries_left = Counter(  # END_TX deliveries of each message from here to the end
+            _end_key(e) for e in events if e["event"] == ev.END_TX and e["result"] != ev.IGNORED_UNKNOWN
+        )
+        # Each owner's own END_TX, by its producer: sent before the producer goes down if it arrives later.
+        self.own_ends: dict[str, dict[str, Mapping[str, Any]]] = {}
+        for e in events:
+            if e["event"] == ev.END_TX and not e["from_check"] and e["result"] != ev.IGNORED_UNKNOWN:
+                self.own_ends.setdefault(e.get("producer") or "", {}).setdefault(e.get("txn") or "", e)
+        self.real_ordinal: dict[int, tuple[int, int]] = {}  # commit-log offset -> (txn, k-th real of it)
+        self.reals: Counter[int] = Counter()
+        self.plain_ordinal: dict[int, int] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+    def add(self, kind: str, source: Mapping[str, Any] | None = None, **fields: Any) -> None:
+        self.steps.append(Step(kind, fields, source))
+
+    def ts(self, e: Mapping[str, Any]) -> int:
+        value = int(e["ts"]) - self.spec.base_ts
+        if not 0 <= value <= _TLC_INT_MAX:
+            raise _unmodelled(e, "the broker clock went backwards" if value <= 0 else
+                              "the trace spans more time than TLC's integers hold (about 24 days)")
+        return value
+
+    def tick(self, e: Mapping[str, Any]) -> None:
+        at = self.ts(e)
+        if at < self.now:
+            raise _unmodelled(e, f"the broker clock went backwards ({e['ts']} after a later event)")
+        if at > self.now:
+            self.now = at
+            self.add("TICK", None, ts=at)
+
+    def txn(self, e: Mapping[str, Any], create: bool = False) -> int:
+        key = e.get("txn")
+        if not key:
+            raise _unmodelled(e, "the event names no transaction")
+        t = self.txn_ids.get(key)
+        if t is None:
+            if not create:
+                raise _unmodelled(e, f"transaction {key} has no HALF_PUT before this event")
+            t = self.txn_ids[key] = len(self.txn_ids) + 1
+            self.spec.txns.append(key)
+        return t
+
+    def producer(self, e: Mapping[str, Any]) -> str:
+        key = e.get("producer")
+        name = self.spec.producers.get(key or "")
+        if name is None:
+            raise _unmodelled(e, f"producer {key!r} never registered (no PRODUCER UP before this event)")
+        return name
+
+    def skip_to(self, examined: int) -> None:
+        """SKIP steps until ``examined`` records were examined."""
+        while self.cursor < examined:
+            self.cursor += 1
+            self.add("SKIP")
+
+    def half_appended(self, e: Mapping[str, Any]) -> int:
+        offset = int(e["half_offset"]) + 1
+        if offset != self.halves + 1:
+            raise _unmodelled(e, f"half-queue offset {e['half_offset']} where {self.halves} was next: the "
+                                 "trace starts on a store that was not empty, or lost an event")
+        self.halves = offset
+        return offset
+
+    # -- events --------------------------------------------------------------------------------
+    def build(self) -> list[Step]:
+        handlers = {
+            ev.PRODUCER: self.on_producer, ev.HALF_PUT: self.on_half_put, ev.LOCAL_TX: self.on_local_tx,
+            ev.END_TX: self.on_end_tx, ev.REAL_PUT: self.on_real_put, ev.OP_PUT: self.on_op_put,
+            ev.HALF_RENEW: self.on_half_renew, ev.CHECK: self.on_check, ev.DISCARD: self.on_discard,
+            ev.CHECKPOINT: self.on_checkpoint, ev.CRASH: self.on_crash, ev.RESTART: self.on_restart,
+            ev.PLAIN_PUT: self.on_plain_put, ev.DELIVER: self.on_deliver, ev.END: self.on_end,
+        }
+        for index, e in enumerate(self.events):
+            handler = handlers.get(e["event"])
+            if handler is None:
+                raise _unmodelled(e, "an event this validator does not know")
+            self.index = index
+            try:
+                handler(e)
+            except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
+                where = f"seq {e.get('seq')} ({e.get('event')})"
+                raise TraceError(f"{where}: malformed event ({exc!r})") from None
+        return self.steps
+
+    def following(self, kind: str) -> Mapping[str, Any] | None:
+        nxt = self.index + 1
+        return self.events[nxt] if nxt < len(self.events) and self.events[nxt]["event"] == kind else None
+
+    def on_producer(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        key = e.get("producer") or ""
+        if e["result"] == ev.PRODUCER_UP:
+            name = self.spec.producers.setdefault(key, f"p{len(self.spec.producers) + 1}")
+            self.spec.groups[name] = e.get("producer_group") or ""
+            self.add("UP", e, p=name)
+        else:
+            p = self.producer(e)
+            for end in self.own_ends.get(key, {}).values():  # sent before it went down, arriving later
+                if int(end["seq"]) > int(e["seq"]) and _end_key(end) not in self.in_flight:
+                    self.add("PEND", None, t=self.txn(end))
+                    self.in_flight.add(_end_key(end))
+            self.spec.budgets["MaxProducerCrash"] += 1
+            self.add("DOWN", e, p=p)
+
+    def on_half_put(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        known = e.get("txn") in self.txn_ids
+        t = self.txn(e, create=True)
+        p = self.producer(e)
+        born = int(e["born_ts"] if e.get("born_ts") is not None else e["ts"]) - self.spec.base_ts
+        skew = born - self.now
+        offset = self.half_appended(e)
+        if not known:
+            self.spec.owner.append(p)
+            self.spec.skew.append(skew)
+            self.spec.immunity.append(self.immunity(e.get("immunity")))
+            self.local[t] = "unknown"
+            self.add("SEND", e, t=t, off=offset, born=born)
+            return
+        if self.local.get(t) != "unknown" or self.spec.owner[t - 1] != p or self.spec.skew[t - 1] != skew:
+            raise _unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry: "
+                                 "by the same producer, before its local transaction decided, same clock")
+        self.spec.budgets["MaxRetry"] += 1
+        self.add("RESEND", e, t=t, off=offset, born=born)
+
+    def immunity(self, value: str | None) -> tuple[bool, int, int]:
+        """The half's immunity as the scanner and END_TRANSACTION read it (the broker's own parsers)."""
+        if value is None:
+            return (False, 0, 0)
+        end = rejection_threshold_ms(value, self.timeout) if value else _NO_REJECTION
+        return (True, scanner_immunity_ms(value, self.timeout), min(end, _TLC_INT_MAX))
+
+    def on_local_tx(self, e: Mapping[str, Any]) -> None:
+        t = self.txn(e)
+        act = _ACTS[e["action"]]
+        if not e["from_check"]:
+            if act != "none":
+                self.decide(e, t, act)
+            return
+        self.tick(e)
+        if act != "none" and self.local[t] == "unknown":
+            self.decide(None, t, act)  # the local transaction decided late: seen only by its answer
+        self.add("ANSWER", e, t=t, off=int(e["half_offset"]) + 1, p=self.producer(e), act=act)
+
+    def decide(self, e: Mapping[str, Any] | None, t: int, act: str) -> None:
+        if e is not None:
+            self.tick(e)
+        self.local[t] = act
+        self.add("DECIDE", e, t=t, act=act)
+
+    def on_end_tx(self, e: Mapping[str, Any]) -> None:
+        if e["result"] == ev.IGNORED_UNKNOWN:  # an UNKNOW END_TX: the spec's producer sends nothing
+            return
+        if e["result"] not in (ev.OK, ev.ALREADY_RESOLVED, ev.IMMUNITY_REJECTED, ev.STORE_ERROR):
+            raise _unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
+        self.tick(e)
+        t = self.txn(e)
+        p = self.producer(e)
+        key = _end_key(e)
+        if not e["from_check"] and key not in self.in_flight:
+            self.add("PEND", None, t=t)  # the owner sends its END_TX just before it arrives
+            self.in_flight.add(key)
+        # Looking ahead: a message delivered again later stays in flight (a duplicate delivery).
+        self.deliveries_left[key] -= 1
+        dup = self.deliveries_left[key] > 0
+        if dup:
+            self.spec.budgets["MaxDup"] += 1
+        else:
+            self.in_flight.discard(key)
+        if e["result"] == ev.STORE_ERROR:
+            self.spec.budgets["MaxStoreError"] += 1
+        self.add("END", e, t=t, off=int(e["half_offset"]) + 1, act=_ACTS[e["action"]],
+                 chk=bool(e["from_check"]), p=p, dup=dup, res=e["result"])
+
+    def on_real_put(self, e: Mapping[str, Any]) -> None:
+        t = self.txn(e)
+        self.reals[t] += 1
+        self.real_ordinal[int(e["commitlog_offset"])] = (t, self.reals[t])
+        self.add("REAL", e, t=t, off=int(e["half_offset"]) + 1)
+
+    def on_op_put(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        self.add("OP", e, offs=[int(o) + 1 for o in e["half_offsets"]])
+
+    def on_half_renew(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        t = self.txn(e)
+        if e["result"] == ev.RENEW_RESUME:
+            offset = self.half_appended(e)
+            self.spec.budgets["MaxResume"] += 1
+            self.add("RESUME", e, t=t, off=offset)
+            return
+        examined = int(e["prev_half_offset"]) + 1
+        self.skip_to(examined - 1)
+        self.cursor = examined
+        offset = self.half_appended(e)
+        n = int(e["check_count"])
+        if e["result"] == ev.RENEW_IMMUNITY:
+            self.add("IMMUNITY", e, t=t, i=examined, off=offset, n=n)
+            return
+        check = self.following(ev.CHECK)
+        if check is None or check.get("txn") != e.get("txn"):
+            raise _unmodelled(e, "a HALF_RENEW for a check must be followed by its CHECK")
+        p = self.producer(check) if check["result"] == ev.CHECK_SENT else NO_PRODUCER
+        self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=p)
+
+    def on_check(self, e: Mapping[str, Any]) -> None:
+        p = self.producer(e) if e["result"] == ev.CHECK_SENT else NO_PRODUCER
+        self.add("CHECK", e, t=self.txn(e), off=int(e["half_offset"]) + 1, n=int(e["check_count"]), p=p)
+
+    def on_discard(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        examined = int(e["half_offset"]) + 1
+        self.skip_to(examined - 1)
+        self.cursor = examined
+        why = "max" if e["result"] == ev.DISCARD_CHECK_MAX else "retention"
+        self.add("DISCARD", e, t=self.txn(e), i=examined, n=int(e["check_count"]), why=why)
+
+    def on_checkpoint(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        self.skip_to(int(e["half_offset"]))
+        self.add("CHECKPOINT", e, i=int(e["half_offset"]))
+
+    def on_crash(self, e: Mapping[str, Any]) -> None:
+        restart = self.following(ev.RESTART)
+        if restart is None or restart.get("half_offset") is None:
+            raise _unmodelled(e, "a CRASH must be followed by the RESTART that says where checks resume")
+        self.tick(e)
+        self.spec.budgets["MaxCrash"] += 1
+        self.cursor = int(restart["half_offset"])
+        self.add("CRASH", e, i=self.cursor)
+
+    def on_restart(self, e: Mapping[str, Any]) -> None:
+        previous = self.events[self.index - 1] if self.index else None
+        if previous is None or previous["event"] != ev.CRASH:
+            raise _unmodelled(e, "a RESTART without the CRASH before it (a trace must start on an empty "
+                                 "store)")
+
+    def on_plain_put(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        self.plain_ordinal[int(e["commitlog_offset"])] = len(self.plain_ordinal) + 1
+        self.add("PLAIN", e)
+
+    def on_deliver(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        offset = int(e["commitlog_offset"])
+        if e.get("txn"):
+            t, k = self.real_ordinal.get(offset, (self.txn(e), 0))  # 0: no real message was stored there
+            if t != self.txn(e):
+                k = 0
+            self.add("DELIVER", e, t=t, k=k)
+        else:
+            self.add("DELIVER", e, t=0, k=self.plain_ordinal.get(offset, 0))
+
+    def on_end(self, e: Mapping[str, Any]) -> None:
+        self.tick(e)
+        self.add("FINISH", e, offs=[int(o) + 1 for o in e["half_offsets"] or []],
+                 halves=int(e["queue_offset"]), ops=int(e["op_offset"]))
+
+
+def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+                ) -> tuple[list[Step], SpecInput]:
+    """The trace spec's steps for a broker trace (header ``mode`` and ``config``), and its constants."""
+    rows = list(events)
+    builder = _Builder(mode, config, rows)
+    steps = builder.build()
+    return steps, builder.spec
+
+
+def coverage(steps: Iterable[Step]) -> Counter[str]:
+    """How many steps exercised each TxMQ action, so a knob that never triggers one shows up as 0."""
+    counts = Counter({action: 0 for action in ACTION_OF.values() if action is not None})
+    for step in steps:
+        action = ACTION_OF[step.kind]
+        if action is not None:
+            counts[action] += 1
+    return counts
