@@ -3,6 +3,7 @@
     python -m benchmarks.longevity memory  [--transactions 1000000] [--at 100000] [--modes strict rocketmq]
     python -m benchmarks.longevity restart [--transactions 1000000] [--mode strict]
     python -m benchmarks.longevity soak    [--minutes 30] [--mode strict] [--retention-s 120] [--rate 200]
+    python -m benchmarks.longevity serve-soak [--minutes 30] [--mode strict] [--retention-s 120] [--rate 20]
 
 ``memory``: in a fresh process per mode, a broker on a manual clock (1 ms per transaction, so the check
 service, Op batches and offset persistence run as in production) takes N transactions through the public
@@ -19,6 +20,12 @@ checkpoint). Targets: clean <= 1 s, after kill -9 <= 5 s.
 ``soak``: ``txmq.sim.soak.run_soak`` for the given minutes with retention in minutes: samples of memory
 and disk, and the verdict (nothing acknowledged lost, no duplicate, memory and disk flat).
 
+``serve-soak``: the same over the network: ``txmq serve`` with retention in minutes, 1 MiB segments and
+checks every 5 s,
+driven for the given minutes by ``txmq audit`` (the official Python client, light client-side faults),
+which judges what the clients saw against the catalogue (nothing acknowledged lost, no duplicate in strict
+mode). The server's resident memory and the store's size are sampled every minute.
+
 The machine these run on is shared: wall times vary by tens of percent between runs; memory and the
 restart ratios are the figures that matter.
 """
@@ -31,6 +38,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,13 +46,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from txmq import proc
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.protocol import LocalTransactionState, Message, MessageExt
-from txmq.sim.soak import SoakSample, decision_of, resident_bytes, run_soak
+from txmq.sim.soak import SoakSample, decision_of, disk_bytes, resident_bytes, run_soak
 from txmq.transaction.resolution import INDEX_FILE
 
 KEY = "BENCH_KEY"
@@ -185,6 +194,76 @@ def soak(minutes: float, mode: str, retention_s: float, rate: float, seed: int, 
     return 1 if failed else 0
 
 
+def _rss_of(pid: int) -> int:
+    """A process's resident set size (Linux ``/proc/PID/status``), 0 once it has ended."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
+    except OSError:
+        return 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _flatness(samples: list[tuple[float, int, int]], column: int) -> float:
+    """Max of the last third of the samples over max of the middle third (1.0: flat)."""
+    third = max(1, len(samples) // 3)
+    middle, last = samples[third:2 * third] or samples, samples[-third:]
+    return max(s[column] for s in last) / max(1, max(s[column] for s in middle))
+
+
+def serve_soak(minutes: float, mode: str, retention_s: float, rate: float, seed: int) -> int:
+    print(f"serve-soak: {minutes} min, txmq serve in {mode} mode, retention {retention_s} s, 1 MiB segments, "
+          f"txmq audit at {rate} tx/s, seed {seed}", flush=True)
+    txmq = [sys.executable, "-c", "import sys; from txmq.cli import main; sys.exit(main())"]
+    retention_ms = int(retention_s * 1000)
+    with tempfile.TemporaryDirectory(prefix="txmq-serve-soak-") as directory:
+        store, out, port = Path(directory) / "store", Path(directory) / "audit", _free_port()
+        endpoint = f"127.0.0.1:{port}"
+        clean_every_ms = max(1, min(10_000, retention_ms // 4))
+        server = proc.popen([*txmq, "serve", "--store", str(store), "--topic", "audit", "--port", str(port),
+                             "--mode", mode, "--broker", f"file_reserved_time_ms={retention_ms}",
+                             "--broker", f"clean_resource_interval_ms={clean_every_ms}",
+                             "--broker", f"segment_size={1 << 20}",
+                             "--broker", "check_interval_ms=5000"],
+                            stdout=subprocess.DEVNULL)
+        audit = proc.popen([*txmq, "audit", endpoint, "--duration", str(minutes * 60), "--rate", str(rate),
+                            "--faults", "light", "--expect", mode,
+                            "--check-interval", "5", "--seed", str(seed), "--out", str(out)],
+                           stdout=subprocess.PIPE, text=True)
+        started = time.monotonic()
+        samples: list[tuple[float, int, int]] = []
+        while audit.poll() is None:
+            elapsed = time.monotonic() - started
+            if not samples or elapsed - samples[-1][0] >= 60:
+                size, segments = disk_bytes(store)
+                samples.append((elapsed, _rss_of(server.pid), size))
+                print(f"  {elapsed:7.0f} s  server RSS {samples[-1][1] / 2**20:6.1f} MB  "
+                      f"disk {size / 2**20:7.1f} MB  segments {segments:3}", flush=True)
+            time.sleep(1)
+        assert audit.stdout is not None
+        audit_output = audit.stdout.read()  # the table and the anomalies, all in report.json too
+        server.terminate()
+        server.wait(timeout=60)
+        report_file = out / "report.json"
+        if not report_file.exists():
+            print(audit_output)
+            print(f"  the audit wrote no report (exit code {audit.returncode})")
+            return 1
+        report = json.loads(report_file.read_text())
+    for row in report["invariants"]:
+        print(f"  {row['invariant']:<24} violations {row['violations']:>5}  expected {row['expected']:>5}")
+    print(f"  memory: max server RSS of the last third / of the middle third = {_flatness(samples, 1):.3f}")
+    print(f"  disk:   max store size of the last third / of the middle third = {_flatness(samples, 2):.3f}")
+    print(f"  audit verdict {report['verdict']}: {report['violations']} violation(s), "
+          f"{report['expected_anomalies']} expected anomalies")
+    return 0 if report["verdict"] == "PASS" and audit.returncode == 0 else 1
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -202,6 +281,12 @@ def main() -> None:
     p.add_argument("--rate", type=float, default=200)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--crash-every-s", type=float, default=300)
+    p = sub.add_parser("serve-soak")
+    p.add_argument("--minutes", type=float, default=30)
+    p.add_argument("--mode", default="strict")
+    p.add_argument("--retention-s", type=float, default=120)
+    p.add_argument("--rate", type=float, default=20)
+    p.add_argument("--seed", type=int, default=None)
     p = sub.add_parser("_drive")
     p.add_argument("directory")
     p.add_argument("mode")
@@ -216,9 +301,11 @@ def main() -> None:
         memory(args.transactions, args.at, args.modes)
     elif args.command == "restart":
         restart(args.transactions, args.mode)
-    elif args.command == "soak":
+    elif args.command in ("soak", "serve-soak"):
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-        sys.exit(soak(args.minutes, args.mode, args.retention_s, args.rate, seed, args.crash_every_s))
+        if args.command == "soak":
+            sys.exit(soak(args.minutes, args.mode, args.retention_s, args.rate, seed, args.crash_every_s))
+        sys.exit(serve_soak(args.minutes, args.mode, args.retention_s, args.rate, seed))
     elif args.command == "_drive":
         drive(args.directory, args.mode, args.n, {args.at, args.n}, args.keep_open)
     else:

@@ -178,6 +178,12 @@ def test_decisions_carry_what_they_need() -> None:
     assert run(half(), ops(), None, START + 60_001).half is None
     fallen = half({IMMUNITY: "60", ORIGINAL: "x"})
     assert run(fallen).half is fallen  # the run ends at a record it read
+    # Every decision about a record it read carries that record (the loop traces and advances past it).
+    resolved, young, unread = half(), half(stored=START), half(age=6_001)
+    assert run(resolved, resolution=Resolved({"t"})).half is resolved
+    assert run(resolved, resolution=Resolved(latest={"t": OFFSET + 1})).half is resolved
+    assert run(young).half is young
+    assert run(unread, ops((0, [OFFSET + 1], OP_BORN))).half is unread
 
 
 def test_decide_reads_the_record_only_when_no_op_covers_it() -> None:

@@ -74,6 +74,10 @@ def test_s29_buffer_overflow_writes_synchronously(make_env: EnvFactory, mode: st
     assert op["half_offsets"] == [3, 0, 1, 2]
     assert env.broker.broker_stats()["op_sync_writes"] == 1
     assert env.op_entries() == [3, 0, 1, 2]
+    for body in (b"4", b"5", b"6", b"7"):  # the emptied buffer fills up again
+        send(producer, body, COMMIT)
+    assert env.broker.broker_stats()["op_sync_writes"] == 2
+    assert env.op_entries() == [3, 0, 1, 2, 7, 4, 5, 6]
 
 
 def op_still_buffered_when_checked(env: Env) -> None:
@@ -147,6 +151,7 @@ def test_op_body_parser_accepts_both_formats() -> None:
     assert decode_body(b"42") == [42]  # the <= 4.9 single-offset body
     # Pieces Long.parseLong rejects (or negative ones) are ignored, as upstream's -1 is.
     assert decode_body(b"1,x,,-3, 2,+4,4_0,") == [1, 4]
+    assert decode_body(b"5,\xff6,7") == [5, 7]  # bytes that are not UTF-8 spoil only their own piece
 
 
 def cache_stats(env: Env) -> tuple[int, int, int]:
@@ -201,7 +206,9 @@ def test_half_cache_is_read_and_delete(make_env: EnvFactory) -> None:
     result = send(producer, b"x", COMMIT)
     producer.end_transaction(result, COMMIT)
     assert cache_stats(env) == (1, 1, 0)
-    assert env.bodies() == [b"x", b"x"]
+    producer.end_transaction(result, COMMIT)  # each miss is counted
+    assert cache_stats(env) == (1, 2, 0)
+    assert env.bodies() == [b"x", b"x", b"x"]
 
 
 def test_half_cache_is_lost_on_crash(make_env: EnvFactory, mode: str) -> None:

@@ -77,7 +77,7 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     assert real.transaction_id == result.msg_id
     stored = env.broker.admin.message(real.commitlog_offset)
     assert stored is not None
-    assert stored.sysflag & TRANSACTION_MASK == TRANSACTION_COMMIT
+    assert stored.sysflag == TRANSACTION_COMMIT  # MessageSysFlag.resetTransactionValue: the type only
     assert stored.prepared_transaction_offset == result.commitlog_offset
     [end] = env.events(ev.END_TX)
     assert (end["txn"], end["producer_group"], end["action"]) == (result.msg_id, "G", "COMMIT")
@@ -86,6 +86,7 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     [put] = env.events(ev.REAL_PUT)
     assert (put["half_offset"], put["queue_offset"], put["commitlog_offset"]) == (0, 0, real.commitlog_offset)
     assert (put["topic"], put["queue_id"], put["body_crc"]) == ("T", 1, real.body_crc)
+    assert (put["txn"], put["producer_group"]) == (result.msg_id, "G")
     assert (put["seq"], put["ts"]) == (end["seq"] + 1, end["ts"])  # REAL_PUT follows its END_TX at once
     # The Op entry is buffered, not yet on disk; the next batch tick writes "0," with tag d.
     assert env.queue_records(OP_TOPIC) == []

@@ -164,6 +164,23 @@ def test_strict_mode_keeps_the_newest_copy_and_rebuilds_it_from_the_log(make_env
     assert first is not None and first == second and first.half_offset == 0
 
 
+def test_strict_mode_forgets_only_what_retention_deleted() -> None:
+    log_start = [0]
+    index = TransactionIndex(ManualClock(0).now_ms, expiring=False, expire_ms=1, max_per_key=1,
+                             log_start=lambda: log_start[0])
+    index.add("G", "old", half_offset=0, commitlog_offset=100)
+    index.add("G", "checked", half_offset=1, commitlog_offset=200)
+    index.add("G", "checked", half_offset=2, commitlog_offset=300, check_count=1)  # a newer copy
+    index.add("G", "kept", half_offset=3, commitlog_offset=400)
+    log_start[0] = 300  # retention deleted the segments holding offsets 100 and 200
+    index.add("G", "new", half_offset=4, commitlog_offset=500)
+    assert index.take("G", "old") is None  # its only copy is gone: it can no longer be committed
+    checked = index.take("G", "checked")
+    assert checked is not None and checked.commitlog_offset == 300  # its newest copy is retained
+    assert [index.take("G", t) is not None for t in ("kept", "new")] == [True, True]
+    assert len(index) == 3
+
+
 # ------------------------------------------------------------------------------------ conversions, settings
 def proto(body: bytes = b"x", **system: Any) -> Any:
     system.setdefault("message_id", "M1")

@@ -15,6 +15,7 @@ import pytest
 from txmq.errors import CorruptStoreError, StoreError
 from txmq.store import TRANSACTION_PREPARED, MessageStore, StoredMessage
 from txmq.store.codec import FIXED, HEADER, MAGIC, encode_frame, encode_properties, encode_topic
+from txmq.store.recovery import RecoveryReport
 
 SEGMENT = f"{0:020d}"
 
@@ -271,3 +272,14 @@ def test_a_clean_open_reports_no_torn_tail(tmp_path):
     text = str(store.recovery)
     assert text.endswith("; no torn tail") and "read 2 records from offset 0 up to" in text
     store.close()
+
+
+def test_the_report_reads_as_one_line() -> None:
+    clean = RecoveryReport(0, None, 0, 2, 300, from_offset=300, clean=True)
+    assert str(clean) == ("clean shutdown: read 0 records from offset 300 up to offset 300 in 2 segment(s); "
+                          "no torn tail")
+    crashed = RecoveryReport(12, "00000000000000000000", 3, 1, 90, cut="a torn record",
+                             notes=("rebuilt queue T-0", "moved offsets"))
+    assert str(crashed) == ("not shut down cleanly: read 3 records from offset 0 up to offset 90 in "
+                            "1 segment(s); cut 12 bytes from segment 00000000000000000000: a torn record; "
+                            "rebuilt queue T-0; moved offsets")

@@ -79,7 +79,8 @@ class ServeSession:
         cfg = self.config
         index = TransactionIndex(broker.clock.now_ms, expiring=not self.broker_config.strict,
                                  expire_ms=cfg.transaction_data_expire_ms,
-                                 max_per_key=cfg.transaction_data_max_num)
+                                 max_per_key=cfg.transaction_data_max_num,
+                                 log_start=broker.admin.commitlog_min_offset)
         if self.broker_config.strict:
             index.rebuild(half_records(broker.admin))
         # grpc shares a port between processes by default (SO_REUSEPORT): a second server on a busy port

@@ -11,7 +11,9 @@ its check. ``rocketmq`` mode keeps exactly that.
 ``strict`` mode keeps the newest copy of each transaction without expiry, never consumes it, and rebuilds
 it from the half queue when the server starts, so an EndTransaction always reaches its transaction; the
 broker's resolution guard then decides (a resolved transaction answers ALREADY_RESOLVED and writes
-nothing).
+nothing). It forgets a transaction only when retention deleted the segment holding its newest copy:
+such a half can no longer be committed, and a restart would not find it either, so the map holds what
+the retained log holds and stays bounded on a server that runs for days.
 """
 
 from __future__ import annotations
@@ -45,16 +47,20 @@ class TransactionData:
 class TransactionIndex:
     """(producer group, transaction id) -> the halves an EndTransaction may resolve; thread-safe.
 
-    ``expiring=True`` is upstream's proxy (``rocketmq`` mode), ``False`` strict mode's durable view."""
+    ``expiring=True`` is upstream's proxy (``rocketmq`` mode), ``False`` strict mode's durable view, which
+    reads ``log_start`` (the commit log's first retained offset) to forget what retention deleted."""
 
-    def __init__(self, now_ms: Callable[[], int], expiring: bool, expire_ms: int, max_per_key: int) -> None:
+    def __init__(self, now_ms: Callable[[], int], expiring: bool, expire_ms: int, max_per_key: int,
+                 log_start: Callable[[], int] = lambda: 0) -> None:
         self._now = now_ms
         self._expiring = expiring
         self._expire_ms = expire_ms
         self._max = max_per_key
+        self._log_start = log_start
         self._lock = threading.Lock()
         self._data: dict[tuple[str, str], list[TransactionData]] = {}
         self._expiry: deque[tuple[int, tuple[str, str]]] = deque()  # when to look at a key again
+        self._stored: deque[tuple[int, tuple[str, str]]] = deque()  # strict: (commit-log offset, key)
 
     def add(self, group: str, txn: str, half_offset: int, commitlog_offset: int,
             check_count: int = 0) -> None:
@@ -65,7 +71,9 @@ class TransactionIndex:
                                check_count)
         with self._lock:
             if not self._expiring:
+                self._drop_deleted(self._log_start())
                 self._data[key] = [data]
+                self._stored.append((commitlog_offset, key))
                 return
             self._drop_expired(now)
             entries = self._data.setdefault(key, [])
@@ -120,6 +128,15 @@ class TransactionIndex:
     def __len__(self) -> int:
         with self._lock:
             return sum(len(v) for v in self._data.values())
+
+    def _drop_deleted(self, log_start: int) -> None:
+        """Strict mode: forget the transactions whose newest copy lies before ``log_start`` (deleted by
+        retention), done lazily as halves arrive."""
+        while self._stored and self._stored[0][0] < log_start:
+            offset, key = self._stored.popleft()
+            entries = self._data.get(key)
+            if entries is not None and entries[-1].commitlog_offset == offset:
+                del self._data[key]
 
     def _drop_expired(self, now: int) -> None:
         """Upstream's cleaner thread, done lazily: keys whose oldest entry expired lose expired entries."""
