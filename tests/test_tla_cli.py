@@ -163,8 +163,9 @@ def test_a_file_that_is_not_tlc_is_a_one_line_error(
 
 
 def test_bad_worker_count_is_a_usage_error(spec_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir), "--workers", "abc")
+    code, out, err = run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir), "--workers", "abc")
     assert code == 3 and "--workers must be 'auto' or a positive whole number" in err
+    assert out == ""  # refused before TLC's banner and the table's header
 
 
 def test_trace_option_prints_expected_counterexamples(

@@ -15,7 +15,7 @@ from txmq.tla.manifest import load_data, load_manifest, record_counts, select
 from txmq.tla.mutate import add_mutate
 from txmq.tla.parser import TraceState
 from txmq.tla.replay import add_replay
-from txmq.tla.runner import describe_tlc
+from txmq.tla.runner import check_workers, describe_tlc
 from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 from txmq.tla.trace_validation import add_validate_trace
 
@@ -76,6 +76,7 @@ def _details(report: ModelReport, show_trace: bool) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> int:
+    check_workers(args.workers)  # before TLC's banner: a bad option is the only line printed
     spec_dir = args.spec_dir or default_spec_dir()
     entries = select(load_manifest(spec_dir), args.models, args.include_on_demand)
     jar = find_jar()

@@ -84,13 +84,17 @@ def describe_tlc(jar: Path | None = None) -> str:
     return f"TLC: {probe(find_java(), jar).version} ({jar})"
 
 
-def worker_count(workers: str, features: TlcFeatures) -> str:
-    """``workers`` as this jar takes it: ``auto`` becomes the core count where the jar lacks it; anything
-    but ``auto`` or a positive whole number is a ``ConfigError``."""
-    if workers == "auto":
-        return workers if features.workers_auto else str(os.cpu_count() or 1)
-    if not workers.isdigit() or int(workers) < 1:
+def check_workers(workers: str) -> str:
+    """``workers`` if it is ``auto`` or a positive whole number, else a ``ConfigError``."""
+    if workers != "auto" and (not workers.isdigit() or int(workers) < 1):
         raise ConfigError(f"--workers must be 'auto' or a positive whole number, not {workers!r}")
+    return workers
+
+
+def worker_count(workers: str, features: TlcFeatures) -> str:
+    """``workers`` as this jar takes it: ``auto`` becomes the core count where the jar lacks it."""
+    if check_workers(workers) == "auto" and not features.workers_auto:
+        return str(os.cpu_count() or 1)
     return workers
 
 
