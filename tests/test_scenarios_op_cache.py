@@ -198,6 +198,9 @@ def test_half_cache_small_capacity_evicts_the_eldest(make_env: EnvFactory) -> No
     producer.end_transaction(second, COMMIT)
     assert cache_stats(env) == (2, 1, 1)
     assert env.bodies() == [b"A", b"C", b"B"]
+    for body in (b"D", b"E", b"F"):  # a third half in a cache of two: each eviction is counted
+        producer.send_half(Message("T", body))
+    assert cache_stats(env) == (2, 1, 2)
 
 
 def test_half_cache_is_read_and_delete(make_env: EnvFactory) -> None:

@@ -81,7 +81,7 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     assert stored.prepared_transaction_offset == result.commitlog_offset
     [end] = env.events(ev.END_TX)
     assert (end["txn"], end["producer_group"], end["action"]) == (result.msg_id, "G", "COMMIT")
-    assert end["from_check"] is False
+    assert end["from_check"] is False and end["ts"] == env.clock.now_ms()
     assert (end["half_offset"], end["commitlog_offset"], end["result"]) == (0, result.commitlog_offset, ev.OK)
     [put] = env.events(ev.REAL_PUT)
     assert (put["half_offset"], put["queue_offset"], put["commitlog_offset"]) == (0, 0, real.commitlog_offset)
@@ -94,6 +94,9 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     assert env.broker.flush_op_batches() == 1
     [op] = env.queue_records(OP_TOPIC)
     assert op.body == b"0," and op.properties["TAGS"] == OP_TAG
+    [op_put] = env.events(ev.OP_PUT)
+    assert (op_put["op_offset"], op_put["half_offsets"]) == (0, [0])
+    assert op_put["commitlog_offset"] == op.commitlog_offset
     if mode == "strict":
         assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
 
@@ -294,13 +297,16 @@ def test_s12_unknow_end_does_nothing(make_env: EnvFactory, mode: str, from_check
     assert env.run_check(6_001).checks == 1
 
 
-def test_s13_real_put_failure_leaves_half_pending(make_env: EnvFactory, mode: str) -> None:
+def test_s13_real_put_failure_leaves_half_pending(make_env: EnvFactory, mode: str,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     env = make_env(mode)
     producer = env.producer("G", ScriptedListener(COMMIT))
     env.faults.refuse_commits = 1
     result = send(producer, b"retry-me", COMMIT)
 
     assert end_results(env) == [ev.STORE_ERROR]
+    assert [r.getMessage() for r in caplog.records] == [
+        "END_TRANSACTION for half 0 not applied: refused by an injected fault"]
     flush_all(env)
     assert env.visible() == [] and env.queue_records(OP_TOPIC) == []
     # The check repairs it: exactly one real message.
