@@ -4,6 +4,7 @@ and a retention pass depend on (which copy is the latest, where a transaction's 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +89,28 @@ def test_a_live_resolution_ends_where_the_log_ends(index: ResolutionIndex) -> No
     index.resolve("tx", TransactionState.COMMITTED)
     index.flush(LOG_END)
     assert index.trim(LOG_END - 1) == 0 and index.trim(LOG_END) == 1
+
+
+def test_a_reopened_index_knows_what_it_reflects(tmp_path: Path) -> None:
+    first = ResolutionIndex.open(str(tmp_path), lambda: LOG_END)
+    assert first.created and first.applied_offset == 0
+    first.half_written("tx", 3, end=120)
+    first.resolve("tx", TransactionState.ROLLED_BACK, end=130)
+    first.flush(300)
+    first.close()
+    again = ResolutionIndex.open(str(tmp_path), lambda: LOG_END)
+    try:
+        assert not again.created and again.applied_offset == 300
+        assert again.lookup("tx") is TransactionState.ROLLED_BACK and again.is_superseded("tx", 2)
+    finally:
+        again.close()
+
+
+def test_the_index_is_used_from_the_runtimes_threads(index: ResolutionIndex) -> None:
+    index.half_written("tx", 0, end=10)
+    index.flush(10)
+    answers: list[object] = []
+    worker = threading.Thread(target=lambda: answers.append(index.lookup("tx")))  # e.g. the check thread
+    worker.start()
+    worker.join()
+    assert answers == [TransactionState.PENDING]
