@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from txmq.sim.soak import run_soak
+from txmq.protocol import MessageExt
+from txmq.sim.soak import Ledger, run_soak
 
 
 def test_a_short_soak_with_retention_and_crashes_loses_nothing(tmp_path: Path) -> None:
@@ -20,3 +21,13 @@ def test_a_short_soak_with_retention_and_crashes_loses_nothing(tmp_path: Path) -
     assert result.duplicates == [], f"{context}: delivered twice"
     assert result.segments_deleted > 0, f"{context}: retention deleted nothing"
     assert result.errors == [], f"{context}: runtime services failed"
+
+
+def test_a_transaction_acknowledged_twice_counts_once() -> None:
+    """rocketmq mode: a check that reaches a commit whose Op is still buffered gets COMMIT again."""
+    ledger = Ledger(forget_after_s=60)
+    ledger.ack("t1")
+    ledger.ack("t1")
+    ledger.deliver(MessageExt("T", 0, 0, 100, b"x", {"__transactionId__": "t1"}, 0, 0))
+    ledger.ack("t1")  # after delivery too
+    assert (ledger.acknowledged, ledger.delivered, ledger.pending_count()) == (1, 1, 0)

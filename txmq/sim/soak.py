@@ -105,7 +105,7 @@ def decision_of(key: str, seed: int) -> LocalTransactionState:
     return COMMIT if roll < 90 else ROLLBACK
 
 
-class _Ledger:
+class Ledger:
     """Acknowledged-but-undelivered commits, and recently delivered transactions with their position."""
 
     def __init__(self, forget_after_s: float) -> None:
@@ -123,9 +123,12 @@ class _Ledger:
             return len(self.pending)
 
     def ack(self, txn: str) -> None:
+        """A commit was acknowledged. rocketmq mode acknowledges a transaction again when a check reaches
+        it before its Op is written (and the producer answers COMMIT again): counted once."""
         with self.lock:
-            if txn not in self.positions:
-                self.pending[txn] = time.monotonic()
+            if txn in self.pending or txn in self.positions:
+                return
+            self.pending[txn] = time.monotonic()
             self.acknowledged += 1
 
     def deliver(self, message: MessageExt) -> None:
@@ -177,7 +180,7 @@ def run_soak(directory: Path, duration_s: float, *, mode: str = "strict", seed: 
     clock = SystemClock()
     broker = Broker(directory, config, clock)
     runtime = BrokerRuntime(broker).start()
-    ledger = _Ledger(forget_after_s=2 * retention_ms / 1000 + 10)
+    ledger = Ledger(forget_after_s=2 * retention_ms / 1000 + 10)
     result = SoakResult(seed=seed, mode=mode)
     rng = random.Random(seed)
     stop_producing = threading.Event()
