@@ -4,15 +4,25 @@ and a retention pass depend on (which copy is the latest, where a transaction's 
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from txmq.errors import StoreError
 from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_ROLLBACK, StoredMessage
+from txmq.store.message_store import MessageStore
 from txmq.transaction.constants import CHECK_MAX_TOPIC, HALF_TOPIC, PROPERTY_RESUMED, PROPERTY_TRANSACTION_ID
-from txmq.transaction.resolution import ResolutionIndex, TransactionState
+from txmq.transaction.resolution import (
+    INDEX_FILE,
+    INDEX_FORMAT,
+    ResolutionIndex,
+    TransactionState,
+    open_for_store,
+)
 
 LOG_END = 10_000  # where the (imagined) log ends while the records below are replayed
 
@@ -114,3 +124,106 @@ def test_the_index_is_used_from_the_runtimes_threads(index: ResolutionIndex) -> 
     worker.start()
     worker.join()
     assert answers == [TransactionState.PENDING]
+
+
+# ------------------------------------------------------------------------------ opening, beside its store
+SEGMENT = 1024
+
+
+def store_with(directory: Path, halves: int) -> MessageStore:
+    """A store of small segments holding ``halves`` half records of transactions t0, t1, ..."""
+    store = MessageStore.open(directory, clock=lambda: 7, segment_size=SEGMENT)
+    for i in range(halves):
+        store.put_message(StoredMessage(HALF_TOPIC, 0, b"x" * 100, {PROPERTY_TRANSACTION_ID: f"t{i}"}, 0))
+    return store
+
+
+def test_opening_beside_a_store_catches_up_and_flushes(tmp_path: Path) -> None:
+    store = store_with(tmp_path, 3)
+    index = open_for_store(str(tmp_path), store)
+    assert index.created and index.applied_offset == store.max_physical_offset
+    assert [index.lookup(f"t{i}") for i in range(3)] == [TransactionState.PENDING] * 3
+    store.crash()  # the log keeps what was written; the index was flushed at open
+    index.close()
+    store = MessageStore.open(tmp_path, clock=lambda: 7, segment_size=SEGMENT)
+    for txn in ("late", "later"):
+        store.put_message(StoredMessage(HALF_TOPIC, 0, b"y", {PROPERTY_TRANSACTION_ID: txn}, 0))
+    index = ResolutionIndex.open(str(tmp_path), lambda: store.max_physical_offset)
+    assert not index.created and index.catch_up(store.iterate(index.applied_offset)) == 2
+    index.close()
+    again = open_for_store(str(tmp_path), store)  # caught up once more, and flushed though not created
+    assert again.applied_offset == store.max_physical_offset
+    assert again.lookup("late") is TransactionState.PENDING
+    store.close()
+    again.close()
+
+
+def test_a_missing_index_cannot_be_rebuilt_once_segments_were_deleted(tmp_path: Path) -> None:
+    store = store_with(tmp_path, 30)
+    index = open_for_store(str(tmp_path), store)
+    store.delete_before(SEGMENT)
+    store.close()
+    index.close()
+    os.remove(tmp_path / INDEX_FILE)
+    store = MessageStore.open(tmp_path, clock=lambda: 7, segment_size=SEGMENT)
+    with pytest.raises(StoreError) as info:
+        open_for_store(str(tmp_path), store)
+    assert str(info.value) == (
+        f"{tmp_path / INDEX_FILE} is missing and the log no longer starts at 0 (segments before {SEGMENT} "
+        "were deleted): strict mode cannot rebuild which transactions were resolved; restore it from a "
+        "backup")
+    store.close()
+
+
+def test_an_index_from_another_point_of_the_log_is_refused(tmp_path: Path) -> None:
+    longer, shorter, blank = (tmp_path / name for name in ("longer", "shorter", "blank"))
+    store = store_with(longer, 30)
+    index = open_for_store(str(longer), store)
+    end = store.max_physical_offset
+    store.close()
+    index.close()  # it reflects the whole log
+    store_with(shorter, 1).close()
+    (shorter / INDEX_FILE).write_bytes((longer / INDEX_FILE).read_bytes())
+    store = MessageStore.open(shorter, clock=lambda: 7, segment_size=SEGMENT)
+    with pytest.raises(StoreError) as info:
+        open_for_store(str(shorter), store)
+    assert str(info.value) == (
+        f"{shorter / INDEX_FILE} reflects the log up to offset {end}, but the log now ends at "
+        f"{store.max_physical_offset}: the two do not belong together; restore them from a backup")
+    store.close()
+
+    blank.mkdir()
+    ResolutionIndex.open(str(blank), lambda: 0).close()  # reflects nothing: applied 0
+    store = MessageStore.open(longer, clock=lambda: 7, segment_size=SEGMENT)
+    store.delete_before(2 * SEGMENT)
+    (longer / INDEX_FILE).write_bytes((blank / INDEX_FILE).read_bytes())
+    with pytest.raises(StoreError) as info:
+        open_for_store(str(longer), store)
+    assert f"reflects the log up to offset 0, but the log now starts at {2 * SEGMENT}: " in str(info.value)
+    store.close()
+
+
+def test_a_file_that_is_no_index_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / INDEX_FILE).write_bytes(b"not a database, " * 64)
+    unusable = r"is not a usable resolution index \(.*\); restore it from a backup"
+    with pytest.raises(StoreError, match=unusable):
+        ResolutionIndex.open(str(tmp_path), lambda: 0)
+    os.remove(tmp_path / INDEX_FILE)
+    index = ResolutionIndex.open(str(tmp_path), lambda: 0)
+    index.close()
+    db = sqlite3.connect(tmp_path / INDEX_FILE)
+    db.execute("UPDATE meta SET value = 99 WHERE key = 'format'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError) as info:
+        ResolutionIndex.open(str(tmp_path), lambda: 0)
+    assert str(info.value) == (f"{tmp_path / INDEX_FILE} is a resolution index of format 99; this txmq reads "
+                               f"{INDEX_FORMAT}")
+
+
+def test_a_failed_flush_leaves_the_index_usable(index: ResolutionIndex) -> None:
+    index.half_written("tx", 0, end=10)
+    with pytest.raises(sqlite3.IntegrityError):
+        index.flush(None)  # type: ignore[arg-type]  # the applied offset is NOT NULL: the transaction rolls back
+    index.flush(10)  # no transaction was left open
+    assert index.applied_offset == 10 and index.lookup("tx") is TransactionState.PENDING
