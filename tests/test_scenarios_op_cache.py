@@ -312,3 +312,26 @@ def test_batcher_capacity() -> None:
     assert batcher.buffered(0) == [1, 2] and batcher.buffered(5) == []
     batcher.clear()
     assert batcher.buffered(0) == [] and batcher.take_batch(0, first=[3]) == [3]
+
+
+def test_batcher_looks_at_every_queue() -> None:
+    """Each half queue has its own context (TransactionalOpBatchService.batchSendOpMessage walks them
+    all): an empty or not yet due one does not hold back the others."""
+    batcher = OpBatcher(max_chars=4, interval_ms=3_000, capacity=100)
+    batcher.offer(0, 1, 0)
+    assert batcher.due_batches(3_000) == [(0, [1])]
+    batcher.offer(0, 3, 3_000)  # not due before 6,000
+    for offset in (4, 5):
+        batcher.offer(1, offset, 3_000)  # 4 characters: a full body at once
+    assert batcher.due_batches(3_001) == [(1, [4, 5])]
+    assert batcher.due_batches(6_000) == [(0, [3])]
+    batcher.offer(1, 6, 6_000)
+    assert batcher.due_batches(6_001) == [(1, [6])]  # queue 0's context is there, empty
+
+
+def test_batcher_cuts_again_while_a_full_body_is_left() -> None:
+    """The immediate re-tick goes on while what is left holds at least the size, exactly the size too."""
+    batcher = OpBatcher(max_chars=4, interval_ms=3_000, capacity=100)
+    for offset in (1, 2, 3, 4):  # 8 characters: a body of 4, then exactly 4 left
+        batcher.offer(0, offset, 0)
+    assert batcher.due_batches(0) == [(0, [1, 2]), (0, [3, 4])]

@@ -13,9 +13,9 @@ import zlib
 import pytest
 
 from txmq.errors import CorruptStoreError, StoreError
-from txmq.store import TRANSACTION_PREPARED, MessageStore, StoredMessage
+from txmq.store import TRANSACTION_PREPARED, MessageStore, StoredMessage, recovery
 from txmq.store.codec import FIXED, HEADER, MAGIC, encode_frame, encode_properties, encode_topic
-from txmq.store.recovery import RecoveryReport
+from txmq.store.recovery import RecoveryReport, walk, walk_file
 
 SEGMENT = f"{0:020d}"
 
@@ -283,3 +283,35 @@ def test_the_report_reads_as_one_line() -> None:
     assert str(crashed) == ("not shut down cleanly: read 3 records from offset 0 up to offset 90 in "
                             "1 segment(s); cut 12 bytes from segment 00000000000000000000: a torn record; "
                             "rebuilt queue T-0; moved offsets")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100, 333, 4 << 20])
+def test_a_walk_in_chunks_finds_the_frames_one_buffer_finds(tmp_path, monkeypatch, chunk: int) -> None:
+    """``walk_file`` reads a segment in chunks (4 MiB; smaller here, so that frames straddle chunk ends and
+    outgrow chunks): it must yield exactly the frames a walk of the whole file yields, from any start, and
+    stop at the same invalid frame."""
+    build(tmp_path / "s", count=12)
+    path = segment_path(tmp_path / "s")
+    data = bytearray(read(path))
+    max_payload = 64 * 1024 - HEADER.size
+    frames = list(walk(bytes(data), len(data), max_payload))
+    assert len(frames) == 12
+    monkeypatch.setattr(recovery, "CHUNK_BYTES", chunk)
+
+    def walked(start: int) -> list[tuple[int, int]]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            found = []
+            for pos, buf, i, length in walk_file(fd, start, len(data), max_payload):
+                assert buf[i:i + length] == data[pos:pos + length]
+                found.append((pos, length))
+            return found
+        finally:
+            os.close(fd)
+
+    assert walked(0) == frames
+    assert walked(frames[5][0]) == frames[5:]
+    bad, _ = frames[8]
+    data[bad + HEADER.size + 3] ^= 0xFF  # a body byte: the frame's CRC no longer matches
+    rewrite(path, bytes(data))
+    assert walked(0) == frames[:8]
