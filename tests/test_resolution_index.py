@@ -227,3 +227,39 @@ def test_a_failed_flush_leaves_the_index_usable(index: ResolutionIndex) -> None:
         index.flush(None)  # type: ignore[arg-type]  # the applied offset is NOT NULL: the transaction rolls back
     index.flush(10)  # no transaction was left open
     assert index.applied_offset == 10 and index.lookup("tx") is TransactionState.PENDING
+
+
+def test_only_a_resumed_copy_reopens_and_only_a_discarded_transaction(index: ResolutionIndex) -> None:
+    index.half_written("d", 0, end=10)
+    index.resolve("d", TransactionState.DISCARDED, end=20)
+    index.half_written("d", 1, end=30)  # a copy that is not a resume leaves it discarded
+    assert index.lookup("d") is TransactionState.DISCARDED
+    index.half_written("d", 2, resumed=True, end=40)
+    assert index.lookup("d") is TransactionState.PENDING
+    index.half_written("c", 0, end=50)
+    index.resolve("c", TransactionState.COMMITTED, end=60)
+    index.half_written("c", 1, resumed=True, end=70)
+    assert index.lookup("c") is TransactionState.COMMITTED
+
+
+def test_trim_forgets_entries_not_yet_flushed(index: ResolutionIndex) -> None:
+    index.half_written("gone", 0, end=201)
+    index.half_written("kept", 1, end=202)
+    index.trim(201)
+    assert index.lookup("gone") is None and index.lookup("kept") is TransactionState.PENDING
+
+
+def test_a_failed_trim_leaves_the_index_usable(tmp_path: Path) -> None:
+    index = ResolutionIndex.open(str(tmp_path), lambda: LOG_END)
+    index.half_written("tx", 0, end=10)
+    index.flush(10)
+    other = sqlite3.connect(tmp_path / INDEX_FILE, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another writer holds the database (sqlite3 waits 5 s, then gives up)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            index.trim(10)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert index.trim(10) == 1  # no transaction was left open
+    index.close()

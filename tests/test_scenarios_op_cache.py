@@ -13,7 +13,10 @@ from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
 from txmq.config import BrokerConfig
 from txmq.protocol import Message
+from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
+from txmq.transaction.constants import HALF_TOPIC
+from txmq.transaction.half_cache import HalfCache
 from txmq.transaction.op_batcher import OpBatcher, decode_body, encode_body
 
 
@@ -335,3 +338,12 @@ def test_batcher_cuts_again_while_a_full_body_is_left() -> None:
     for offset in (1, 2, 3, 4):  # 8 characters: a body of 4, then exactly 4 left
         batcher.offer(0, offset, 0)
     assert batcher.due_batches(0) == [(0, [1, 2]), (0, [3, 4])]
+
+
+def test_half_cache_drops_only_halves_before_the_new_log_start() -> None:
+    """Retention: a half stored exactly where the log now starts is still in the log, and in the cache."""
+    cache = HalfCache(capacity=10)
+    for offset in (1_000, 1_024, 2_000):
+        cache.put(StoredMessage(HALF_TOPIC, 0, b"h", {}, 0, commitlog_offset=offset))
+    assert cache.drop_before(1_024) == 1
+    assert cache.take(1_000) is None and [cache.take(o) is not None for o in (1_024, 2_000)] == [True, True]
