@@ -196,15 +196,6 @@ def soak(minutes: float, mode: str, retention_s: float, rate: float, seed: int, 
     return 1 if failed else 0
 
 
-def _rss_of(pid: int) -> int:
-    """A process's resident set size (Linux ``/proc/PID/status``), 0 once it has ended."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:")), 0)
-    except OSError:
-        return 0
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -243,7 +234,7 @@ def serve_soak(minutes: float, mode: str, retention_s: float, rate: float, seed:
             elapsed = time.monotonic() - started
             if not samples or elapsed - samples[-1][0] >= 60:
                 size, segments = disk_bytes(store)
-                samples.append((elapsed, _rss_of(server.pid), size))
+                samples.append((elapsed, resident_bytes(server.pid), size))
                 print(f"  {elapsed:7.0f} s  server RSS {samples[-1][1] / 2**20:6.1f} MB  "
                       f"disk {size / 2**20:7.1f} MB  segments {segments:3}", flush=True)
             time.sleep(1)

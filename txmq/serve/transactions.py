@@ -69,9 +69,12 @@ class TransactionIndex:
         now = self._now()
         data = TransactionData(now + self._expire_ms if self._expiring else 0, commitlog_offset, half_offset,
                                check_count)
+        # Read outside the index's lock: a relayed check calls add under the broker lock, which log_start
+        # takes too, so holding ours while waiting for the broker's could deadlock with that thread.
+        log_start = 0 if self._expiring else self._log_start()
         with self._lock:
             if not self._expiring:
-                self._drop_deleted(self._log_start())
+                self._drop_deleted(log_start)
                 self._data[key] = [data]
                 self._stored.append((commitlog_offset, key))
                 return

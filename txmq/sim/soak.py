@@ -74,10 +74,11 @@ class SoakResult:
     errors: list[str] = field(default_factory=list)
 
 
-def resident_bytes() -> int:
-    """This process's resident set size now (Linux ``/proc/self/status``; 0 elsewhere)."""
+def resident_bytes(pid: int | str = "self") -> int:
+    """A process's resident set size now, this one by default (Linux ``/proc/PID/status``; 0 elsewhere,
+    or once it has ended)."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
