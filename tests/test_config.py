@@ -52,7 +52,7 @@ def test_wrong_types_and_values(values: dict[str, Any], message: str) -> None:
 MINIMA = {
     "transaction_timeout_ms": 0, "check_interval_ms": 1, "check_max": 1, "file_reserved_time_ms": 1,
     "op_batch_max_chars": 1, "op_batch_interval_ms": 1, "op_buffer_capacity": 1, "half_cache_capacity": 1,
-    "offset_persist_interval_ms": 1,
+    "offset_persist_interval_ms": 1, "clean_resource_interval_ms": 1, "queue_file_entries": 1,
 }
 
 

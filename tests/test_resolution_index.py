@@ -19,6 +19,7 @@ from txmq.transaction.constants import CHECK_MAX_TOPIC, HALF_TOPIC, PROPERTY_RES
 from txmq.transaction.resolution import (
     INDEX_FILE,
     INDEX_FORMAT,
+    WAL_LIMIT_BYTES,
     ResolutionIndex,
     TransactionState,
     open_for_store,
@@ -263,3 +264,21 @@ def test_a_failed_trim_leaves_the_index_usable(tmp_path: Path) -> None:
         other.close()
     assert index.trim(10) == 1  # no transaction was left open
     index.close()
+
+
+def test_the_write_ahead_log_stays_small(tmp_path: Path) -> None:
+    """Checkpoints keep the WAL near WAL_CHECKPOINT_PAGES, and one large flush does not leave it large:
+    with SQLite's defaults the WAL grows to about 4 MB before it is first copied back, and stays there."""
+    index = ResolutionIndex.open(str(tmp_path), lambda: LOG_END)
+    wal = tmp_path / (INDEX_FILE + "-wal")
+    sizes = []
+    for n in range(30_000):  # one large flush: several MB of pages
+        index.half_written(f"large-{n:05}", n, False, n)
+    index.flush(1)
+    for flush in range(200):  # then many small ones, as a broker's checkpoints are
+        for n in range(40):
+            index.half_written(f"small-{flush}-{n}", n, False, LOG_END)
+        index.flush(2 + flush)
+        sizes.append(wal.stat().st_size)
+    index.close()
+    assert max(sizes) <= WAL_LIMIT_BYTES, f"WAL reached {max(sizes):,} bytes"

@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from txmq.broker import Broker
+from txmq.config import BrokerConfig
 from txmq.errors import ConfigError, StoreError, StoreLockedError
 from txmq.store import MessageStore, StoredMessage
 
@@ -91,6 +93,14 @@ def test_a_bad_marker_is_refused(tmp_path, content, match):
     (tmp_path / MARKER).write_bytes(content)
     with pytest.raises(StoreError, match=match):
         MessageStore.open(tmp_path, clock=clock, segment_size=256)
+
+
+def test_a_broker_creates_its_store_with_its_queue_file_entries(tmp_path):
+    Broker(tmp_path, BrokerConfig(queue_file_entries=6_000)).close()
+    assert json.loads((tmp_path / MARKER).read_text())["queue_file_entries"] == 6_000
+    with pytest.raises(ConfigError, match="created with queue_file_entries=6000; open it with that value"):
+        Broker(tmp_path, BrokerConfig())
+    Broker(tmp_path, BrokerConfig(queue_file_entries=6_000)).close()
 
 
 def test_reopening_with_another_segment_size_says_which_to_use(tmp_path):

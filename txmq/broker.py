@@ -145,7 +145,8 @@ class Broker:
     def _open(self) -> None:
         cfg = self._config
         store = self._open_store(
-            self._directory, clock=self._clock.now_ms, flush=cfg.flush, segment_size=cfg.segment_size
+            self._directory, clock=self._clock.now_ms, flush=cfg.flush, segment_size=cfg.segment_size,
+            queue_file_entries=cfg.queue_file_entries,
         )
         try:
             self._offsets = OffsetStore(self._directory / OFFSETS_FILE)

@@ -8,6 +8,7 @@ from typing import Any
 from dataclasses_json import DataClassJsonMixin
 
 from txmq.errors import ConfigError
+from txmq.store.consumequeue import DEFAULT_ENTRIES_PER_FILE
 from txmq.store.message_store import FLUSH_MODES, MIN_SEGMENT_SIZE
 
 MODES = ("strict", "rocketmq")
@@ -41,6 +42,8 @@ class BrokerConfig(DataClassJsonMixin):
     included); see docs/design.md. ``file_reserved_time_ms`` is upstream's ``fileReservedTime`` (72 h):
     commit-log segments last written to longer ago are deleted, checked every ``clean_resource_interval_ms``
     (upstream ``cleanResourceInterval``), and the check service discards halves born longer ago.
+    ``segment_size`` and ``queue_file_entries`` (upstream ``mappedFileSizeCommitLog`` and
+    ``mappedFileSizeConsumeQueue`` / 20) are fixed when the store is created.
     """
 
     mode: str = "strict"
@@ -57,6 +60,7 @@ class BrokerConfig(DataClassJsonMixin):
     clean_resource_interval_ms: int = 10_000
     flush: str = "async"
     segment_size: int = 64 * 1024 * 1024
+    queue_file_entries: int = DEFAULT_ENTRIES_PER_FILE
     reject_transaction_message: bool = False
 
     def __post_init__(self) -> None:
@@ -69,7 +73,7 @@ class BrokerConfig(DataClassJsonMixin):
             "transaction_timeout_ms": 0, "check_interval_ms": 1, "check_max": 1, "file_reserved_time_ms": 1,
             "op_batch_max_chars": 1, "op_batch_interval_ms": 1, "op_buffer_capacity": 1,
             "half_cache_capacity": 1, "offset_persist_interval_ms": 1, "clean_resource_interval_ms": 1,
-            "segment_size": MIN_SEGMENT_SIZE,
+            "segment_size": MIN_SEGMENT_SIZE, "queue_file_entries": 1,
         }
         for name, low in minimum.items():
             if getattr(self, name) < low:
