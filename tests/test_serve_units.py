@@ -102,6 +102,23 @@ def test_past_the_attempt_limit_a_message_goes_to_the_dead_letter_callback(make_
     assert dead == [("G", b"poison")] and env.broker.consumer_offset("G", "T", 0) == 1
 
 
+def test_a_message_deleted_by_retention_while_in_flight_is_consumed_without_a_redelivery(
+        make_env: EnvFactory) -> None:
+    reserved_ms, pad = 60_000, b"p" * 4_500  # two pads cannot share an 8 KiB segment: each put rolls one
+    env = make_env(segment_size=8192, file_reserved_time_ms=reserved_ms)
+    env.broker.send_message(Message("T", b"m"), "k")
+    pop = PopService(env.broker, "txmq")
+    assert [p.message.body for p in pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0)] == [b"m"]
+    for _ in range(2):  # the second starts a segment, which dates the end of the first
+        env.broker.send_message(Message("PAD", pad), "pad")
+    env.clock.advance(reserved_ms + 1)
+    env.broker.send_message(Message("PAD", pad), "pad")
+    assert env.broker.delete_expired_segments() == [f"{0:020d}"]  # it held "m", never acked
+    assert pop.receive("G", "T", [0], 8, INVISIBLE_MS, 0) == []
+    assert env.broker.consumer_offset("G", "T", 0) == 1  # consumed: nothing is left to redeliver
+    assert [e["attempt"] for e in env.sink.of(ev.DELIVER)] == [1]
+
+
 def test_a_tag_filter_consumes_what_it_skips_without_delivering_it(make_env: EnvFactory) -> None:
     env = make_env()
     env.broker.send_message(Message("T", b"a", tags="A"), "k0")
