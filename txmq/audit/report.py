@@ -124,7 +124,7 @@ def table(report: dict[str, Any]) -> str:
     lat = fig["commit_to_visible_s"]
     lines = [f"txmq audit of {report['endpoint']} (seed {report['seed']}, expecting {report['expect']}): "
              f"{report['verdict']}, {report['violations']} violation(s), "
-             f"{report['expected_anomalies']} expected anomalies"
+             f"{report['expected_anomalies']} expected anomalies",
              "",
              f"{'invariant':<22} {'violations':>10} {'expected':>9}"]
     for row in report["invariants"]:
