@@ -17,7 +17,7 @@ from txmq.errors import ToolMissingError
 from txmq.tla.manifest import load_manifest, select
 from txmq.tla.parser import Outcome
 from txmq.tla.runner import run_tlc
-from txmq.tla.suite import ModelReport, check_models
+from txmq.tla.suite import ModelReport, check_model, check_models
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 DATA = Path(__file__).parent / "data" / "tlc"
@@ -58,8 +58,11 @@ def test_every_action_is_reached(reports: dict[str, ModelReport]) -> None:
     assert not never, f"no CI model reaches: {', '.join(never)}"
 
 
-def test_commit_after_rollback_control_shows_rollback_then_commit(reports: dict[str, ModelReport]) -> None:
-    final = reports["rocketmq_commit_after_rollback"].result.trace[-1]
+def test_commit_after_rollback_control_shows_rollback_then_commit() -> None:
+    # Run again with one worker, whose search order is fixed: with two, TLC sometimes reports another
+    # violation of SingleResolution as short as this one (a check's ROLLBACK applied twice; 3 runs in 28).
+    [entry] = [e for e in CI if e.name == "rocketmq_commit_after_rollback"]
+    final = check_model(entry, jar=JAR, workers="1").result.trace[-1]
     assert '"rollback"' in final.variables["ends"] and '"commit"' in final.variables["ends"]
     assert final.variables["ends"].index('"rollback"') < final.variables["ends"].index('"commit"')
 
