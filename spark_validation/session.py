@@ -7,7 +7,7 @@ silently override ``spark-submit --master``. A master that cannot work is refuse
 
 The JVM this process starts dies with it (``txmq.proc``): pyspark starts it through ``spark-submit`` with
 its own ``subprocess.Popen`` call, which we wrap while the session starts. Ctrl-C then raises
-KeyboardInterrupt plainly instead of running pyspark's handler (see ``txmq.proc.interrupt_raises``).
+KeyboardInterrupt plainly instead of running pyspark's handler (see ``txmq.proc.sigint_kept``).
 """
 
 from __future__ import annotations
@@ -182,14 +182,13 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
     )
     _quiet_py4j()
     try:
-        with _jvm_dies_with_us():
+        with _jvm_dies_with_us(), proc.sigint_kept():
             spark = builder.getOrCreate()
     except Exception as exc:  # the JVM failed to start: Py4J/PySpark raise several types
         raise ToolMissingError(f"Spark failed to start ({str(exc).splitlines()[0]})") from None
     gateway = SparkContext._gateway
     if gateway is not None and getattr(gateway, "proc", None) is not None:
         proc.adopt(gateway.proc)
-    proc.interrupt_raises()
     spark.sparkContext.setLogLevel("ERROR")
     # Shuffle partitions near the core count (2-4x): 200 is 2-3x slower here. It is a runtime setting.
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * spark.sparkContext.defaultParallelism)))

@@ -129,6 +129,18 @@ def test_sigterm_is_an_interrupt_inside_the_block_only() -> None:
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.mark.parametrize("before", [signal.default_int_handler, signal.SIG_IGN])
+def test_sigint_is_handled_as_before_whatever_the_block_installs(before: object) -> None:
+    # SIG_IGN: the process was started as a shell's background job, which Ctrl-C must not stop
+    outside = signal.signal(signal.SIGINT, before)  # type: ignore[arg-type]
+    try:
+        with proc.sigint_kept():
+            signal.signal(signal.SIGINT, lambda signum, frame: None)  # as pyspark installs its own
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, outside)
+
+
 # ---------------------------------------------------------------------------------------- the Spark JVM
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -146,9 +158,15 @@ class Validation:
 
     def __init__(self, trace: Path) -> None:
         env = dict(os.environ, SPARK_DRIVER_MEMORY="512m")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "txmq.cli", "validate", str(trace)], stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True, env=env)
+        # As a terminal starts a command, Ctrl-C not ignored, even when this pytest runs as a shell's
+        # background job (which ignores SIGINT and passes that on; a caught signal is reset by exec)
+        outside = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "txmq.cli", "validate", str(trace)], stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, start_new_session=True, env=env)
+        finally:
+            signal.signal(signal.SIGINT, outside)
         assert self.process.stderr is not None
         os.set_blocking(self.process.stderr.fileno(), False)
         self.stderr = b""

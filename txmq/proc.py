@@ -138,9 +138,18 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def interrupt_raises() -> None:
-    """Make Ctrl-C raise KeyboardInterrupt again (Python's own handler), replacing whatever a library put
-    there; pyspark's handler first asks the JVM to cancel its jobs over the very connection that the
-    interrupted call is using, and floods the terminal with the errors that follow."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+@contextmanager
+def sigint_kept() -> Iterator[None]:
+    """Whatever a library installs as its Ctrl-C handler within the block, SIGINT is handled as before
+    after it: KeyboardInterrupt, or ignored when the process was started with it ignored (a shell's
+    background job, which Ctrl-C must not stop). pyspark installs one that first asks the JVM to cancel
+    its jobs over the very connection the interrupted call is using, and floods the terminal with the
+    errors that follow. Outside the main thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
