@@ -33,9 +33,11 @@ def send(tx: str, at: float = 0.0, ok: bool = True) -> dict[str, Any]:
             "ok": ok}
 
 
-def end(tx: str, action: str, at: float, source: str = "client", ok: bool = True) -> dict[str, Any]:
-    return {"ev": "end", "tx": tx, "action": action, "source": source, "producer": "p0.1", "invoked": at,
-            "returned": at + 0.01 if ok else None, "ok": ok}
+def end(tx: str, action: str, at: float, source: str = "client", ok: bool = True,
+        error: str = "") -> dict[str, Any]:
+    record = {"ev": "end", "tx": tx, "action": action, "source": source, "producer": "p0.1", "invoked": at,
+              "returned": at + 0.01 if ok else None, "ok": ok}
+    return record if ok else {**record, "error": error or "AioRpcError: UNAVAILABLE: Socket closed"}
 
 
 def check(tx: str, at: float, answer: str) -> dict[str, Any]:
@@ -139,6 +141,39 @@ def test_a_correct_history_has_no_finding() -> None:
     ]
     assert names(records) == []
     assert checkers.open_transactions(records, check_max=3) == []
+
+
+# the official client's errors: the connection broke after the request may have gone out / it sent nothing
+BROKEN = "AioRpcError: StatusCode.UNAVAILABLE Stream removed (Socket closed)"
+REFUSED = "AioRpcError: StatusCode.UNAVAILABLE failed to connect to all addresses; Connection refused"
+NOT_RUNNING = "IllegalStateException: unable to end transaction because producer is not running"
+
+
+def test_a_lost_rollback_never_checked_after_is_in_doubt_not_stuck() -> None:
+    # the endpoint was killed just after applying the ROLLBACK and before answering it: no check follows
+    records = [send("r"), local("r", 0.01, "ROLLBACK"), end("r", "ROLLBACK", 0.02, ok=False, error=BROKEN),
+               kill(0.03)]
+    assert names(records) == []
+    (tx,) = checkers.transactions(records).values()
+    assert tx.rollback_in_doubt
+    # ... but the settle phase waits its whole length for a check that would show it did not arrive
+    assert checkers.open_transactions(records, check_max=3) == ["r"]
+    assert report.figures(records)["rollbacks_in_doubt"] == 1
+
+
+@pytest.mark.parametrize("records", [
+    # a check after the lost ROLLBACK shows it did not arrive; its answer never got through either
+    [send("r"), local("r", 0.01, "ROLLBACK"), end("r", "ROLLBACK", 0.02, ok=False, error=BROKEN),
+     check("r", 1.5, "ROLLBACK"), end("r", "ROLLBACK", 1.5, "check", ok=False, error=REFUSED)],
+    # errors after which the client certainly sent nothing
+    [send("r"), local("r", 0.01, "ROLLBACK"), end("r", "ROLLBACK", 0.02, ok=False, error=REFUSED)],
+    [send("r"), local("r", 0.01, "ROLLBACK"), end("r", "ROLLBACK", 0.02, ok=False, error=NOT_RUNNING)],
+    # a lost COMMIT is never in doubt: had it arrived, the message would have come
+    [send("c"), local("c", 0.01, "COMMIT"), end("c", "COMMIT", 0.02, ok=False, error=BROKEN)],
+])
+def test_a_transaction_whose_end_surely_did_not_resolve_it_is_stuck(records: list[dict[str, Any]]) -> None:
+    assert names(records) == [("EventuallyResolved", False)]
+    assert report.figures(records)["rollbacks_in_doubt"] == 0
 
 
 @pytest.mark.parametrize(("records", "invariant"), [

@@ -67,6 +67,15 @@ class Tx:
         return any(e["ok"] for e in self.declared(action))
 
     @property
+    def rollback_in_doubt(self) -> bool:
+        """A ROLLBACK call failed in a way that may have reached the endpoint (``may_have_arrived``), and
+        no check came after it was sent. If it arrived, the transaction is resolved and the endpoint
+        rightly never checks it again; if it did not, the endpoint should check it. From outside, with no
+        check to show, the two cannot be told apart, so neither can be called stuck."""
+        lost = [e for e in self.declared("ROLLBACK") if may_have_arrived(e)]
+        return bool(lost) and not any(float(c["t"]) > float(lost[-1]["invoked"]) for c in self.checks)
+
+    @property
     def rolled_back_locally(self) -> bool:
         return any(r["decision"] == "ROLLBACK" for r in self.locals)
 
@@ -77,6 +86,18 @@ class Tx:
         a slow answer's COMMIT arrives, and then refuses it, rightly; the client cannot tell.)"""
         return (self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
                 and len(self.checks) < check_max)
+
+
+# What the official client's errors say when it certainly sent nothing: it refused the call itself (a
+# producer shut down), or no connection to the endpoint could be made.
+_NOT_SENT = ("producer is not running", "failed to connect to all addresses")
+
+
+def may_have_arrived(end: Record) -> bool:
+    """Whether a failed end-transaction call may still have reached the endpoint: the connection broke
+    after the request may have gone out (the endpoint was killed, a stream was closed), or the answer
+    timed out."""
+    return not end["ok"] and not any(marker in end.get("error", "") for marker in _NOT_SENT)
 
 
 def transactions(records: Iterable[Record]) -> dict[str, Tx]:
@@ -98,19 +119,21 @@ def transactions(records: Iterable[Record]) -> dict[str, Tx]:
 
 def is_resolved(tx: Tx, check_max: int) -> bool:
     """Client-side reading of EventuallyResolved's "ends with an END_TX OK or a DISCARD": its message was
-    delivered, or a ROLLBACK reached the endpoint (returned OK), or it was checked ``check_max`` times
-    (the endpoint may discard it). A send that failed with nothing seen after it is resolved too: whether
-    its half exists cannot be told from outside."""
-    if tx.deliveries or tx.acknowledged("ROLLBACK") or len(tx.checks) >= check_max:
+    delivered, or a ROLLBACK reached the endpoint (returned OK, or may have: ``Tx.rollback_in_doubt``),
+    or it was checked ``check_max`` times (the endpoint may discard it). A send that failed with nothing
+    seen after it is resolved too: whether its half exists cannot be told from outside."""
+    if (tx.deliveries or tx.acknowledged("ROLLBACK") or tx.rollback_in_doubt
+            or len(tx.checks) >= check_max):
         return True
     return not tx.sent and not tx.checks
 
 
 def open_transactions(records: Iterable[Record], check_max: int) -> list[str]:
-    """Transactions still waiting for something (resolution or an owed delivery): the audit's settle phase
-    ends early when there are none."""
+    """Transactions still waiting for something (resolution, an owed delivery, or a check that would show
+    a ROLLBACK in doubt did not arrive): the audit's settle phase ends early when there are none."""
     return [t.name for t in transactions(records).values()
-            if not is_resolved(t, check_max) or (t.owed_delivery(check_max) and not t.deliveries)]
+            if not is_resolved(t, check_max) or t.rollback_in_doubt
+            or (t.owed_delivery(check_max) and not t.deliveries)]
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ def figures(records: list[Record]) -> dict[str, Any]:
         "checks": sum(len(t.checks) for t in sent),
         "checks_per_transaction": {str(k): v for k, v in
                                    sorted(Counter(len(t.checks) for t in sent).items())},
+        "rollbacks_in_doubt": sum(1 for t in sent if t.rollback_in_doubt),
         "deliveries": sum(len(t.deliveries) for t in sent),
         "transactions_delivered": len(delivered),
         "exactly_once_share": round(exactly_once / len(delivered), 4) if delivered else None,
@@ -134,7 +135,8 @@ def table(report: dict[str, Any]) -> str:
         f"transactions sent {fig['transactions_sent']} ({fig['audited_tx_per_s']} tx/s, "
         f"{fig['sends_failed']} sends failed), faults {fig['faults'] or 'none'}, "
         f"endpoint kills {fig['endpoint_kills']}",
-        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}",
+        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}; rollbacks in doubt "
+        f"(lost, and never checked after) {fig['rollbacks_in_doubt']}",
         f"delivered {fig['transactions_delivered']} transactions in {fig['deliveries']} deliveries: "
         f"exactly once {fig['exactly_once_share']}, redelivered {fig['transactions_redelivered']}, "
         f"lapses {fig['lapses']}, receive errors {fig['receive_errors']}",
