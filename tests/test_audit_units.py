@@ -158,7 +158,7 @@ def test_a_lost_rollback_never_checked_after_is_in_doubt_not_stuck() -> None:
     assert tx.rollback_in_doubt
     # ... but the settle phase waits its whole length for a check that would show it did not arrive
     assert checkers.open_transactions(records, check_max=3) == ["r"]
-    assert report.figures(records)["rollbacks_in_doubt"] == 1
+    assert report.figures(records, check_max=3)["rollbacks_in_doubt"] == 1
 
 
 @pytest.mark.parametrize("records", [
@@ -173,7 +173,41 @@ def test_a_lost_rollback_never_checked_after_is_in_doubt_not_stuck() -> None:
 ])
 def test_a_transaction_whose_end_surely_did_not_resolve_it_is_stuck(records: list[dict[str, Any]]) -> None:
     assert names(records) == [("EventuallyResolved", False)]
-    assert report.figures(records)["rollbacks_in_doubt"] == 0
+    assert report.figures(records, check_max=3)["rollbacks_in_doubt"] == 0
+
+
+def never_deciding(*missing_at: float) -> list[dict[str, Any]]:
+    """A never-deciding transaction checked every 10 s from 6 s up to check-max 15, and the client saw all
+    the checks but those at ``missing_at``."""
+    seen = [6.0 + 10 * i for i in range(15) if 6.0 + 10 * i not in missing_at]
+    return [send("n"), *(check("n", at, "UNKNOWN") for at in seen)]
+
+
+def closed(producer: str, begin: float, end: float) -> list[dict[str, Any]]:
+    return [{"ev": "fault", "tx": "other", "fault": "producer-closed", "producer": producer, "t": begin},
+            {"ev": "client", "action": "stop", "producer": producer, "t": end}]
+
+
+LENIENT = Expectations("strict", transaction_timeout_s=1.0, check_max=15)
+
+
+@pytest.mark.parametrize("missing_at", [6.0, 56.0, 146.0])  # the first, one inside, the last
+def test_a_check_that_went_to_a_closing_producer_counts_toward_check_max(missing_at: float) -> None:
+    # the endpoint relayed that check to a producer the audit was shutting down: the client never saw it
+    records = [*never_deciding(missing_at), *closed("p1.7", missing_at - 0.05, missing_at + 0.02)]
+    assert names(records, LENIENT) == []
+    (tx,) = checkers.transactions(records).values()
+    assert tx.checks_lost_to_closing(15) == 1
+    assert report.figures(records, check_max=15)["checked_out_through_closed_producers"] == 1
+
+
+@pytest.mark.parametrize("records", [
+    never_deciding(56.0),  # no producer was closed
+    [*never_deciding(56.0), *closed("p1.7", 60.0, 60.1)],  # one was, but not when the check was due
+    [*never_deciding(56.0, 66.0), *closed("p1.7", 55.9, 56.1)],  # it explains one of two missing checks
+])
+def test_a_missing_check_no_closing_producer_explains_is_stuck(records: list[dict[str, Any]]) -> None:
+    assert names(records, LENIENT) == [("EventuallyResolved", False)]
 
 
 @pytest.mark.parametrize(("records", "invariant"), [

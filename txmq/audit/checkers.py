@@ -14,6 +14,7 @@ it decided (upstream sends it one-way), so an OK says the request arrived, not t
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Tx:
     deliveries: list[Record] = field(default_factory=list)
     acks: list[Record] = field(default_factory=list)
     faults: list[Record] = field(default_factory=list)
+    closings: list[tuple[float, float]] = field(default_factory=list)  # the run's ``closing_windows``
 
     @property
     def sent(self) -> bool:
@@ -87,6 +89,32 @@ class Tx:
         return (self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
                 and len(self.checks) < check_max)
 
+    def checks_lost_to_closing(self, check_max: int) -> int:
+        """How many of the checks the client did not see may have gone to a producer the audit was
+        shutting down (``closing_windows``). The endpoint counts such a check (upstream re-puts the half
+        with the new count, then sends the check one-way), but the application never gets it.
+
+        A missing check is placed by the cadence of the checks that were seen: before the first, inside a
+        gap of about two intervals or more, or after the last (check-max in all). It counts as lost only
+        if its estimated moment falls in a closing window, give or take the cadence's own jitter."""
+        times = sorted(float(c["t"]) for c in self.checks)
+        missing = check_max - len(times)
+        if len(times) < 2 or missing <= 0 or not self.closings:
+            return 0
+        gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+        cadence = statistics.median(gaps)
+        if cadence <= 0:
+            return 0
+        slack = max(abs(g - cadence) for g in gaps if g < 1.5 * cadence) + _CADENCE_SLACK_S
+        before = [times[0] - k * cadence for k in range(1, missing + 1)]
+        places = [p for p in before if p >= self.born]
+        places += [t + k * cadence for t, gap in zip(times, gaps, strict=False)
+                   for k in range(1, round(gap / cadence))]
+        places += [times[-1] + k * cadence for k in range(1, missing + 1)]
+        lost = sum(1 for p in places
+                   if any(begin - slack <= p <= end + slack for begin, end in self.closings))
+        return min(lost, missing)
+
 
 # What the official client's errors say when it certainly sent nothing: it refused the call itself (a
 # producer shut down), or no connection to the endpoint could be made.
@@ -100,15 +128,35 @@ def may_have_arrived(end: Record) -> bool:
     return not end["ok"] and not any(marker in end.get("error", "") for marker in _NOT_SENT)
 
 
+# Added to a check cadence's jitter when placing a missing check (the history's clock vs the endpoint's).
+_CADENCE_SLACK_S = 0.1
+
+
+def closing_windows(records: Iterable[Record]) -> list[tuple[float, float]]:
+    """When producers were being shut down by the producer-closed fault: from the fault to the end of the
+    producer's shutdown (its ``client`` stop record; the fault's moment alone in a history without one).
+    A check the endpoint relays to that producer then may never reach the application."""
+    ordered = sorted(records, key=at)
+    windows = []
+    for index, fault in enumerate(ordered):
+        if fault["ev"] == "fault" and fault["fault"] == "producer-closed":
+            stop = next((r for r in ordered[index:] if r["ev"] == "client" and r["action"] == "stop"
+                         and r["producer"] == fault["producer"]), fault)
+            windows.append((float(fault["t"]), float(stop["t"])))
+    return windows
+
+
 def transactions(records: Iterable[Record]) -> dict[str, Tx]:
     """The history grouped by transaction, each list in time order; only transactions the audit sent."""
+    records = list(records)
+    closings = closing_windows(records)
     txs: dict[str, Tx] = {}
     lists = {"send": "sends", "end": "ends", "check": "checks", "local": "locals", "deliver": "deliveries",
              "ack": "acks", "fault": "faults"}
     ordered = sorted(records, key=at)
     for record in ordered:  # a receive can begin before the send whose message it returns
         if record["ev"] == "send":
-            txs.setdefault(record["tx"], Tx(record["tx"]))
+            txs.setdefault(record["tx"], Tx(record["tx"], closings=closings))
     for record in ordered:
         attr = lists.get(record["ev"])
         tx = txs.get(record.get("tx", ""))
@@ -120,10 +168,11 @@ def transactions(records: Iterable[Record]) -> dict[str, Tx]:
 def is_resolved(tx: Tx, check_max: int) -> bool:
     """Client-side reading of EventuallyResolved's "ends with an END_TX OK or a DISCARD": its message was
     delivered, or a ROLLBACK reached the endpoint (returned OK, or may have: ``Tx.rollback_in_doubt``),
-    or it was checked ``check_max`` times (the endpoint may discard it). A send that failed with nothing
-    seen after it is resolved too: whether its half exists cannot be told from outside."""
+    or it was checked ``check_max`` times (the endpoint may discard it; a check that went to a producer
+    being closed counts, ``Tx.checks_lost_to_closing``). A send that failed with nothing seen after it is
+    resolved too: whether its half exists cannot be told from outside."""
     if (tx.deliveries or tx.acknowledged("ROLLBACK") or tx.rollback_in_doubt
-            or len(tx.checks) >= check_max):
+            or len(tx.checks) + tx.checks_lost_to_closing(check_max) >= check_max):
         return True
     return not tx.sent and not tx.checks
 

@@ -194,7 +194,8 @@ class Driver:
             self.history.add("error", what="producer start", producer=name, error=str(exc)[:300])
             raise BrokerUnavailableError(f"cannot start a producer at {self.settings.endpoint}: "
                                          f"{_one_line(exc)}") from None
-        self.history.add("client", action="start", producer=name)
+        # the client id is what the endpoint knows the producer by (its logs, txmq serve's trace)
+        self.history.add("client", action="start", producer=name, client_id=producer.client_id)
         return producer
 
     def _start_consumer(self) -> Any:
@@ -215,6 +216,7 @@ class Driver:
         with self._lock:
             self._producers[slot] = replacement
         _shutdown_quietly(closing)
+        self.history.add("client", action="stop", producer=closing.name)
 
     # ------------------------------------------------------------------ transactions
     def _end(self, tx: PlannedTx, producer: AuditProducer, transaction: Any, action: str) -> None:

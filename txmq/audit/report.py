@@ -44,7 +44,7 @@ def _rate(count: int, times: list[float]) -> float | None:
     return round(count / span, 3) if span > 0 else None
 
 
-def figures(records: list[Record]) -> dict[str, Any]:
+def figures(records: list[Record], check_max: int) -> dict[str, Any]:
     """The run in numbers. Throughputs are measured, not planned (the plan's rate is a ceiling):
     transactions sent per second from the first send's invocation to the last send's return, and
     transactions first delivered per second from the first such delivery to the last."""
@@ -67,6 +67,10 @@ def figures(records: list[Record]) -> dict[str, Any]:
         "checks_per_transaction": {str(k): v for k, v in
                                    sorted(Counter(len(t.checks) for t in sent).items())},
         "rollbacks_in_doubt": sum(1 for t in sent if t.rollback_in_doubt),
+        # never-deciding transactions whose missing checks all went to producers being closed
+        "checked_out_through_closed_producers": sum(
+            1 for t in sent
+            if len(t.checks) < check_max <= len(t.checks) + t.checks_lost_to_closing(check_max)),
         "deliveries": sum(len(t.deliveries) for t in sent),
         "transactions_delivered": len(delivered),
         "exactly_once_share": round(exactly_once / len(delivered), 4) if delivered else None,
@@ -108,7 +112,7 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         "seed": header.get("seed"),
         "endpoint": header.get("endpoint"),
         "options": header.get("options", {}),
-        "figures": figures(records),
+        "figures": figures(records, expectations.check_max),
         "invariants": rows,
         "anomalies": [dict(f.as_dict(), history=[describe_record(r) for r in sorted(
             [*_tx_records(txs[f.tx])], key=at)]) for f in findings],
@@ -135,8 +139,9 @@ def table(report: dict[str, Any]) -> str:
         f"transactions sent {fig['transactions_sent']} ({fig['audited_tx_per_s']} tx/s, "
         f"{fig['sends_failed']} sends failed), faults {fig['faults'] or 'none'}, "
         f"endpoint kills {fig['endpoint_kills']}",
-        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}; rollbacks in doubt "
-        f"(lost, and never checked after) {fig['rollbacks_in_doubt']}",
+        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}",
+        f"rollbacks in doubt (lost, and never checked after) {fig['rollbacks_in_doubt']}; checked out "
+        f"with checks lost to closing producers {fig['checked_out_through_closed_producers']}",
         f"delivered {fig['transactions_delivered']} transactions in {fig['deliveries']} deliveries: "
         f"exactly once {fig['exactly_once_share']}, redelivered {fig['transactions_redelivered']}, "
         f"lapses {fig['lapses']}, receive errors {fig['receive_errors']}",
