@@ -104,6 +104,14 @@ def test_a_tied_child_dies_when_its_parent_is_killed() -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+@linux_only
+def test_a_plain_tied_child_runs_no_python_between_fork_and_exec() -> None:
+    # Python code there deadlocked a TLC run under coverage: the tracer waited for a lock another thread
+    # held at the fork. Only a preexec_fn given by the caller (pyspark's) is Python.
+    assert not hasattr(proc.dies_with_parent(), "__code__")
+    assert hasattr(proc.dies_with_parent(lambda: None), "__code__")
+
+
 def test_run_is_subprocess_run_for_a_tied_child() -> None:
     done = proc.run([sys.executable, "-c", "print('hi')"], stdout=subprocess.PIPE, text=True)
     assert (done.returncode, done.stdout) == (0, "hi\n")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
 import subprocess
@@ -61,20 +62,26 @@ def _load_prctl() -> Callable[..., int] | None:
 _PRCTL = _load_prctl()
 
 
-def dies_with_parent(then: Callable[[], None] | None = None) -> Callable[[], None] | None:
+def dies_with_parent(then: Callable[[], object] | None = None) -> Callable[[], object] | None:
     """A ``preexec_fn`` that makes the child get SIGKILL when this process dies, then runs ``then`` (another
-    ``preexec_fn``, e.g. pyspark's); just ``then`` where the platform has no parent-death signal."""
+    ``preexec_fn``, e.g. pyspark's); just ``then`` where the platform has no parent-death signal.
+
+    Without ``then`` it is libc's ``prctl`` itself, bound to its arguments: no Python code runs between
+    fork and exec. Python code there can deadlock: a tracer (coverage's, under the tests) or any library
+    may take a lock that another thread of this process held at the fork, and that nobody will release
+    in the child. A parent that dies during those microseconds leaves the child without the signal."""
     if _PRCTL is None:
         return then
     prctl = _PRCTL
+    if then is None:
+        return functools.partial(prctl, PR_SET_PDEATHSIG, signal.SIGKILL)
     parent = os.getpid()
 
     def preexec() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before the line above: nobody will signal us
             os.kill(os.getpid(), signal.SIGKILL)
-        if then is not None:
-            then()
+        then()
 
     return preexec
 
