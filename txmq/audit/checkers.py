@@ -89,6 +89,11 @@ class Tx:
         return (self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
                 and len(self.checks) < check_max)
 
+    def checked_out(self, check_max: int) -> bool:
+        """Checked ``check_max`` times, counting the checks lost to closing producers: the endpoint may
+        have discarded it."""
+        return len(self.checks) + self.checks_lost_to_closing(check_max) >= check_max
+
     def checks_lost_to_closing(self, check_max: int) -> int:
         """How many of the checks the client did not see may have gone to a producer the audit was
         shutting down (``closing_windows``). The endpoint counts such a check (upstream re-puts the half
@@ -135,28 +140,28 @@ def may_have_arrived(end: Record) -> bool:
 _CADENCE_SLACK_S = 0.5
 
 
-def closing_windows(records: Iterable[Record]) -> list[tuple[float, float]]:
+def closing_windows(ordered: Iterable[Record]) -> list[tuple[float, float]]:
     """When producers were being shut down by the producer-closed fault: from the fault to the end of the
     producer's shutdown (its ``client`` stop record; the fault's moment alone in a history without one).
-    A check the endpoint relays to that producer then may never reach the application."""
-    ordered = sorted(records, key=at)
+    A check the endpoint relays to that producer then may never reach the application. ``ordered``: the
+    history in time order (a producer's name is used once, so it is closed at most once)."""
+    closing: dict[str, float] = {}
     windows = []
-    for index, fault in enumerate(ordered):
-        if fault["ev"] == "fault" and fault["fault"] == "producer-closed":
-            stop = next((r for r in ordered[index:] if r["ev"] == "client" and r["action"] == "stop"
-                         and r["producer"] == fault["producer"]), fault)
-            windows.append((float(fault["t"]), float(stop["t"])))
-    return windows
+    for record in ordered:
+        if record["ev"] == "fault" and record["fault"] == "producer-closed":
+            closing[record["producer"]] = float(record["t"])
+        elif record["ev"] == "client" and record["action"] == "stop" and record["producer"] in closing:
+            windows.append((closing.pop(record["producer"]), float(record["t"])))
+    return windows + [(begin, begin) for begin in closing.values()]
 
 
 def transactions(records: Iterable[Record]) -> dict[str, Tx]:
     """The history grouped by transaction, each list in time order; only transactions the audit sent."""
-    records = list(records)
-    closings = closing_windows(records)
     txs: dict[str, Tx] = {}
     lists = {"send": "sends", "end": "ends", "check": "checks", "local": "locals", "deliver": "deliveries",
              "ack": "acks", "fault": "faults"}
     ordered = sorted(records, key=at)
+    closings = closing_windows(ordered)
     for record in ordered:  # a receive can begin before the send whose message it returns
         if record["ev"] == "send":
             txs.setdefault(record["tx"], Tx(record["tx"], closings=closings))
@@ -175,7 +180,7 @@ def is_resolved(tx: Tx, check_max: int) -> bool:
     being closed counts, ``Tx.checks_lost_to_closing``). A send that failed with nothing seen after it is
     resolved too: whether its half exists cannot be told from outside."""
     if (tx.deliveries or tx.acknowledged("ROLLBACK") or tx.rollback_in_doubt
-            or len(tx.checks) + tx.checks_lost_to_closing(check_max) >= check_max):
+            or tx.checked_out(check_max)):
         return True
     return not tx.sent and not tx.checks
 

@@ -69,8 +69,7 @@ def figures(records: list[Record], check_max: int) -> dict[str, Any]:
         "rollbacks_in_doubt": sum(1 for t in sent if t.rollback_in_doubt),
         # never-deciding transactions whose missing checks all went to producers being closed
         "checked_out_through_closed_producers": sum(
-            1 for t in sent
-            if len(t.checks) < check_max <= len(t.checks) + t.checks_lost_to_closing(check_max)),
+            1 for t in sent if len(t.checks) < check_max and t.checked_out(check_max)),
         "deliveries": sum(len(t.deliveries) for t in sent),
         "transactions_delivered": len(delivered),
         "exactly_once_share": round(exactly_once / len(delivered), 4) if delivered else None,
