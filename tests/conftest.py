@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 from brokerkit import MODES, START_MS, Env, EnvFactory
 from tlc_tools import TLC_CHECKED, require_tlc
+from upstreamkit import session_cluster
 
 from txmq.broker import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.store.faults import StoreFaults, faulty_opener
 from txmq.trace.sinks import MemorySink
+from txmq.upstream import UpstreamCluster
 
 
 @pytest.fixture
@@ -45,6 +47,12 @@ def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
     yield factory
     for env in made:
         env.broker.close()
+
+
+@pytest.fixture(scope="session")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamCluster]:
+    """Upstream RocketMQ (name server, broker, proxy), one per session; see ``upstreamkit``."""
+    yield from session_cluster(tmp_path_factory.mktemp("upstream"))
 
 
 @pytest.fixture(params=MODES)
