@@ -37,26 +37,17 @@ from txmq.store.offsets import OffsetStore
 from txmq.trace import schema as ev
 from txmq.trace.schema import body_crc
 from txmq.trace.sinks import NullSink, TraceSink
+from txmq.transaction.bridge import half_of
 from txmq.transaction.check_service import CheckRunReport, CheckService
 from txmq.transaction.checkpoints import ScanCheckpoints
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
-    CLUSTER_NAME,
     HALF_QUEUE_ID,
     HALF_TOPIC,
     OP_TOPIC,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
-    PROPERTY_CLUSTER,
-    PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_KEYS,
-    PROPERTY_PRODUCER_GROUP,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
-    PROPERTY_RESUMED,
     PROPERTY_TAGS,
-    PROPERTY_TRANSACTION_CHECK_TIMES,
-    PROPERTY_TRANSACTION_ID,
-    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_KEY,
     RESERVED_PROPERTIES,
     SYSTEM_TOPICS,
@@ -69,6 +60,7 @@ from txmq.transaction.op_batcher import OpBatcher
 from txmq.transaction.op_writer import OpWriter
 from txmq.transaction.producer_manager import ProducerChannel, ProducerManager
 from txmq.transaction.resolution import TransactionState, open_for_store, state_in_log
+from txmq.transaction.resume import resume_check_half_message
 from txmq.transaction.retention import expire
 from txmq.transaction.views import client_view
 
@@ -301,20 +293,14 @@ class Broker:
         if self._config.reject_transaction_message:
             raise ClientError("this broker rejects transactional messages (reject_transaction_message=true)")
         props = self._client_properties(message, uniq_key)
-        props[PROPERTY_TRANSACTION_PREPARED] = "true"
-        props[PROPERTY_PRODUCER_GROUP] = producer_group
-        props[PROPERTY_REAL_TOPIC] = message.topic
-        props[PROPERTY_REAL_QUEUE_ID] = str(message.queue_id)
-        props[PROPERTY_TRANSACTION_ID] = uniq_key
-        props[PROPERTY_CLUSTER] = CLUSTER_NAME
-        self._check_size(message.body, props)
         with self._lock:
             ctx = self._context()
             now = self._clock.now_ms()
-            half = ctx.halves.append(StoredMessage(
-                topic=HALF_TOPIC, queue_id=HALF_QUEUE_ID, body=message.body, properties=props,
-                born_timestamp=now if born_timestamp is None else born_timestamp,
-            ))
+            half = half_of(message.topic, message.queue_id, message.body, props, producer_group, uniq_key,
+                           now if born_timestamp is None else born_timestamp)
+            self._check_size(message.body, half.properties)
+            ctx.halves.append(half)
+            props = half.properties
             self._emit(  # at the time the half was born: the trace's born time, which checks count from
                 ev.HALF_PUT, now, txn=uniq_key, producer_group=producer_group, producer=producer,
                 half_offset=half.queue_offset, commitlog_offset=half.commitlog_offset,
@@ -482,32 +468,10 @@ class Broker:
             return self.admin.read(CHECK_MAX_TOPIC, 0, 0, max(end, 1))
 
     def resume_check_half_message(self, commitlog_offset: int) -> SendResult:
-        """Admin RESUME_CHECK_HALF_MESSAGE (S36): re-append a discarded half with check count 0.
-
-        Strict mode resumes only a transaction that is discarded now: a stale discard record of one that
-        was resumed and resolved since must not re-open it."""
+        """Admin RESUME_CHECK_HALF_MESSAGE (S36): put the record at ``commitlog_offset`` back into the half
+        queue with check count 0; which records each mode accepts: ``transaction.resume``."""
         with self._lock:
-            ctx = self._context()
-            record = ctx.store.get_message(commitlog_offset)
-            if record is None or record.topic != CHECK_MAX_TOPIC:
-                raise ClientError(f"no discarded half at commit-log offset {commitlog_offset}")
-            props = dict(record.properties)
-            txn = props[PROPERTY_TRANSACTION_ID]
-            if ctx.resolution is not None:
-                state = ctx.resolution.lookup(txn)
-                if state is not TransactionState.DISCARDED:
-                    raise ClientError(f"transaction {txn} is {state.value if state else 'unknown'} now; "
-                                      "only a discarded transaction can be resumed")
-            previous = props.pop(PROPERTY_DISCARDED_HALF_OFFSET, None)
-            props[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
-            props[PROPERTY_RESUMED] = "1"
-            half = ctx.halves.append(StoredMessage(
-                topic=HALF_TOPIC, queue_id=HALF_QUEUE_ID, body=record.body, properties=props,
-                born_timestamp=record.born_timestamp, sysflag=record.sysflag, flag=record.flag,
-            ))
-            ctx.halves.trace_renew(half, int(previous) if previous is not None else None, ev.RENEW_RESUME)
-            return SendResult(SendStatus.SEND_OK, txn, half.commitlog_offset,
-                              int(props.get(PROPERTY_REAL_QUEUE_ID, "0")), half.queue_offset, txn)
+            return resume_check_half_message(self._context(), commitlog_offset)
 
     # ----------------------------------------------------------------- timed services
     def run_check_once(self) -> CheckRunReport:

@@ -15,15 +15,14 @@ from functools import partial
 from txmq.protocol import CheckTransactionStateRequest
 from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
+from txmq.transaction.bridge import discard_of
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
     OP_TAG,
     OP_TOPIC,
-    PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TAGS,
-    PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_ID,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
 )
@@ -194,14 +193,8 @@ class CheckService:
         """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC with check count ``count``
         (``DefaultTransactionalMessageCheckListener.resolveDiscardMsg``); strict marks the txn discarded."""
         ctx = self.ctx
-        props = dict(half.properties)
-        if reason == ev.DISCARD_RETENTION:  # the count needDiscard incremented before the age test
-            props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(count)
-        props[PROPERTY_DISCARDED_HALF_OFFSET] = str(half.queue_offset)
-        record = StoredMessage(
-            topic=CHECK_MAX_TOPIC, queue_id=0, body=half.body, properties=props,
-            born_timestamp=half.born_timestamp, sysflag=half.sysflag, flag=half.flag,
-        )
+        # Past retention the record carries the count needDiscard incremented before the age test.
+        record = discard_of(half, count if reason == ev.DISCARD_RETENTION else None)
         put = ctx.store.put_message(record)
         if ctx.trace.enabled:
             ctx.trace.emit(
