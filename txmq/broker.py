@@ -34,6 +34,7 @@ from txmq.store.faults import StoreOpener
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore, next_begin_offset
 from txmq.store.offsets import OffsetStore
+from txmq.timed import TIMED_SERVICES, TimedService
 from txmq.trace import schema as ev
 from txmq.trace.schema import body_crc
 from txmq.trace.sinks import NullSink, TraceSink
@@ -160,9 +161,7 @@ class Broker:
         self._end_tx = EndTransactionProcessor(ctx)
         self._check = CheckService(ctx)
         now = self._clock.now_ms()
-        self._next_check = now + cfg.check_interval_ms
-        self._next_persist = now + cfg.offset_persist_interval_ms
-        self._next_retention = now + cfg.clean_resource_interval_ms
+        self._next_run = {service.method: now + service.interval_ms(cfg) for service in TIMED_SERVICES}
         self._ctx = ctx
 
     def _report_offsets_beyond_end(self, store: MessageStore) -> None:
@@ -502,28 +501,27 @@ class Broker:
         self._offsets.persist(durable=self._config.flush == "sync")
 
     def tick(self) -> None:
-        """Run every timed service whose time has come (manual-clock drivers call this)."""
+        """Run every timed service whose time has come, in ``TIMED_SERVICES`` order (manual-clock drivers
+        call this); each next runs a full interval after this run ends."""
         with self._lock:
-            ctx = self._context()
             now = self._clock.now_ms()
-            cfg = self._config
-            if now >= ctx.ops.next_tick_ms:
-                ctx.ops.tick()
-            if now >= self._next_check:
-                self._check.run_once()
-                self._next_check = self._clock.now_ms() + cfg.check_interval_ms
-            if now >= self._next_persist:
-                self._persist()
-                self._next_persist = now + cfg.offset_persist_interval_ms
-            if now >= self._next_retention:
-                expire(ctx)
-                self._next_retention = now + cfg.clean_resource_interval_ms
+            for service in TIMED_SERVICES:
+                if now >= self._due_ms(service):
+                    getattr(self, service.method)()
+                    if not service.self_scheduled:
+                        self._next_run[service.method] = (self._clock.now_ms()
+                                                          + service.interval_ms(self._config))
+
+    def _due_ms(self, service: TimedService) -> int:
+        if service.self_scheduled:  # the Op batch thread, woken early by a full buffer
+            return self._context().ops.next_tick_ms
+        self._context()
+        return self._next_run[service.method]
 
     def next_due_ms(self) -> int:
         """When ``tick`` next has something to do."""
         with self._lock:
-            return min(self._context().ops.next_tick_ms, self._next_check, self._next_persist,
-                       self._next_retention)
+            return min(self._due_ms(service) for service in TIMED_SERVICES)
 
     def trace_config(self) -> dict[str, Any]:
         """The settings a trace header carries."""
