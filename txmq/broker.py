@@ -30,9 +30,9 @@ from txmq.protocol import (
     SendStatus,
 )
 from txmq.store.codec import IllegalMessage, encode_properties
-from txmq.store.faults import StoreOpener
+from txmq.store.interface import Store, StoreOpener, next_begin_offset
 from txmq.store.message import StoredMessage
-from txmq.store.message_store import MessageStore, next_begin_offset
+from txmq.store.message_store import MessageStore
 from txmq.store.offsets import OffsetStore
 from txmq.timed import TIMED_SERVICES, TimedService
 from txmq.trace import schema as ev
@@ -164,7 +164,7 @@ class Broker:
         self._next_run = {service.method: now + service.interval_ms(cfg) for service in TIMED_SERVICES}
         self._ctx = ctx
 
-    def _report_offsets_beyond_end(self, store: MessageStore) -> None:
+    def _report_offsets_beyond_end(self, store: Store) -> None:
         """Say which stored offsets lie past their queue's end (the store lost records they had read, or the
         offsets file came from elsewhere); each is corrected when next used (``next_begin_offset``)."""
         for (group, topic, queue_id), offset in sorted(self._offsets.snapshot().items()):
@@ -421,7 +421,7 @@ class Broker:
             store = self._context().store
             return self._deliver(store, consumer_group, topic, queue_id, queue_offset, attempt, accept)
 
-    def _deliver(self, store: MessageStore, consumer_group: str, topic: str, queue_id: int,
+    def _deliver(self, store: Store, consumer_group: str, topic: str, queue_id: int,
                  queue_offset: int, attempt: int | None, accept: Callable[[MessageExt], bool] | None = None
                  ) -> MessageExt | None:
         message = store.get_by_queue_offset(topic, queue_id, queue_offset)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from txmq.clock import Clock
 from txmq.config import BrokerConfig
-from txmq.store.message_store import MessageStore
+from txmq.store.interface import Store
 from txmq.trace.sinks import TraceSink
 from txmq.transaction.checkpoints import ScanCheckpoints
 from txmq.transaction.halves import HalfLog
@@ -26,7 +26,7 @@ from txmq.transaction.resolution import ResolutionIndex
 class TransactionContext:
     """Everything a transactional component may use (the broker's lock is held by its caller)."""
 
-    store: MessageStore
+    store: Store
     config: BrokerConfig
     clock: Clock
     trace: TraceSink

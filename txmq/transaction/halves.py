@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from txmq.clock import Clock
 from txmq.errors import StoreError
+from txmq.store.interface import Store
 from txmq.store.message import StoredMessage
-from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
 from txmq.trace.sinks import TraceSink
 from txmq.transaction.bridge import renewal_of
@@ -28,7 +28,7 @@ from txmq.transaction.resolution import ResolutionIndex
 class HalfLog:
     """Appends and looks up half records of one opened store."""
 
-    def __init__(self, store: MessageStore, cache: HalfCache | None, resolution: ResolutionIndex | None,
+    def __init__(self, store: Store, cache: HalfCache | None, resolution: ResolutionIndex | None,
                  clock: Clock, trace: TraceSink) -> None:
         self._store = store
         self._cache = cache  # None: the cache is disabled

@@ -13,7 +13,7 @@ import logging
 from collections import Counter
 
 from txmq.clock import Clock
-from txmq.store.message_store import MessageStore
+from txmq.store.interface import Store
 from txmq.trace import schema as ev
 from txmq.trace.sinks import TraceSink
 from txmq.transaction.bridge import op_record_of
@@ -25,7 +25,7 @@ log = logging.getLogger("txmq.broker")
 class OpWriter:
     """Queues Op entries of one opened store and writes them as Op records."""
 
-    def __init__(self, store: MessageStore, batcher: OpBatcher, clock: Clock, trace: TraceSink,
+    def __init__(self, store: Store, batcher: OpBatcher, clock: Clock, trace: TraceSink,
                  stats: Counter[str], interval_ms: int) -> None:
         self._store = store
         self._batcher = batcher

@@ -35,13 +35,13 @@ import sqlite3
 from collections.abc import Callable, Iterable
 
 from txmq.errors import StoreError
+from txmq.store.interface import Store
 from txmq.store.message import (
     TRANSACTION_COMMIT,
     TRANSACTION_ROLLBACK,
     StoredMessage,
     transaction_type,
 )
-from txmq.store.message_store import MessageStore
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
@@ -247,7 +247,7 @@ class ResolutionIndex:
         self._db.close()
 
 
-def open_for_store(directory: str, store: MessageStore) -> ResolutionIndex:
+def open_for_store(directory: str, store: Store) -> ResolutionIndex:
     """Strict mode's index of the store in ``directory``, brought up to the end of its log from where it was
     last flushed, and flushed again at each of the store's checkpoints."""
     index = ResolutionIndex.open(directory, lambda: store.max_physical_offset)
