@@ -34,7 +34,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable
 
-from txmq.errors import StoreError
+from txmq.errors import ClientError, StoreError
 from txmq.store.interface import Store
 from txmq.store.message import (
     TRANSACTION_COMMIT,
@@ -309,3 +309,13 @@ def state_in_log(records: Iterable[StoredMessage], txn: str) -> TransactionState
     if copies & covered:
         return TransactionState.ROLLED_BACK
     return TransactionState.DISCARDED if discarded else TransactionState.PENDING
+
+
+def transaction_state(resolution: ResolutionIndex | None, store: Store, txn: str) -> TransactionState:
+    """PENDING, COMMITTED, ROLLED_BACK or DISCARDED. Strict mode answers from its resolution index;
+    rocketmq mode, which keeps no per-transaction state, from what the log shows (a scan of the whole
+    log: ``state_in_log``). An unknown transaction is a ClientError."""
+    state = resolution.lookup(txn) if resolution is not None else state_in_log(store.iterate(), txn)
+    if state is None:
+        raise ClientError(f"no transaction {txn!r} is known to this broker")
+    return state
