@@ -357,10 +357,9 @@ class ConsumeQueues:
             return f"{QUEUE_DIR}/ was missing: rebuilt the consume queues from the commit log"
         try:
             self.load_all()
-            lengths = {}
-            for key, queue in self.by_key():
+            for _key, queue in self.by_key():
                 queue.truncate_from(checkpoint.flushed_offset)
-                lengths[key] = queue.max_offset
+            lengths = self.lengths()
         except CorruptStoreError as exc:  # derived data: the log can always rebuild it
             return f"{exc}: rebuilt the consume queues from the commit log"
         for key in sorted(checkpoint.queues.keys() | lengths.keys()):
