@@ -30,14 +30,21 @@ from txmq.serve.clients import ClientRegistry, TelemetryStream, merged_settings
 from txmq.serve.config import ServeConfig
 from txmq.serve.convert import SERVED_TYPES, inbound, outbound, user_properties
 from txmq.serve.errors import ServeError
-from txmq.serve.pop import PopService
+from txmq.serve.pop import Popped, PopService
 from txmq.serve.transactions import TransactionIndex
-from txmq.transaction.constants import CHECKPOINT_GROUP, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from txmq.transaction.constants import (
+    CHECKPOINT_GROUP,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    RESERVED_PROPERTIES,
+)
 
 BROKER_NAME = "txmq"
 CLIENT_ID = "x-mq-client-id"
 CLIENT_VERSION = "x-mq-client-version"
 MAX_POP_BATCH = 32  # PopMessageProcessor refuses larger batches
+NACK_INVISIBLE_MS = 1_000  # ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME
 DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
 _GROUP_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")  # Validators.checkGroup
 _SYSTEM_GROUP_PREFIX = CHECKPOINT_GROUP[: len("CID_RMQ_SYS_")]  # MixAll.isSysConsumerGroup
@@ -268,18 +275,32 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return self._answer(spb.SendMessageResponse, context, work)
 
     def _send_one(self, proto: Any, client_id: str, queues: int) -> Any:
+        """Store one message. Every send answers ``transaction_id`` = the message id, a normal one too: the
+        broker's ``SendMessageProcessor`` sets it to the message's unique key whatever its type."""
         message, message_id, transactional = inbound(proto, self.ctx.config)
         message.queue_id = next(self._next_queue) % queues
         broker = self.ctx.broker
         if transactional:
             topic = message.topic
-            sent = broker.send_half(message, topic, client_id, message_id)
+            sent = broker.send_half(message, topic, client_id, message_id, self._born_ms(proto))
             self.ctx.transactions.add(topic, message_id, sent.queue_offset, sent.commitlog_offset)
         else:
             sent = broker.send_message(message, message_id)
             self.ctx.pop.notify()
-        return spb.SendResultEntry(status=status("OK"), message_id=message_id,
-                                   transaction_id=sent.transaction_id or "", offset=sent.queue_offset)
+        return spb.SendResultEntry(status=status("OK"), message_id=message_id, transaction_id=message_id,
+                                   offset=sent.queue_offset)
+
+    def _born_ms(self, proto: Any) -> int | None:
+        """When the half was born, which its checks count from. ``rocketmq`` mode takes the client's
+        ``born_timestamp``, as upstream (``SendMessageActivity.buildMessageProperty`` keeps it as
+        ``BORN_TIMESTAMP``, ``ProducerProcessor`` sends it as the request's born time, and
+        ``TransactionalMessageServiceImpl.check`` ages the half from it), so a client clock behind the
+        server's, or a client that truncates it (the Python client stamps whole seconds), gets its first
+        check up to that much before send + timeout. Strict mode ages from its own clock at receipt
+        (None): a client's clock never shortens the time a producer has to end its transaction."""
+        if self.ctx.broker.config.strict or not proto.system_properties.HasField("born_timestamp"):
+            return None
+        return int(proto.system_properties.born_timestamp.ToMilliseconds())
 
     def EndTransaction(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``EndTransactionActivity.endTransaction`` + ``TransactionProcessor.endTransaction``: find the half
@@ -325,16 +346,41 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             yield spb.ReceiveMessageResponse(status=failed)
         else:
             if found:
-                yield spb.ReceiveMessageResponse(status=status("OK"))
-                for message in found:
-                    yield spb.ReceiveMessageResponse(message=message)
+                yield from self._write_found(request, context, found)
             else:
                 yield spb.ReceiveMessageResponse(status=status("MESSAGE_NOT_FOUND", "no new message"))
         stamp = spb.ReceiveMessageResponse()
         stamp.delivery_timestamp.FromMilliseconds(self.ctx.broker.clock.now_ms())
         yield stamp
 
-    def _receive(self, request: Any, context: grpc.ServicerContext) -> list[Any]:
+    def _write_found(self, request: Any, context: grpc.ServicerContext, found: list[Popped]) -> Iterator[Any]:
+        """The status, then each message. A message that cannot be written because the client went away
+        (its long poll was cancelled while the server waited) is nacked: invisible for ``NACK_INVISIBLE_MS``
+        only, then delivered again with the next attempt (``ReceiveMessageResponseStreamWriter
+        .processThrowableWhenWriteMessage``), instead of staying hidden for the whole invisible time."""
+        group, topic = request.group.name, request.message_queue.topic.name
+        host = f"{self.ctx.host}:{self.ctx.port}"
+        written = 0
+        try:
+            if context.is_active():
+                yield spb.ReceiveMessageResponse(status=status("OK"))
+                for popped in found:
+                    if not context.is_active():
+                        break
+                    yield spb.ReceiveMessageResponse(message=outbound(
+                        popped.message, host, popped.handle, popped.attempt, popped.invisible_ms))
+                    written += 1
+        finally:  # also when gRPC closes this generator because the call ended
+            for popped in found[written:]:
+                self._nack(group, topic, popped.handle)
+
+    def _nack(self, group: str, topic: str, handle: str) -> None:
+        try:
+            self.ctx.pop.change_invisible(group, topic, handle, NACK_INVISIBLE_MS)
+        except ServeError:
+            pass  # acked or expired meanwhile: nothing to give back
+
+    def _receive(self, request: Any, context: grpc.ServicerContext) -> list[Popped]:
         client_id = self._client_id(context)
         cfg = self.ctx.config
         settings = self.ctx.clients.settings(client_id)
@@ -368,10 +414,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                                                       f"got {batch}")
         wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
         attempts = settings.backoff_policy.max_attempts if settings is not None else 0
-        popped = self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
-                                      attempts or cfg.max_delivery_attempts)
-        host = f"{self.ctx.host}:{self.ctx.port}"
-        return [outbound(p.message, host, p.handle, p.attempt, p.invisible_ms) for p in popped]
+        return self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
+                                    attempts or cfg.max_delivery_attempts)
 
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""
@@ -419,10 +463,12 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
 
 def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
-    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id)."""
+    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id;
+    the properties only a broker sets, such as a committed message's ``__transactionId__``, stay behind)."""
     props = ext.properties
+    kept = {k: v for k, v in user_properties(props).items() if k not in RESERVED_PROPERTIES}
     copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
-                   keys=props.get(PROPERTY_KEYS), properties=user_properties(props))
+                   keys=props.get(PROPERTY_KEYS), properties=kept)
     broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))
 
 
