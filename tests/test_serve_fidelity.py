@@ -1,6 +1,6 @@
-"""``txmq serve`` where first contact with real software showed it differed from upstream's proxy (issue #22),
-each test naming the upstream class it now follows. Raw stubs send what the official clients send. Times are shrunk (checks every
-300 ms after a 1 s timeout), so the module takes about half a minute.
+"""``txmq serve`` where first contact with real software showed it differed from upstream's proxy (issue
+#22), each test naming the upstream class it now follows. Raw stubs send what the official clients send.
+Times are shrunk (checks every 300 ms after a 1 s timeout): the module takes about half a minute.
 """
 
 from __future__ import annotations

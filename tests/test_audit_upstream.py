@@ -1,0 +1,58 @@
+"""``txmq audit`` against upstream RocketMQ (the session's cluster, ``tests/upstreamkit.py``) with a nemesis
+that crashes it: the first crash SIGKILLs the broker and the proxy and starts the broker, then the proxy
+(``UpstreamCluster.restart_broker``), the second SIGKILLs and restarts the proxy alone. Held to rocketmq
+mode, upstream passes: its documented anomalies are expected, and its two facts that are no violations
+(checks early by the Python client's born-time truncation, checks lost before the proxy's transaction
+heartbeat told the broker the producer group) are figures.
+
+Bounded: 10 s of workload at 2 tx/s, the crashes (about 30 s on this machine), then a settle phase that
+ends as soon as nothing is open (at most the default: timeout + (check-max + 1) x interval + 10 = 45 s).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from upstreamkit import SESSION_BROKER, SESSION_PROXY
+
+from txmq.audit import cli as audit_cli
+from txmq.audit.history import History
+from txmq.audit.nemesis import UpstreamNemesis
+from txmq.cli import build_parser
+from txmq.upstream import UpstreamCluster
+
+pytest.importorskip("rocketmq", reason="the official client is missing: pip install 'txmq[serve]'")
+
+TOPIC = "audit-upstream"
+
+
+def test_upstream_passes_the_audit_expecting_rocketmq_through_broker_and_proxy_crashes(
+        upstream: UpstreamCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    upstream.create_topic(TOPIC, "TRANSACTION")
+    out = tmp_path / "out"
+    args = build_parser().parse_args([
+        "audit", upstream.proxy_endpoint, "--out", str(out), "--topic", TOPIC, "--seed", "22",
+        "--duration", "10", "--rate", "2", "--faults", "heavy", "--expect", "rocketmq",
+        # what the session's cluster is configured with (upstreamkit): upstream's check max, 15
+        "--transaction-timeout", str(SESSION_BROKER["transactionTimeOut"] / 1000),
+        "--check-interval", str(SESSION_BROKER["transactionCheckInterval"] / 1000),
+        "--heartbeat", str(SESSION_PROXY["transactionHeartbeatPeriodSecond"]), "--invisible", "2"])
+
+    def nemesis(history: History) -> UpstreamNemesis:
+        return UpstreamNemesis(upstream, history)
+
+    code = audit_cli._audit(args, nemesis)
+    table = capsys.readouterr().out
+    print(table)  # the report's table, for the log of the run
+    report = json.loads((out / "report.json").read_text())
+    assert code == 0 and report["verdict"] == "PASS", table
+    figures = report["figures"]
+    assert figures["endpoint_kills"] == 2 and figures["transactions_delivered"] > 0, table
+    assert figures["checks"] > 0 and figures["faults"], table
+    assert {"kill", "start", "up"} <= {r["action"] for r in map(json.loads, (out / "history.jsonl")
+                                                                 .read_text().splitlines()[1:])
+                                        if r["ev"] == "nemesis"}
+    # the cluster serves again for the tests after this one
+    assert upstream.procs["proxy"].poll() is None and upstream.procs["broker"].poll() is None
