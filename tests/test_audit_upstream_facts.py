@@ -61,7 +61,8 @@ def test_checks_lost_before_the_heartbeat_after_a_restart_count_toward_check_max
 
 def test_a_check_missing_long_after_the_heartbeat_is_still_stuck() -> None:
     records = [started(0.0), *never_deciding(96.0), kill(40.0), started(43.0)]
-    assert names(records, Expectations("rocketmq", 1.0, 15, heartbeat_s=5.0)) == [("EventuallyResolved", False)]
+    gated = Expectations("rocketmq", 1.0, 15, heartbeat_s=5.0)
+    assert names(records, gated) == [("EventuallyResolved", False)]
 
 
 def test_every_upstream_fact_is_a_figure_of_the_report() -> None:

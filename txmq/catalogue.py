@@ -198,7 +198,8 @@ UPSTREAM_FACTS: tuple[UpstreamFact, ...] = (
     UpstreamFact(
         "HeartbeatGatedCheckRouting",
         "Upstream's broker learns a 5.x proxy client's producer group only at the proxy's transaction "
-        "heartbeat (transactionHeartbeatPeriodSecond, 20 s; ClusterTransactionService.scanProducerHeartBeat), "
+        "heartbeat (transactionHeartbeatPeriodSecond, 20 s; "
+        "ClusterTransactionService.scanProducerHeartBeat), "
         "and only for topics of message type TRANSACTION; a check before it finds no channel and is lost "
         "(AbstractTransactionalMessageCheckListener.sendCheckMessage), yet the half was renewed with its "
         "count one higher, so the check counts towards check_max. After a broker or proxy restart every "
@@ -283,7 +284,8 @@ def render_markdown() -> str:
         if e.not_in_spec:
             lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
     for fact in UPSTREAM_FACTS:
-        lines += [f"## {fact.name}", "", f"*Upstream fact, audit figure `{fact.figure}`.* {fact.meaning}.", "",
+        heading = f"*Upstream fact, audit figure `{fact.figure}`.*"
+        lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",
                   f"- rocketmq mode: {fact.rocketmq}.", f"- strict mode: {fact.strict}.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
