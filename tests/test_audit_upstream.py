@@ -12,6 +12,7 @@ ends as soon as nothing is open (at most the default: timeout + (check-max + 1) 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,34 @@ from txmq.audit.nemesis import UpstreamNemesis
 from txmq.cli import build_parser
 from txmq.upstream import UpstreamCluster
 
-pytest.importorskip("rocketmq", reason="the official client is missing: pip install 'txmq[serve]'")
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
 
 TOPIC = "audit-upstream"
+ROUTE_TIMEOUT_S = 90
+
+
+def wait_until_routed(endpoint: str, topic: str) -> None:
+    """A new topic reaches the proxy only once the broker has registered it with the name server and the
+    proxy's route cache has let go of "no such topic": ask the proxy (QueryRoute) until it routes it."""
+    request = spb.QueryRouteRequest(topic=pb.Resource(name=topic))
+    deadline = time.monotonic() + ROUTE_TIMEOUT_S
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        while True:
+            answer = stub.QueryRoute(request, metadata=[("x-mq-client-id", "route-probe")], timeout=10)
+            if answer.status.code == pb.Code.OK and answer.message_queues:
+                return
+            assert time.monotonic() < deadline, f"the proxy does not route {topic}: {answer.status}"
+            time.sleep(1)
 
 
 def test_upstream_passes_the_audit_expecting_rocketmq_through_broker_and_proxy_crashes(
         upstream: UpstreamCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     upstream.create_topic(TOPIC, "TRANSACTION")
+    wait_until_routed(upstream.proxy_endpoint, TOPIC)
     out = tmp_path / "out"
     args = build_parser().parse_args([
         "audit", upstream.proxy_endpoint, "--out", str(out), "--topic", TOPIC, "--seed", "22",
