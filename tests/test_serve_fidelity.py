@@ -164,29 +164,33 @@ def test_a_half_ages_from_the_clients_born_time_in_rocketmq_mode_only(mode: str,
 def test_rocketmq_mode_reaches_a_producer_only_after_the_transaction_heartbeat(tmp_path: Path) -> None:
     """``ClusterTransactionService.scanProducerHeartBeat``: the broker hears a producer group only at the
     proxy's heartbeat; checks before it find no channel and are lost, and count towards check-max
-    (``AbstractTransactionalMessageCheckListener.sendCheckMessage``). With a heartbeat 2 s after the
-    start, a never-decided half's first checks reach nobody, later ones reach the producer."""
+    (``AbstractTransactionalMessageCheckListener.sendCheckMessage``). A half sent at once after the start
+    is checked from 1 s on; the heartbeat, 6 s after the start, lets the checks reach the producer."""
     trace = tmp_path / "trace.ndjson"
     server = ServerProcess(tmp_path / "store", *FAST, "--mode", "rocketmq", "--topic=Beat",
-                           "--broker", "check_max=30", "--proxy", "transaction_heartbeat_period_ms=2500",
+                           "--broker", "check_max=60", "--proxy", "transaction_heartbeat_period_ms=6000",
                            trace=trace)
-    client = ClientProcess(server.endpoint, tmp_path / "client")
     try:
-        client.ok("producer", name="p", topics=["Beat"], answers={})
-        half = client.ok("half", producer="p", topic="Beat", body="undecided")["message_id"]
-        client.ok("decide", message_id=half, answers=["UNKNOWN"])
-        deadline = time.monotonic() + 30
-        while not client.ok("checks")["checks"].get(half) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        seen = client.ok("checks")["checks"].get(half, 0)
+        with grpc.insecure_channel(server.endpoint) as channel:
+            send(service_pb2_grpc.MessagingServiceStub(channel),
+                 message("Beat", b"undecided", pb.MessageType.TRANSACTION, "beat-0001"))
+        client = ClientProcess(server.endpoint, tmp_path / "client")
+        try:
+            client.ok("producer", name="p", topics=["Beat"], answers={"beat-0001": ["UNKNOWN"]})
+            deadline = time.monotonic() + 40
+            while not client.ok("checks")["checks"].get("beat-0001") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            seen = client.ok("checks")["checks"].get("beat-0001", 0)
+        finally:
+            client.close()
     finally:
-        client.close()
         assert server.terminate() == 0
     _, checks = half_events(trace)
-    lost = [c for c in checks if c["result"] == ev.CHECK_NO_PRODUCER]
-    reached = [c for c in checks if c["result"] != ev.CHECK_NO_PRODUCER]
-    assert lost and seen >= 1 and reached
-    assert max(c["check_count"] for c in lost) < min(c["check_count"] for c in reached)  # counted
+    ordered = sorted(checks, key=lambda c: c["check_count"])
+    assert [c["check_count"] for c in ordered] == list(range(1, len(ordered) + 1))  # the lost ones count
+    results = [c["result"] for c in ordered]
+    first_reached = results.index(ev.CHECK_SENT)
+    assert first_reached >= 1 and set(results[:first_reached]) == {ev.CHECK_NO_PRODUCER} and seen >= 1
 
 
 def test_the_heartbeat_gate_registers_a_group_at_its_first_beat(make_env: Any) -> None:

@@ -33,7 +33,8 @@ from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.heartbeat import HeartbeatGate, ImmediateRegistration
 from txmq.serve.pop import PopService
-from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, TopicTable, dead_letter
+from txmq.serve.requests import TopicTable
+from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, dead_letter
 from txmq.serve.transactions import TransactionIndex, half_records
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import TraceSink, open_sink

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import re
 import sys
 import threading
 import traceback
@@ -23,17 +22,25 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc
 
-from txmq.broker import Broker, validate_topic
-from txmq.errors import TxmqError
+from txmq.broker import Broker
 from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
 from txmq.serve.clients import ClientRegistry, TelemetryStream, merged_settings
 from txmq.serve.config import ServeConfig
 from txmq.serve.convert import SERVED_TYPES, inbound, outbound, user_properties
 from txmq.serve.errors import ServeError
 from txmq.serve.pop import Popped, PopService
+from txmq.serve.requests import (
+    DLQ_PREFIX,
+    TopicTable,
+    polling_ms,
+    tag_filter,
+    validate_group,
+    validate_invisible,
+    validate_topic_and_group,
+    validate_topic_name,
+)
 from txmq.serve.transactions import TransactionIndex
 from txmq.transaction.constants import (
-    CHECKPOINT_GROUP,
     PROPERTY_KEYS,
     PROPERTY_TAGS,
     PROPERTY_UNIQ_KEY,
@@ -45,9 +52,6 @@ CLIENT_ID = "x-mq-client-id"
 CLIENT_VERSION = "x-mq-client-version"
 MAX_POP_BATCH = 32  # PopMessageProcessor refuses larger batches
 NACK_INVISIBLE_MS = 1_000  # ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME
-DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
-_GROUP_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")  # Validators.checkGroup
-_SYSTEM_GROUP_PREFIX = CHECKPOINT_GROUP[: len("CID_RMQ_SYS_")]  # MixAll.isSysConsumerGroup
 _ACTIONS = {pb.TransactionResolution.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
             pb.TransactionResolution.ROLLBACK: LocalTransactionState.ROLLBACK_MESSAGE}
 R = TypeVar("R")
@@ -56,23 +60,6 @@ R = TypeVar("R")
 def status(code: str, message: str | None = None) -> Any:
     """``ResponseBuilder.buildStatus(code, message)``: the message defaults to the code's name."""
     return pb.Status(code=pb.Code.Value(code), message=message or code)
-
-
-class TopicTable:
-    """The topics this server serves and their queue counts; a dead-letter topic has one queue."""
-
-    def __init__(self, declared: dict[str, int]) -> None:
-        self.declared = dict(declared)
-
-    def queues(self, topic: str) -> int:
-        """Queue count of a served topic; TOPIC_NOT_FOUND otherwise (``TopicRouteHelper``)."""
-        if topic.startswith(DLQ_PREFIX):
-            return 1
-        count = self.declared.get(topic)
-        if count is None:
-            raise ServeError("TOPIC_NOT_FOUND", f"topic {topic} does not exist on this server; start "
-                                                f"txmq serve with --topic {topic}")
-        return count
 
 
 @dataclass
@@ -87,39 +74,6 @@ class ServeContext:
     clients: ClientRegistry
     host: str
     port: int
-
-
-def _validate_topic(name: str) -> None:
-    """``GrpcValidator.validateTopic``: a legal name, not a system topic."""
-    try:
-        validate_topic(name)
-    except TxmqError as exc:
-        raise ServeError("ILLEGAL_TOPIC", str(exc)) from None
-
-
-def _validate_group(name: str) -> None:
-    """``GrpcValidator.validateConsumerGroup``."""
-    if not _GROUP_NAME.match(name):
-        raise ServeError("ILLEGAL_CONSUMER_GROUP", f"consumer group {name!r} is not a valid name")
-    if name.startswith(_SYSTEM_GROUP_PREFIX):
-        raise ServeError("ILLEGAL_CONSUMER_GROUP", "cannot use system consumer group")
-
-
-def _validate_topic_and_group(topic: str, group: str) -> None:
-    """``GrpcValidator.validateTopicAndConsumerGroup``."""
-    _validate_topic(topic)
-    _validate_group(group)
-
-
-def _tag_filter(expression: Any) -> Callable[[MessageExt], bool] | None:
-    """TAG expressions (``*``, ``a || b``); SQL92 needs property filtering, which txmq does not do."""
-    if expression.type == pb.FilterType.SQL:
-        raise ServeError("ILLEGAL_FILTER_EXPRESSION", "SQL92 filtering is not supported by txmq")
-    text = expression.expression.strip()
-    if text in ("", "*"):
-        return None
-    tags = {t.strip() for t in text.split("||") if t.strip()}
-    return lambda ext: ext.properties.get(PROPERTY_TAGS) in tags
 
 
 class MessagingService(service_pb2_grpc.MessagingServiceServicer):
@@ -168,7 +122,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def QueryRoute(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``RouteActivity.queryRoute``: every queue read-write, accepting NORMAL and TRANSACTION."""
         def work(_: str) -> Any:
-            _validate_topic(request.topic.name)
+            validate_topic_name(request.topic.name)
             count = self.ctx.topics.queues(request.topic.name)
             queues = [pb.MessageQueue(topic=request.topic, id=i, permission=pb.Permission.READ_WRITE,
                                       broker=self._broker(),
@@ -180,7 +134,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def QueryAssignment(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``RouteActivity.queryAssignment``: one assignment per broker, queue id -1 (pop from all)."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             self.ctx.topics.queues(request.topic.name)
             queue = pb.MessageQueue(topic=request.topic, id=-1, permission=pb.Permission.READ_WRITE,
                                     broker=self._broker())
@@ -195,7 +149,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             if settings is None:
                 raise ServeError("UNRECOGNIZED_CLIENT_TYPE", "cannot find client settings for this client")
             if settings.client_type in (pb.ClientType.PUSH_CONSUMER, pb.ClientType.SIMPLE_CONSUMER):
-                _validate_group(request.group.name)
+                validate_group(request.group.name)
             elif settings.client_type != pb.ClientType.PRODUCER:
                 raise ServeError("UNRECOGNIZED_CLIENT_TYPE", pb.ClientType.Name(settings.client_type))
             return spb.HeartbeatResponse(status=status("OK"))
@@ -241,9 +195,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         try:
             if settings.HasField("publishing"):
                 for topic in settings.publishing.topics:
-                    _validate_topic(topic.name)
+                    validate_topic_name(topic.name)
             elif settings.HasField("subscription"):
-                _validate_group(settings.subscription.group.name)
+                validate_group(settings.subscription.group.name)
             else:
                 raise ServeError("BAD_REQUEST", "there is no publishing or subscription data in settings")
         except ServeError as exc:
@@ -262,7 +216,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             if not request.messages:
                 raise ServeError("MESSAGE_CORRUPTED", "no message to send")
             topic = request.messages[0].topic
-            _validate_topic(topic.name)
+            validate_topic_name(topic.name)
             queues = self.ctx.topics.queues(topic.name)
             entries = []
             for proto in request.messages:
@@ -307,7 +261,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         by transaction id, record the producer's decision (LOCAL_TX) and end it. Upstream sends the end
         one-way, so the answer is OK whatever the broker decides."""
         def work(client_id: str) -> Any:
-            _validate_topic(request.topic.name)
+            validate_topic_name(request.topic.name)
             txn = request.transaction_id
             if not txn.strip():
                 raise ServeError("INVALID_TRANSACTION_ID", "transaction id cannot be empty")
@@ -385,29 +339,18 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         cfg = self.ctx.config
         settings = self.ctx.clients.settings(client_id)
         remaining = context.time_remaining()
-        remaining_ms = int(remaining * 1000) if remaining is not None else cfg.max_long_polling_ms * 2
-        if request.HasField("long_polling_timeout"):
-            polling = request.long_polling_timeout.ToMilliseconds()
-        else:
-            timeout_ms = settings.request_timeout.ToMilliseconds() if settings is not None else 3000
-            polling = remaining_ms - timeout_ms // 2
-        polling = min(max(polling, cfg.min_long_polling_ms), cfg.max_long_polling_ms)
-        if polling > remaining_ms:
-            if remaining_ms < cfg.min_long_polling_ms:
-                version = self._metadata(context).get(CLIENT_VERSION)
-                code = "BAD_REQUEST" if version is None or version < "5.0.3" else "ILLEGAL_POLLING_TIME"
-                raise ServeError(code, "The deadline time remaining is not enough for polling, please check "
-                                       "network condition")
-            polling = remaining_ms
-        _validate_topic_and_group(request.message_queue.topic.name, request.group.name)
+        version = self._metadata(context).get(CLIENT_VERSION)
+        polling = polling_ms(request, cfg, settings, int(remaining * 1000) if remaining is not None else None,
+                             version)
+        validate_topic_and_group(request.message_queue.topic.name, request.group.name)
         topic, group = request.message_queue.topic.name, request.group.name
         queues = self.ctx.topics.queues(topic)
         if request.auto_renew:
             invisible = cfg.default_invisible_ms
         else:
             invisible = request.invisible_duration.ToMilliseconds()
-            _validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
-        accept = _tag_filter(request.filter_expression)
+            validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
+        accept = tag_filter(request.filter_expression)
         batch = request.batch_size
         if not 1 <= batch <= MAX_POP_BATCH:
             raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
@@ -420,7 +363,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             entries = []
             for entry in request.entries:
                 try:
@@ -441,9 +384,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ChangeInvisibleDuration(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``ChangeInvisibleDurationActivity.changeInvisibleDuration``: a new handle, a new invisible time."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             invisible = request.invisible_duration.ToMilliseconds()
-            _validate_invisible(invisible, 0, self.ctx.config.max_invisible_ms)
+            validate_invisible(invisible, 0, self.ctx.config.max_invisible_ms)
             handle = self.ctx.pop.change_invisible(request.group.name, request.topic.name,
                                                    request.receipt_handle, invisible)
             return spb.ChangeInvisibleDurationResponse(status=status("OK"), receipt_handle=handle)
@@ -452,7 +395,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ForwardMessageToDeadLetterQueue(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``ForwardMessageToDLQActivity``: store the message in the group's ``%DLQ%`` topic, then ack it."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             group, topic = request.group.name, request.topic.name
             ext, _attempt = self.ctx.pop.in_flight(group, topic, request.receipt_handle)
             dead_letter(self.ctx.broker, group, ext)
@@ -470,14 +413,6 @@ def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
     copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
                    keys=props.get(PROPERTY_KEYS), properties=kept)
     broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))
-
-
-def _validate_invisible(invisible_ms: int, minimum: int, maximum: int) -> None:
-    """``GrpcValidator.validateInvisibleTime``."""
-    if invisible_ms < minimum:
-        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too small. min is {minimum}")
-    if invisible_ms > maximum:
-        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too large. max is {maximum}")
 
 
 def _log_unexpected(exc: BaseException) -> None:
