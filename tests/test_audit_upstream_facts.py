@@ -69,3 +69,15 @@ def test_every_upstream_fact_is_a_figure_of_the_report() -> None:
     figures = report.figures([send("t"), check("t", 7.0, "COMMIT")], 15, heartbeat_s=5.0,
                              transaction_timeout_s=6.0)
     assert {fact.figure for fact in UPSTREAM_FACTS} <= set(figures)
+
+
+def test_a_transaction_alive_at_a_crash_may_lose_every_check_before_the_heartbeat() -> None:
+    """Upstream after a broker crash: the broker checks every half each interval (2 s) while the proxy
+    is still starting, and discards them before any producer can be reached. Sent at 1 s, checked once at
+    4.5 s, killed at 7 s, producers back at 90 s: the window holds all 14 missing checks."""
+    records = [started(0.0), send("t", 1.0), check("t", 4.5, "UNKNOWN"), kill(7.0), started(90.0)]
+    gated = Expectations("rocketmq", 3.0, 15, heartbeat_s=5.0, check_interval_s=2.0)
+    assert names(records, gated) == []
+    assert report.figures(records, 15, 5.0, 3.0, 2.0)["checked_out_through_heartbeat_gate"] == 1
+    # a check seen after the window shows the producers were reachable again: no excuse for the rest
+    assert names([*records, check("t", 120.0, "UNKNOWN")], gated) == [("EventuallyResolved", False)]

@@ -13,8 +13,12 @@ counts towards check-max. From outside, two kinds of moment are known to lose ch
   nemesis kill) until a heartbeat period after the first producer started since, a check finds "channel
   is null" and is lost. txmq serve reproduces this in rocketmq mode (``txmq.serve.heartbeat``).
 
-A missing check is placed by the cadence of the checks that were seen (``checks_lost``), and counts as lost
-only if it falls in such a window, give or take the cadence's own jitter.
+In a closing window a missing check is placed by the cadence of the checks that were seen
+(``checks_lost``), and counts as lost only if it falls in the window, give or take the cadence's jitter.
+An unheard window after a crash cannot be read that way: the endpoint does not check while it is down, and
+once up it checks every half at its interval while no producer can be reached, so a transaction alive
+in the window may lose all its remaining checks there, however few it was seen to get
+(``checks_lost_unheard``: as many as the window holds check intervals).
 """
 
 from __future__ import annotations
@@ -87,3 +91,19 @@ def checks_lost(times: list[float], born: float, check_max: int, windows: list[W
     places += [times[-1] + k * cadence for k in range(1, missing + 1)]
     lost = sum(1 for p in places if any(begin - slack <= p <= end + slack for begin, end in windows))
     return min(lost, missing)
+
+
+def checks_lost_unheard(times: list[float], born: float, check_max: int, windows: list[Window],
+                        interval_s: float) -> int:
+    """How many of the ``check_max - len(times)`` checks a client did not see may have been made in the
+    unheard ``windows`` while the transaction was alive: a window counts if it ends after the half was
+    born and no seen check came after it (the endpoint still reached the producers then), and holds one
+    check per ``interval_s`` of its length, plus one. Missing checks placed in a window by the seen
+    checks' cadence (``checks_lost``) count too."""
+    missing = check_max - len(times)
+    if missing <= 0 or interval_s <= 0:
+        return 0
+    last_seen = max(times, default=born)
+    fit = sum(int((end - max(begin, born)) / interval_s) + 1 for begin, end in windows
+              if end > born and last_seen <= end + CADENCE_SLACK_S)
+    return max(min(fit, missing), checks_lost(times, born, check_max, windows))

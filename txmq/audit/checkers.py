@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model_tests.linearizability import Operation, Outcome, Resolution, State, Verdict, check_history
-from txmq.audit.blind import Window, checks_lost, closing_windows, unheard_windows
+from txmq.audit.blind import Window, checks_lost, checks_lost_unheard, closing_windows, unheard_windows
 from txmq.audit.history import Record, at
 from txmq.catalogue import CATALOGUE
 
@@ -37,6 +37,7 @@ class Expectations:
     # the endpoint's transaction heartbeat period, when checks before it may be lost (``txmq.audit.blind``);
     # None: producers are reachable at once
     heartbeat_s: float | None = None
+    check_interval_s: float = 30.0  # the endpoint's check interval: how many checks an unheard window holds
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Tx:
     faults: list[Record] = field(default_factory=list)
     closings: list[Window] = field(default_factory=list)  # the run's ``closing_windows``
     unheard: list[Window] = field(default_factory=list)  # the run's ``unheard_windows``
+    check_interval_s: float = 30.0  # see ``Expectations``
 
     @property
     def sent(self) -> bool:
@@ -107,7 +109,7 @@ class Tx:
     def checked_out(self, check_max: int) -> bool:
         """Checked ``check_max`` times, counting the checks lost to closing producers and to unheard
         producer groups (``txmq.audit.blind``): the endpoint may have discarded it."""
-        lost = self._lost(check_max, [*self.closings, *self.unheard])
+        lost = self.checks_lost_to_closing(check_max) + self.checks_lost_unheard(check_max)
         return len(self.checks) + lost >= check_max
 
     def checks_lost_to_closing(self, check_max: int) -> int:
@@ -118,7 +120,8 @@ class Tx:
     def checks_lost_unheard(self, check_max: int) -> int:
         """How many of the checks the client did not see may have been lost because the endpoint had not
         yet heard the producer group (``txmq.audit.blind.unheard_windows``)."""
-        return self._lost(check_max, self.unheard)
+        return checks_lost_unheard([float(c["t"]) for c in self.checks], self.born, check_max, self.unheard,
+                                   self.check_interval_s)
 
     def _lost(self, check_max: int, windows: list[Window]) -> int:
         return checks_lost([float(c["t"]) for c in self.checks], self.born, check_max, windows)
@@ -136,9 +139,10 @@ def may_have_arrived(end: Record) -> bool:
     return not end["ok"] and not any(marker in end.get("error", "") for marker in _NOT_SENT)
 
 
-def transactions(records: Iterable[Record], heartbeat_s: float | None = None) -> dict[str, Tx]:
+def transactions(records: Iterable[Record], heartbeat_s: float | None = None,
+                 check_interval_s: float = 30.0) -> dict[str, Tx]:
     """The history grouped by transaction, each list in time order; only transactions the audit sent.
-    ``heartbeat_s``: see ``Expectations``."""
+    ``heartbeat_s``, ``check_interval_s``: see ``Expectations``."""
     txs: dict[str, Tx] = {}
     lists = {"send": "sends", "end": "ends", "check": "checks", "local": "locals", "deliver": "deliveries",
              "ack": "acks", "fault": "faults"}
@@ -147,7 +151,8 @@ def transactions(records: Iterable[Record], heartbeat_s: float | None = None) ->
     unheard = unheard_windows(ordered, heartbeat_s)
     for record in ordered:  # a receive can begin before the send whose message it returns
         if record["ev"] == "send":
-            txs.setdefault(record["tx"], Tx(record["tx"], closings=closings, unheard=unheard))
+            txs.setdefault(record["tx"], Tx(record["tx"], closings=closings, unheard=unheard,
+                                            check_interval_s=check_interval_s))
     for record in ordered:
         attr = lists.get(record["ev"])
         tx = txs.get(record.get("tx", ""))
@@ -168,12 +173,12 @@ def is_resolved(tx: Tx, check_max: int) -> bool:
     return not tx.sent and not tx.checks
 
 
-def open_transactions(records: Iterable[Record], check_max: int, heartbeat_s: float | None = None
-                      ) -> list[str]:
+def open_transactions(records: Iterable[Record], check_max: int, heartbeat_s: float | None = None,
+                      check_interval_s: float = 30.0) -> list[str]:
     """Transactions still waiting for something (resolution, an owed delivery, or a check that would show
     a ROLLBACK in doubt did not arrive): the audit's settle phase ends early when there are none. Checks
     lost and counted (``txmq.audit.blind``) count: the endpoint will not send them again."""
-    return [t.name for t in transactions(records, heartbeat_s).values()
+    return [t.name for t in transactions(records, heartbeat_s, check_interval_s).values()
             if not is_resolved(t, check_max) or t.rollback_in_doubt
             or (t.owed_delivery(check_max) and not t.deliveries)]
 
@@ -368,7 +373,7 @@ def run_checks(records: list[Record], expectations: Expectations) -> list[Findin
     the more specific name."""
     kills = kill_times(records)
     findings: list[Finding] = []
-    for tx in transactions(records, expectations.heartbeat_s).values():
+    for tx in transactions(records, expectations.heartbeat_s, expectations.check_interval_s).values():
         visibility = check_visibility(tx, expectations)
         findings += visibility or check_linearizable(tx, expectations)
         findings += check_resolved(tx, expectations)

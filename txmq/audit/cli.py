@@ -88,7 +88,8 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
     header = {"seed": seed, "endpoint": args.endpoint, "options": options,
               "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
     settings = DriverSettings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
-                              options["settle"], args.check_max, heartbeat_s=_heartbeat_s(args))
+                              options["settle"], args.check_max, heartbeat_s=_heartbeat_s(args),
+                              check_interval_s=args.check_interval)
     try:
         Driver(plan, settings, recorder, launched, _progress).run()
     finally:
@@ -97,7 +98,7 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
         history.write(out / "history.jsonl", header, recorder.records)
     records = recorder.records
     expectations = checkers.Expectations(args.expect, args.transaction_timeout, args.check_max,
-                                         _heartbeat_s(args))
+                                         _heartbeat_s(args), args.check_interval)
     findings = checkers.run_checks(records, expectations)
     result = report.build(header, records, findings, expectations)
     report.write_json(out / "report.json", result)

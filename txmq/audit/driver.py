@@ -53,6 +53,7 @@ class DriverSettings:
     check_max: int  # the endpoint's check limit: a never-deciding transaction is settled at it
     request_timeout_s: float = 5
     heartbeat_s: float | None = None  # checks lost before the group's heartbeat count (txmq.audit.blind)
+    check_interval_s: float = 30.0  # the endpoint's check interval (how many checks such a loss may take)
 
 
 class _Local:
@@ -328,7 +329,8 @@ class Driver:
         records = self.history.records
         sends = {r["tx"] for r in records if r["ev"] == "send"}
         return (len(sends) == len(self.plan.transactions)
-                and not open_transactions(records, self.settings.check_max, self.settings.heartbeat_s))
+                and not open_transactions(records, self.settings.check_max, self.settings.heartbeat_s,
+                                          self.settings.check_interval_s))
 
     def _report_progress(self, phase: str, started: float) -> None:
         records = self.history.records

@@ -51,14 +51,14 @@ def early_by_truncation(tx: Tx, timeout_s: float) -> int:
 
 
 def figures(records: list[Record], check_max: int, heartbeat_s: float | None = None,
-            transaction_timeout_s: float | None = None) -> dict[str, Any]:
+            transaction_timeout_s: float | None = None, check_interval_s: float = 30.0) -> dict[str, Any]:
     """The run in numbers. Throughputs are measured, not planned (the plan's rate is a ceiling):
     transactions sent per second from the first send's invocation to the last send's return, and
     transactions first delivered per second from the first such delivery to the last. The two facts of
     upstream that are not violations are figures: checks early by the client's born-time truncation (with
     ``transaction_timeout_s``) and transactions checked out with checks lost to unheard producer groups
     (with ``heartbeat_s``, see ``txmq.audit.blind``)."""
-    txs = transactions(records, heartbeat_s)
+    txs = transactions(records, heartbeat_s, check_interval_s)
     sent = [t for t in txs.values() if t.sent]
     sends = [r for r in records if r["ev"] == "send" and r["ok"]]
     delivered = [t for t in sent if t.deliveries]
@@ -129,7 +129,7 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         "endpoint": header.get("endpoint"),
         "options": header.get("options", {}),
         "figures": figures(records, expectations.check_max, expectations.heartbeat_s,
-                           expectations.transaction_timeout_s),
+                           expectations.transaction_timeout_s, expectations.check_interval_s),
         "invariants": rows,
         "anomalies": [dict(f.as_dict(), history=[describe_record(r) for r in sorted(
             [*_tx_records(txs[f.tx])], key=at)]) for f in findings],
