@@ -89,12 +89,14 @@ def test_strict_mode_with_heavy_faults_and_the_nemesis_has_no_violation(tmp_path
 
 
 def test_rocketmq_mode_late_ends_show_the_documented_anomalies(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "store", "--topic", "audit", "--mode", "rocketmq", *SMALL_BROKER)
+    # rocketmq mode reaches producers only at its transaction heartbeat (upstream's proxy): a short one
+    server = ServerProcess(tmp_path / "store", "--topic", "audit", "--mode", "rocketmq", *SMALL_BROKER,
+                           "--proxy", "transaction_heartbeat_period_ms=500")
     try:
         code, report, stdout = audit(server.endpoint, tmp_path / "out", "--duration", "6", "--rate", "3",
                                      "--seed", "20", "--faults", "heavy",
                                      "--fault-kinds", "late,late-after-rollback", "--expect", "rocketmq",
-                                     *SMALL_AUDIT)
+                                     "--heartbeat", "0.5", *SMALL_AUDIT)
     finally:
         server.terminate()
     expected = "expected in rocketmq mode"

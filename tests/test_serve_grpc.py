@@ -291,8 +291,9 @@ def test_eight_producer_threads_and_two_consumers_for_30_s(home: Path) -> None:
 # ---------------------------------------------------------------------------------------- modes and crashes
 @pytest.fixture(scope="module")
 def rocketmq_server(home: Path) -> Iterator[ServerProcess]:
+    # a short transaction heartbeat: rocketmq mode reaches a producer only once it has beaten
     proc = ServerProcess(home / "rocketmq-store", *FAST, "--mode", "rocketmq", "--topic=Late",
-                         trace=home / "rocketmq.ndjson")
+                         "--proxy", "transaction_heartbeat_period_ms=300", trace=home / "rocketmq.ndjson")
     yield proc
     proc.terminate()
 

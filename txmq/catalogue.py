@@ -180,6 +180,47 @@ ENTRIES: tuple[Invariant, ...] = (
 
 CATALOGUE: dict[str, Invariant] = {entry.name: entry for entry in ENTRIES}
 
+
+@dataclass(frozen=True)
+class UpstreamFact:
+    """A behaviour of upstream RocketMQ that breaks none of the invariants above but that a client sees:
+    ``rocketmq`` says what rocketmq mode does about it, ``strict`` what strict mode does and why; the audit
+    reports it as the named ``figure``, never as a violation (``txmq audit``'s report)."""
+
+    name: str
+    meaning: str
+    rocketmq: str
+    strict: str
+    figure: str
+
+
+UPSTREAM_FACTS: tuple[UpstreamFact, ...] = (
+    UpstreamFact(
+        "HeartbeatGatedCheckRouting",
+        "Upstream's broker learns a 5.x proxy client's producer group only at the proxy's transaction "
+        "heartbeat (transactionHeartbeatPeriodSecond, 20 s; "
+        "ClusterTransactionService.scanProducerHeartBeat), "
+        "and only for topics of message type TRANSACTION; a check before it finds no channel and is lost "
+        "(AbstractTransactionalMessageCheckListener.sendCheckMessage), yet the half was renewed with its "
+        "count one higher, so the check counts towards check_max. After a broker or proxy restart every "
+        "group waits for the next heartbeat again: a never-deciding transaction can be discarded having "
+        "reached its producers fewer than check_max times (CHECK result NO_PRODUCER in a served trace)",
+        rocketmq="txmq serve registers a producer group at the first heartbeat after its start "
+        "(--proxy transaction_heartbeat_period_ms, default 20000); every served topic counts as TRANSACTION",
+        strict="producers are registered when their Settings arrive: no check is lost to an unknown group",
+        figure="checked_out_through_heartbeat_gate"),
+    UpstreamFact(
+        "BornTimeTruncation",
+        "Upstream ages a half from the born_timestamp the client stamped (SendMessageActivity keeps it as "
+        "BORN_TIMESTAMP, ProducerProcessor sends it as the born time, TransactionalMessageServiceImpl.check "
+        "ages from it); the official Python client stamps whole seconds, so a first check can come up to "
+        "one second before send + transaction timeout",
+        rocketmq="txmq serve ages a half from the client's born_timestamp, as upstream",
+        strict="txmq serve ages a half from its own clock at receipt, so a client's clock (skewed, or "
+        "truncated) never shortens the time a producer has to end its transaction",
+        figure="checks_early_by_born_truncation"),
+)
+
 # Spec operators that TLC models list as invariants without being guarantees of the protocol.
 SPEC_TYPE_CHECKS = ("TypeOK",)
 
@@ -230,6 +271,9 @@ def render_markdown() -> str:
         lines.append(f"| [`{e.name}`](#{e.name.lower()}) | {e.kind.value} | {e.modes.value} | "
                      + " | ".join(cells) + f" | {_rocketmq_cell(e)} |")
     lines += ["", "`TypeOK` in the spec is a type check of its variables, not a guarantee: not listed.", ""]
+    lines += ["Upstream facts that break no invariant but that a client sees (the audit reports each as the",
+              "figure named; it is never a violation): "
+              + ", ".join(f"[`{f.name}`](#{f.name.lower()})" for f in UPSTREAM_FACTS) + ".", ""]
     for e in ENTRIES:
         heading = f"*{e.kind.value.capitalize()}, {_MODES_IN_WORDS[e.modes]}.*"
         lines += [f"## {e.name}", "", f"{heading} {e.meaning}", ""]
@@ -239,6 +283,10 @@ def render_markdown() -> str:
             lines += [f"- Expected in rocketmq mode: {e.rocketmq}.", ""]
         if e.not_in_spec:
             lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
+    for fact in UPSTREAM_FACTS:
+        heading = f"*Upstream fact, audit figure `{fact.figure}`.*"
+        lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",
+                  f"- rocketmq mode: {fact.rocketmq}.", f"- strict mode: {fact.strict}.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -14,13 +14,13 @@ it decided (upstream sends it one-way), so an OK says the request arrived, not t
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from model_tests.linearizability import Operation, Outcome, Resolution, State, Verdict, check_history
+from txmq.audit.blind import Window, checks_lost, checks_lost_unheard, closing_windows, unheard_windows
 from txmq.audit.history import Record, at
 from txmq.catalogue import CATALOGUE
 
@@ -34,6 +34,10 @@ class Expectations:
     expect: str  # "strict": every finding is a violation; "rocketmq": the catalogue's expected ones are not
     transaction_timeout_s: float
     check_max: int
+    # the endpoint's transaction heartbeat period, when checks before it may be lost (``txmq.audit.blind``);
+    # None: producers are reachable at once
+    heartbeat_s: float | None = None
+    check_interval_s: float = 30.0  # the endpoint's check interval: how many checks an unheard window holds
 
 
 @dataclass
@@ -48,7 +52,9 @@ class Tx:
     deliveries: list[Record] = field(default_factory=list)
     acks: list[Record] = field(default_factory=list)
     faults: list[Record] = field(default_factory=list)
-    closings: list[tuple[float, float]] = field(default_factory=list)  # the run's ``closing_windows``
+    closings: list[Window] = field(default_factory=list)  # the run's ``closing_windows``
+    unheard: list[Window] = field(default_factory=list)  # the run's ``unheard_windows``
+    check_interval_s: float = 30.0  # see ``Expectations``
 
     @property
     def sent(self) -> bool:
@@ -59,6 +65,17 @@ class Tx:
     def born(self) -> float:
         """The earliest moment the half can have been stored: the first send's invocation."""
         return min(float(s["invoked"]) for s in self.sends)
+
+    @property
+    def stamped_born(self) -> float:
+        """The born time the client stamped on the message, on the history's clock: the official Python
+        client stamps whole seconds of the wall clock (``Producer._send``: ``born_timestamp.seconds =
+        int(time.time())``), so up to a second before the send's invocation. An endpoint that ages a half
+        from it (upstream does) checks it that much earlier. ``wall``: the send's invocation on the wall
+        clock (histories without it: ``born``)."""
+        first = min(self.sends, key=lambda s: float(s["invoked"]))
+        wall = first.get("wall")
+        return self.born - (float(wall) % 1.0 if wall is not None else 0.0)
 
     def declared(self, action: str) -> list[Record]:
         """End-transactions sent with ``action`` (own or check answers), in invocation order."""
@@ -90,35 +107,24 @@ class Tx:
                 and len(self.checks) < check_max)
 
     def checked_out(self, check_max: int) -> bool:
-        """Checked ``check_max`` times, counting the checks lost to closing producers: the endpoint may
-        have discarded it."""
-        return len(self.checks) + self.checks_lost_to_closing(check_max) >= check_max
+        """Checked ``check_max`` times, counting the checks lost to closing producers and to unheard
+        producer groups (``txmq.audit.blind``): the endpoint may have discarded it."""
+        lost = self.checks_lost_to_closing(check_max) + self.checks_lost_unheard(check_max)
+        return len(self.checks) + lost >= check_max
 
     def checks_lost_to_closing(self, check_max: int) -> int:
         """How many of the checks the client did not see may have gone to a producer the audit was
-        shutting down (``closing_windows``). The endpoint counts such a check (upstream re-puts the half
-        with the new count, then sends the check one-way), but the application never gets it.
+        shutting down (``txmq.audit.blind.closing_windows``)."""
+        return self._lost(check_max, self.closings)
 
-        A missing check is placed by the cadence of the checks that were seen: before the first, inside a
-        gap of about two intervals or more, or after the last (check-max in all). It counts as lost only
-        if its estimated moment falls in a closing window, give or take the cadence's own jitter."""
-        times = sorted(float(c["t"]) for c in self.checks)
-        missing = check_max - len(times)
-        if len(times) < 2 or missing <= 0 or not self.closings:
-            return 0
-        gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
-        cadence = statistics.median(gaps)
-        if cadence <= 0:
-            return 0
-        slack = max(abs(g - cadence) for g in gaps if g < 1.5 * cadence) + _CADENCE_SLACK_S
-        before = [times[0] - k * cadence for k in range(1, missing + 1)]
-        places = [p for p in before if p >= self.born]
-        places += [t + k * cadence for t, gap in zip(times, gaps, strict=False)
-                   for k in range(1, round(gap / cadence))]
-        places += [times[-1] + k * cadence for k in range(1, missing + 1)]
-        lost = sum(1 for p in places
-                   if any(begin - slack <= p <= end + slack for begin, end in self.closings))
-        return min(lost, missing)
+    def checks_lost_unheard(self, check_max: int) -> int:
+        """How many of the checks the client did not see may have been lost because the endpoint had not
+        yet heard the producer group (``txmq.audit.blind.unheard_windows``)."""
+        return checks_lost_unheard([float(c["t"]) for c in self.checks], self.born, check_max, self.unheard,
+                                   self.check_interval_s)
+
+    def _lost(self, check_max: int, windows: list[Window]) -> int:
+        return checks_lost([float(c["t"]) for c in self.checks], self.born, check_max, windows)
 
 
 # What the official client's errors say when it certainly sent nothing: it refused the call itself (a
@@ -133,38 +139,20 @@ def may_have_arrived(end: Record) -> bool:
     return not end["ok"] and not any(marker in end.get("error", "") for marker in _NOT_SENT)
 
 
-# Added to a check cadence's jitter when placing a missing check: the history records a check when the
-# audit's handler runs, which on a loaded machine lags the endpoint's sending by up to a few hundred ms
-# (median 0.1 s in a 26-minute soak beside the test suite; 0.1 s of slack left 4 of its lost checks
-# unexplained, 0.3 s none).
-_CADENCE_SLACK_S = 0.5
-
-
-def closing_windows(ordered: Iterable[Record]) -> list[tuple[float, float]]:
-    """When producers were being shut down by the producer-closed fault: from the fault to the end of the
-    producer's shutdown (its ``client`` stop record; the fault's moment alone in a history without one).
-    A check the endpoint relays to that producer then may never reach the application. ``ordered``: the
-    history in time order (a producer's name is used once, so it is closed at most once)."""
-    closing: dict[str, float] = {}
-    windows = []
-    for record in ordered:
-        if record["ev"] == "fault" and record["fault"] == "producer-closed":
-            closing[record["producer"]] = float(record["t"])
-        elif record["ev"] == "client" and record["action"] == "stop" and record["producer"] in closing:
-            windows.append((closing.pop(record["producer"]), float(record["t"])))
-    return windows + [(begin, begin) for begin in closing.values()]
-
-
-def transactions(records: Iterable[Record]) -> dict[str, Tx]:
-    """The history grouped by transaction, each list in time order; only transactions the audit sent."""
+def transactions(records: Iterable[Record], heartbeat_s: float | None = None,
+                 check_interval_s: float = 30.0) -> dict[str, Tx]:
+    """The history grouped by transaction, each list in time order; only transactions the audit sent.
+    ``heartbeat_s``, ``check_interval_s``: see ``Expectations``."""
     txs: dict[str, Tx] = {}
     lists = {"send": "sends", "end": "ends", "check": "checks", "local": "locals", "deliver": "deliveries",
              "ack": "acks", "fault": "faults"}
     ordered = sorted(records, key=at)
     closings = closing_windows(ordered)
+    unheard = unheard_windows(ordered, heartbeat_s)
     for record in ordered:  # a receive can begin before the send whose message it returns
         if record["ev"] == "send":
-            txs.setdefault(record["tx"], Tx(record["tx"], closings=closings))
+            txs.setdefault(record["tx"], Tx(record["tx"], closings=closings, unheard=unheard,
+                                            check_interval_s=check_interval_s))
     for record in ordered:
         attr = lists.get(record["ev"])
         tx = txs.get(record.get("tx", ""))
@@ -185,10 +173,12 @@ def is_resolved(tx: Tx, check_max: int) -> bool:
     return not tx.sent and not tx.checks
 
 
-def open_transactions(records: Iterable[Record], check_max: int) -> list[str]:
+def open_transactions(records: Iterable[Record], check_max: int, heartbeat_s: float | None = None,
+                      check_interval_s: float = 30.0) -> list[str]:
     """Transactions still waiting for something (resolution, an owed delivery, or a check that would show
-    a ROLLBACK in doubt did not arrive): the audit's settle phase ends early when there are none."""
-    return [t.name for t in transactions(records).values()
+    a ROLLBACK in doubt did not arrive): the audit's settle phase ends early when there are none. Checks
+    lost and counted (``txmq.audit.blind``) count: the endpoint will not send them again."""
+    return [t.name for t in transactions(records, heartbeat_s, check_interval_s).values()
             if not is_resolved(t, check_max) or t.rollback_in_doubt
             or (t.owed_delivery(check_max) and not t.deliveries)]
 
@@ -243,9 +233,12 @@ def check_visibility(tx: Tx, expectations: Expectations) -> list[Finding]:
 def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list[Finding]:
     """CheckAfterTimeout and CheckBound, as a client sees checks.
 
-    CheckAfterTimeout: a check received less than the transaction timeout after the send was *invoked*
-    came too early for certain (the half was stored after that invocation, and the check was sent before
-    it was received). CheckBound: more than check-max checks of one transaction. The count per copy is the
+    CheckAfterTimeout: a check received less than the transaction timeout after the born time the client
+    stamped (``Tx.stamped_born``: the send's invocation, less the official client's truncation to the
+    second) came too early for certain (the half was born then, and the check was sent before it was
+    received). A check between that and the timeout after the send's invocation is early only by the
+    client's truncation: counted as a figure (``checks_early_by_born_truncation``), not a finding.
+    CheckBound: more than check-max checks of one transaction. The count per copy is the
     both-modes part; a client only counts checks per transaction, which two live chains of copies would
     also inflate, and that is the part rocketmq mode is expected to break after a crash (a checkpoint
     regression), so with a kill of the endpoint during the transaction's life it counts as expected there.
@@ -253,10 +246,11 @@ def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list
     findings = []
     if tx.sends:
         for check in tx.checks:
-            if float(check["t"]) < tx.born + expectations.transaction_timeout_s:
+            if float(check["t"]) < tx.stamped_born + expectations.transaction_timeout_s:
                 findings.append(Finding(
                     "CheckAfterTimeout", tx.name, float(check["t"]),
-                    f"checked {float(check['t']) - tx.born:.3f} s after its send began, before the "
+                    f"checked {float(check['t']) - tx.stamped_born:.3f} s after its born time (as the client "
+                    f"stamped it), before the "
                     f"transaction timeout of {expectations.transaction_timeout_s:g} s",
                     _expected("CheckAfterTimeout", expectations)))
                 break
@@ -379,7 +373,7 @@ def run_checks(records: list[Record], expectations: Expectations) -> list[Findin
     the more specific name."""
     kills = kill_times(records)
     findings: list[Finding] = []
-    for tx in transactions(records).values():
+    for tx in transactions(records, expectations.heartbeat_s, expectations.check_interval_s).values():
         visibility = check_visibility(tx, expectations)
         findings += visibility or check_linearizable(tx, expectations)
         findings += check_resolved(tx, expectations)

@@ -16,11 +16,12 @@ import argparse
 import hashlib
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from txmq.audit import checkers, history, report
-from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
+from txmq.audit.nemesis import Launched, Nemesis, split_endpoint, wait_reachable
 from txmq.audit.workload import FAULT_LEVELS, fault_kinds, make_plan
 from txmq.errors import ConfigError, ToolMissingError
 
@@ -39,9 +40,14 @@ def _settle_s(args: argparse.Namespace) -> float:
     return args.transaction_timeout + (args.check_max + 1) * args.check_interval + 10
 
 
+def _heartbeat_s(args: argparse.Namespace) -> float | None:
+    """Held to rocketmq mode, checks before the endpoint heard a producer group may be lost and count."""
+    return float(args.heartbeat) if args.expect == "rocketmq" else None
+
+
 def _validate(args: argparse.Namespace) -> Path:
     split_endpoint(args.endpoint)
-    for name in ("duration", "rate", "transaction_timeout", "check_interval"):
+    for name in ("duration", "rate", "transaction_timeout", "check_interval", "heartbeat"):
         if getattr(args, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
     if args.producers < 1 or args.consumers < 1 or args.check_max < 1 or args.invisible < 1:
@@ -54,7 +60,9 @@ def _validate(args: argparse.Namespace) -> Path:
     return out
 
 
-def _audit(args: argparse.Namespace) -> int:
+def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesis] | None = None) -> int:
+    """The audit. ``nemesis`` makes the nemesis from the history, for a caller that holds the endpoint
+    (``lambda h: UpstreamNemesis(cluster, h)``); it replaces ``--launch``."""
     out = _validate(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     _progress(f"seed {seed}")
@@ -67,18 +75,21 @@ def _audit(args: argparse.Namespace) -> int:
                                ) from None
     out.mkdir(parents=True, exist_ok=True)
     recorder = history.History()
-    launched = None
-    if args.launch:
-        launched = Launched(args.launch, args.endpoint, recorder, out / "endpoint.log")
-        launched.start()
+    launched: Nemesis | None = None
+    if nemesis is None and args.launch:
+        started = Launched(args.launch, args.endpoint, recorder, out / "endpoint.log")
+        started.start()
+        launched = started
     else:
         wait_reachable(args.endpoint, REACH_TIMEOUT_S)
+        launched = nemesis(recorder) if nemesis is not None else None
     options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
     options["settle"] = _settle_s(args)
     header = {"seed": seed, "endpoint": args.endpoint, "options": options,
               "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
     settings = DriverSettings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
-                              options["settle"], args.check_max)
+                              options["settle"], args.check_max, heartbeat_s=_heartbeat_s(args),
+                              check_interval_s=args.check_interval)
     try:
         Driver(plan, settings, recorder, launched, _progress).run()
     finally:
@@ -86,7 +97,8 @@ def _audit(args: argparse.Namespace) -> int:
             launched.stop()
         history.write(out / "history.jsonl", header, recorder.records)
     records = recorder.records
-    expectations = checkers.Expectations(args.expect, args.transaction_timeout, args.check_max)
+    expectations = checkers.Expectations(args.expect, args.transaction_timeout, args.check_max,
+                                         _heartbeat_s(args), args.check_interval)
     findings = checkers.run_checks(records, expectations)
     result = report.build(header, records, findings, expectations)
     report.write_json(out / "report.json", result)
@@ -129,6 +141,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="the endpoint's check interval, seconds, for the default --settle (default 30)")
     parser.add_argument("--check-max", type=int, default=15,
                         help="the endpoint's check limit per transaction (default 15, upstream's)")
+    parser.add_argument("--heartbeat", type=float, default=20,
+                        help="with --expect rocketmq: the endpoint's transaction heartbeat period, seconds "
+                             "(upstream's transactionHeartbeatPeriodSecond, default 20); checks before a "
+                             "producer group's first heartbeat after a start are lost and count")
     parser.add_argument("--invisible", type=int, default=10,
                         help="invisible time of each receive, seconds (default 10)")
     parser.add_argument("--settle", type=float,

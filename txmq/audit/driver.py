@@ -28,7 +28,7 @@ from rocketmq.grpc_protocol import Code, TransactionResolution, TransactionSourc
 
 from txmq.audit.checkers import open_transactions
 from txmq.audit.history import History
-from txmq.audit.nemesis import Launched
+from txmq.audit.nemesis import Nemesis
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.errors import BrokerUnavailableError
 
@@ -52,6 +52,8 @@ class DriverSettings:
     settle_s: float  # how long after the workload the audit waits for things to settle
     check_max: int  # the endpoint's check limit: a never-deciding transaction is settled at it
     request_timeout_s: float = 5
+    heartbeat_s: float | None = None  # checks lost before the group's heartbeat count (txmq.audit.blind)
+    check_interval_s: float = 30.0  # the endpoint's check interval (how many checks such a loss may take)
 
 
 class _Local:
@@ -160,7 +162,7 @@ class Driver:
     """One run of a plan: producers, consumers, the nemesis, and the history they write."""
 
     def __init__(self, plan: Plan, settings: DriverSettings, history: History,
-                 launched: Launched | None = None, progress: Callable[[str], None] | None = None) -> None:
+                 launched: Nemesis | None = None, progress: Callable[[str], None] | None = None) -> None:
         self.plan = plan
         self.settings = settings
         self.history = history
@@ -233,7 +235,9 @@ class Driver:
         message.topic = self.settings.topic
         message.body = tx.name.encode()
         try:
-            with self.history.call("send", tx=tx.name, producer=producer.name) as record:
+            # ``wall``: when the client stamps the message's born time, which it truncates to the second
+            with self.history.call("send", tx=tx.name, producer=producer.name,
+                                   wall=round(time.time(), 6)) as record:
                 transaction = producer.begin_transaction()
                 receipt = producer.send(message, transaction)
                 record["message_id"] = receipt.message_id
@@ -325,7 +329,8 @@ class Driver:
         records = self.history.records
         sends = {r["tx"] for r in records if r["ev"] == "send"}
         return (len(sends) == len(self.plan.transactions)
-                and not open_transactions(records, self.settings.check_max))
+                and not open_transactions(records, self.settings.check_max, self.settings.heartbeat_s,
+                                          self.settings.check_interval_s))
 
     def _report_progress(self, phase: str, started: float) -> None:
         records = self.history.records

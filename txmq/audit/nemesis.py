@@ -1,5 +1,6 @@
 """The nemesis: the audit starts the endpoint itself (``--launch``), SIGKILLs it at the plan's moments and
-starts it again; without ``--launch`` there is no nemesis and the audit only drives.
+starts it again; without ``--launch`` there is no nemesis and the audit only drives. ``UpstreamNemesis``
+does the same to an upstream RocketMQ cluster (``txmq.upstream``): its broker and proxy.
 
 The launched process must not outlive the audit: it gets its own process group (so a kill reaches its
 children too), on Linux a parent-death signal (SIGKILL when the audit dies, even by SIGKILL), and
@@ -22,9 +23,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 from txmq.audit.history import History
 from txmq.errors import BrokerUnavailableError, ConfigError
+from txmq.upstream import UpstreamCluster
 
 _PR_SET_PDEATHSIG = 1
 
@@ -61,6 +64,45 @@ def wait_reachable(endpoint: str, timeout_s: float) -> None:
                 raise BrokerUnavailableError(f"endpoint {endpoint} is unreachable ({exc.strerror or exc})"
                                              ) from None
             time.sleep(0.1)
+
+
+class Nemesis(Protocol):
+    """What the driver needs of a nemesis."""
+
+    kills: int
+
+    def restart(self) -> None:
+        """A crash of the endpoint, and its restart; returns once it serves again."""
+
+    def stop(self) -> None:
+        """End what the nemesis started."""
+
+
+class UpstreamNemesis:
+    """Crashes of an upstream cluster that is already running: odd crashes SIGKILL the broker and the
+    proxy in front of it and start them again, the broker first (``UpstreamCluster.restart_broker``),
+    even ones SIGKILL and restart the proxy alone. The cluster is its owner's to stop."""
+
+    def __init__(self, cluster: UpstreamCluster, history: History) -> None:
+        self.cluster = cluster
+        self.history = history
+        self.kills = 0
+
+    def restart(self) -> None:
+        """One crash; the history gets the kill, the proxy's start (its pid) and ``up``."""
+        self.kills += 1
+        target = "broker and proxy" if self.kills % 2 else "proxy"
+        self.history.add("nemesis", action="kill", target=target)
+        if self.kills % 2:
+            self.cluster.restart_broker()
+        else:
+            self.cluster.kill_process("proxy")
+            self.cluster.start_process("proxy")
+        self.history.add("nemesis", action="start", pid=self.cluster.procs["proxy"].pid)
+        self.history.add("nemesis", action="up")
+
+    def stop(self) -> None:
+        """Nothing to end: the cluster outlives the audit."""
 
 
 class Launched:

@@ -44,11 +44,21 @@ def _rate(count: int, times: list[float]) -> float | None:
     return round(count / span, 3) if span > 0 else None
 
 
-def figures(records: list[Record], check_max: int) -> dict[str, Any]:
+def early_by_truncation(tx: Tx, timeout_s: float) -> int:
+    """Checks of ``tx`` that came less than the timeout after the send's invocation but not before the
+    born time the client stamped (``Tx.stamped_born``): early only by the client's truncation."""
+    return sum(1 for c in tx.checks if tx.stamped_born + timeout_s <= float(c["t"]) < tx.born + timeout_s)
+
+
+def figures(records: list[Record], check_max: int, heartbeat_s: float | None = None,
+            transaction_timeout_s: float | None = None, check_interval_s: float = 30.0) -> dict[str, Any]:
     """The run in numbers. Throughputs are measured, not planned (the plan's rate is a ceiling):
     transactions sent per second from the first send's invocation to the last send's return, and
-    transactions first delivered per second from the first such delivery to the last."""
-    txs = transactions(records)
+    transactions first delivered per second from the first such delivery to the last. The two facts of
+    upstream that are not violations are figures: checks early by the client's born-time truncation (with
+    ``transaction_timeout_s``) and transactions checked out with checks lost to unheard producer groups
+    (with ``heartbeat_s``, see ``txmq.audit.blind``)."""
+    txs = transactions(records, heartbeat_s, check_interval_s)
     sent = [t for t in txs.values() if t.sent]
     sends = [r for r in records if r["ev"] == "send" and r["ok"]]
     delivered = [t for t in sent if t.deliveries]
@@ -69,7 +79,14 @@ def figures(records: list[Record], check_max: int) -> dict[str, Any]:
         "rollbacks_in_doubt": sum(1 for t in sent if t.rollback_in_doubt),
         # never-deciding transactions whose missing checks all went to producers being closed
         "checked_out_through_closed_producers": sum(
-            1 for t in sent if len(t.checks) < check_max and t.checked_out(check_max)),
+            1 for t in sent if len(t.checks) < check_max and t.checked_out(check_max)
+            and t.checks_lost_to_closing(check_max)),
+        # ... and those with checks lost before the endpoint heard the producer group (heartbeat-gated)
+        "checked_out_through_heartbeat_gate": sum(
+            1 for t in sent if len(t.checks) < check_max and t.checked_out(check_max)
+            and t.checks_lost_unheard(check_max)),
+        "checks_early_by_born_truncation": sum(early_by_truncation(t, transaction_timeout_s)
+                                               for t in sent) if transaction_timeout_s else 0,
         "deliveries": sum(len(t.deliveries) for t in sent),
         "transactions_delivered": len(delivered),
         "exactly_once_share": round(exactly_once / len(delivered), 4) if delivered else None,
@@ -111,7 +128,8 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         "seed": header.get("seed"),
         "endpoint": header.get("endpoint"),
         "options": header.get("options", {}),
-        "figures": figures(records, expectations.check_max),
+        "figures": figures(records, expectations.check_max, expectations.heartbeat_s,
+                           expectations.transaction_timeout_s, expectations.check_interval_s),
         "invariants": rows,
         "anomalies": [dict(f.as_dict(), history=[describe_record(r) for r in sorted(
             [*_tx_records(txs[f.tx])], key=at)]) for f in findings],
@@ -140,7 +158,9 @@ def table(report: dict[str, Any]) -> str:
         f"endpoint kills {fig['endpoint_kills']}",
         f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}",
         f"rollbacks in doubt (lost, and never checked after) {fig['rollbacks_in_doubt']}; checked out "
-        f"with checks lost to closing producers {fig['checked_out_through_closed_producers']}",
+        f"with checks lost to closing producers {fig['checked_out_through_closed_producers']}, to a "
+        f"producer group not yet heard (heartbeat-gated) {fig['checked_out_through_heartbeat_gate']}",
+        f"checks early only by the client's born-time truncation {fig['checks_early_by_born_truncation']}",
         f"delivered {fig['transactions_delivered']} transactions in {fig['deliveries']} deliveries: "
         f"exactly once {fig['exactly_once_share']}, redelivered {fig['transactions_redelivered']}, "
         f"lapses {fig['lapses']}, receive errors {fig['receive_errors']}",

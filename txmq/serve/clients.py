@@ -24,6 +24,7 @@ from rocketmq.grpc_protocol import service_pb2 as spb
 from txmq.broker import Broker
 from txmq.protocol import CheckTransactionStateRequest
 from txmq.serve.convert import outbound
+from txmq.serve.heartbeat import ImmediateRegistration
 from txmq.serve.transactions import TransactionIndex
 
 _CLOSED = object()  # ends a stream's outgoing queue
@@ -82,15 +83,18 @@ class ClientSession:
 
 
 class ClientRegistry:
-    """Client id -> session; registers producers with the broker (PRODUCER UP/DOWN in the trace).
+    """Client id -> session; registers producers with the broker (PRODUCER UP/DOWN in the trace), at once
+    or at the next transaction heartbeat (``registration``, see ``txmq.serve.heartbeat``).
 
     Broker calls are made outside this registry's lock, so the lock order stays registry-free for the
     check service (which holds the broker lock and touches only ``TelemetryStream``)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, registration: ImmediateRegistration | None = None) -> None:
         self.broker = broker
+        self.registration = registration or ImmediateRegistration(broker)
         self._lock = threading.Lock()
         self._sessions: dict[str, ClientSession] = {}
+        self._terminated: set[TelemetryStream] = set()  # streams of terminated clients, still open
         self.subscriptions: dict[str, set[str]] = {}  # consumer group -> topics subscribed to with "*"
 
     def settings(self, client_id: str) -> Any | None:
@@ -119,7 +123,7 @@ class ClientRegistry:
         if replaced is not None:
             replaced.close()
         for group in new_groups:
-            self.broker.register_producer(group, stream)
+            self.registration.register(group, stream)
 
     def _subscribe(self, subscription: Any) -> None:
         topics = self.subscriptions.setdefault(subscription.group.name, set())
@@ -131,6 +135,7 @@ class ClientRegistry:
         """The client's stream closed: its producer registrations end (upstream: the channel is inactive)."""
         stream.close()
         with self._lock:
+            self._terminated.discard(stream)
             session = self._sessions.get(client_id)
             if session is None or session.stream is not stream:
                 return
@@ -138,24 +143,30 @@ class ClientRegistry:
             groups = sorted(session.producer_groups)
             session.producer_groups.clear()
         for group in groups:
-            self.broker.unregister_producer(group, client_id)
+            self.registration.unregister(group, client_id)
 
     def terminate(self, client_id: str) -> Any | None:
-        """NotifyClientTermination: forget the client; returns its settings (None if unknown)."""
+        """NotifyClientTermination: forget the client and unregister its producers; returns its settings
+        (None if unknown). The Telemetry stream stays open: upstream's ``ClientActivity`` completes it only
+        when the client completes its side (``onCompleted``), and a client that finds its stream closed
+        under it reopens it (the Node.js client) or logs an error (the Python client)."""
         with self._lock:
             session = self._sessions.pop(client_id, None)
+            if session is not None and session.stream is not None:
+                self._terminated.add(session.stream)
         if session is None:
             return None
         for group in sorted(session.producer_groups):
-            self.broker.unregister_producer(group, client_id)
-        if session.stream is not None:
-            session.stream.close()
+            self.registration.unregister(group, client_id)
         return session.settings
 
     def close_all(self) -> None:
-        """Server shutdown: end every stream."""
+        """Server shutdown: stop the heartbeat and end every stream, terminated clients' too."""
+        self.registration.close()
         with self._lock:
             streams = [s.stream for s in self._sessions.values() if s.stream is not None]
+            streams += self._terminated
+            self._terminated.clear()
         for stream in streams:
             stream.close()
 

@@ -27,6 +27,9 @@ class ServeConfig:
     receive_batch_size: int = 32  # grpcClientConsumerLongPollingBatchSize
     transaction_data_expire_ms: int = 30_000  # transactionDataExpireMillis
     transaction_data_max_num: int = 15  # transactionDataMaxNum
+    # transactionHeartbeatPeriodSecond: rocketmq mode makes a producer group reachable for checks only at
+    # this heartbeat (txmq.serve.heartbeat)
+    transaction_heartbeat_period_ms: int = 20_000
     queues_per_topic: int = 4  # queues of a topic declared without a count (upstream's default is 8)
     max_delivery_attempts: int = 17  # a group's retryMaxTimes (16) + 1, sent to consumers in Settings
 

@@ -19,20 +19,36 @@ from txmq.serve.config import ServeConfig
 from txmq.serve.errors import ServeError
 from txmq.transaction.constants import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    PROPERTY_CLUSTER,
+    PROPERTY_DELAY,
     PROPERTY_KEYS,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
     PROPERTY_TAGS,
     PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     PROPERTY_UNIQ_KEY,
     RESERVED_PROPERTIES,
+    TXMQ_PROPERTIES,
 )
 
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR: how upstream joins a message's keys
 MAX_USER_PROPERTY_SIZE = 16 * 1024  # ProxyConfig.maxUserPropertySize
 MAX_USER_PROPERTIES = 128  # ProxyConfig.userPropertyMaxNum
 MAX_TRANSACTION_RECOVERY_S = 3600  # ProxyConfig.maxTransactionRecoverySecond
-# Properties a consumer never sees among the user properties (GrpcConverter.buildUserAttributes drops
-# MessageConst.STRING_HASH_SET): txmq's reserved ones and the check-immunity property.
+# Properties a producer may not set (buildMessageProperty refuses MessageConst.STRING_HASH_SET): txmq
+# refuses every property only its broker may set, and the check-immunity property, which has its own field.
 _SYSTEM_PROPERTIES = RESERVED_PROPERTIES | {PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS}
+# Properties a consumer never sees among the user properties: GrpcConverter.buildUserAttributes drops
+# exactly MessageConst.STRING_HASH_SET, of which txmq stores these, and txmq's own. The rest of a committed
+# message's transaction properties stay visible, as upstream's: __transactionId__,
+# TRANSACTION_CHECK_TIMES (a checked one) and CHECK_IMMUNITY_TIME_IN_SECONDS.
+_HIDDEN_FROM_CONSUMERS = frozenset({
+    PROPERTY_DELAY, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_KEY, PROPERTY_TAGS, PROPERTY_KEYS,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, PROPERTY_CLUSTER,
+}) | TXMQ_PROPERTIES
 SERVED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.TRANSACTION)
 
 
@@ -153,5 +169,5 @@ def outbound(ext: MessageExt, store_host: str, receipt_handle: str | None = None
 
 
 def user_properties(props: dict[str, str]) -> dict[str, str]:
-    """A stored message's properties less the system ones (``GrpcConverter.buildUserAttributes``)."""
-    return {k: v for k, v in props.items() if k not in _SYSTEM_PROPERTIES}
+    """A stored message's properties less those upstream hides (``GrpcConverter.buildUserAttributes``)."""
+    return {k: v for k, v in props.items() if k not in _HIDDEN_FROM_CONSUMERS}

@@ -31,8 +31,10 @@ from txmq.errors import ConfigError
 from txmq.runtime import BrokerRuntime
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
+from txmq.serve.heartbeat import HeartbeatGate, ImmediateRegistration
 from txmq.serve.pop import PopService
-from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, TopicTable, dead_letter
+from txmq.serve.requests import TopicTable
+from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, dead_letter
 from txmq.serve.transactions import TransactionIndex, half_records
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import TraceSink, open_sink
@@ -95,10 +97,12 @@ class ServeSession:
             raise ConfigError(f"cannot listen on {self.host}:{self.requested_port} "
                               "(in use, or not an address of this machine)")
         host, port = self.advertise or (self.host, self.port)
+        registration = (ImmediateRegistration(broker) if self.broker_config.strict
+                        else HeartbeatGate(broker, cfg.transaction_heartbeat_period_ms))
         self.context = ServeContext(broker=broker, config=cfg, topics=TopicTable(self.topics),
                                     pop=PopService(broker, BROKER_NAME, partial(dead_letter, broker)),
                                     transactions=index,
-                                    clients=ClientRegistry(broker), host=host, port=port)
+                                    clients=ClientRegistry(broker, registration), host=host, port=port)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
         self._runtime = BrokerRuntime(broker).start()
         server.start()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import re
 import sys
 import threading
 import traceback
@@ -23,24 +22,36 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc
 
-from txmq.broker import Broker, validate_topic
-from txmq.errors import TxmqError
+from txmq.broker import Broker
 from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
 from txmq.serve.clients import ClientRegistry, TelemetryStream, merged_settings
 from txmq.serve.config import ServeConfig
 from txmq.serve.convert import SERVED_TYPES, inbound, outbound, user_properties
 from txmq.serve.errors import ServeError
-from txmq.serve.pop import PopService
+from txmq.serve.pop import Popped, PopService
+from txmq.serve.requests import (
+    DLQ_PREFIX,
+    TopicTable,
+    polling_ms,
+    tag_filter,
+    validate_group,
+    validate_invisible,
+    validate_topic_and_group,
+    validate_topic_name,
+)
 from txmq.serve.transactions import TransactionIndex
-from txmq.transaction.constants import CHECKPOINT_GROUP, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from txmq.transaction.constants import (
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    RESERVED_PROPERTIES,
+)
 
 BROKER_NAME = "txmq"
 CLIENT_ID = "x-mq-client-id"
 CLIENT_VERSION = "x-mq-client-version"
 MAX_POP_BATCH = 32  # PopMessageProcessor refuses larger batches
-DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
-_GROUP_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")  # Validators.checkGroup
-_SYSTEM_GROUP_PREFIX = CHECKPOINT_GROUP[: len("CID_RMQ_SYS_")]  # MixAll.isSysConsumerGroup
+NACK_INVISIBLE_MS = 1_000  # ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME
 _ACTIONS = {pb.TransactionResolution.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
             pb.TransactionResolution.ROLLBACK: LocalTransactionState.ROLLBACK_MESSAGE}
 R = TypeVar("R")
@@ -49,23 +60,6 @@ R = TypeVar("R")
 def status(code: str, message: str | None = None) -> Any:
     """``ResponseBuilder.buildStatus(code, message)``: the message defaults to the code's name."""
     return pb.Status(code=pb.Code.Value(code), message=message or code)
-
-
-class TopicTable:
-    """The topics this server serves and their queue counts; a dead-letter topic has one queue."""
-
-    def __init__(self, declared: dict[str, int]) -> None:
-        self.declared = dict(declared)
-
-    def queues(self, topic: str) -> int:
-        """Queue count of a served topic; TOPIC_NOT_FOUND otherwise (``TopicRouteHelper``)."""
-        if topic.startswith(DLQ_PREFIX):
-            return 1
-        count = self.declared.get(topic)
-        if count is None:
-            raise ServeError("TOPIC_NOT_FOUND", f"topic {topic} does not exist on this server; start "
-                                                f"txmq serve with --topic {topic}")
-        return count
 
 
 @dataclass
@@ -80,39 +74,6 @@ class ServeContext:
     clients: ClientRegistry
     host: str
     port: int
-
-
-def _validate_topic(name: str) -> None:
-    """``GrpcValidator.validateTopic``: a legal name, not a system topic."""
-    try:
-        validate_topic(name)
-    except TxmqError as exc:
-        raise ServeError("ILLEGAL_TOPIC", str(exc)) from None
-
-
-def _validate_group(name: str) -> None:
-    """``GrpcValidator.validateConsumerGroup``."""
-    if not _GROUP_NAME.match(name):
-        raise ServeError("ILLEGAL_CONSUMER_GROUP", f"consumer group {name!r} is not a valid name")
-    if name.startswith(_SYSTEM_GROUP_PREFIX):
-        raise ServeError("ILLEGAL_CONSUMER_GROUP", "cannot use system consumer group")
-
-
-def _validate_topic_and_group(topic: str, group: str) -> None:
-    """``GrpcValidator.validateTopicAndConsumerGroup``."""
-    _validate_topic(topic)
-    _validate_group(group)
-
-
-def _tag_filter(expression: Any) -> Callable[[MessageExt], bool] | None:
-    """TAG expressions (``*``, ``a || b``); SQL92 needs property filtering, which txmq does not do."""
-    if expression.type == pb.FilterType.SQL:
-        raise ServeError("ILLEGAL_FILTER_EXPRESSION", "SQL92 filtering is not supported by txmq")
-    text = expression.expression.strip()
-    if text in ("", "*"):
-        return None
-    tags = {t.strip() for t in text.split("||") if t.strip()}
-    return lambda ext: ext.properties.get(PROPERTY_TAGS) in tags
 
 
 class MessagingService(service_pb2_grpc.MessagingServiceServicer):
@@ -161,7 +122,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def QueryRoute(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``RouteActivity.queryRoute``: every queue read-write, accepting NORMAL and TRANSACTION."""
         def work(_: str) -> Any:
-            _validate_topic(request.topic.name)
+            validate_topic_name(request.topic.name)
             count = self.ctx.topics.queues(request.topic.name)
             queues = [pb.MessageQueue(topic=request.topic, id=i, permission=pb.Permission.READ_WRITE,
                                       broker=self._broker(),
@@ -173,7 +134,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def QueryAssignment(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``RouteActivity.queryAssignment``: one assignment per broker, queue id -1 (pop from all)."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             self.ctx.topics.queues(request.topic.name)
             queue = pb.MessageQueue(topic=request.topic, id=-1, permission=pb.Permission.READ_WRITE,
                                     broker=self._broker())
@@ -188,7 +149,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             if settings is None:
                 raise ServeError("UNRECOGNIZED_CLIENT_TYPE", "cannot find client settings for this client")
             if settings.client_type in (pb.ClientType.PUSH_CONSUMER, pb.ClientType.SIMPLE_CONSUMER):
-                _validate_group(request.group.name)
+                validate_group(request.group.name)
             elif settings.client_type != pb.ClientType.PRODUCER:
                 raise ServeError("UNRECOGNIZED_CLIENT_TYPE", pb.ClientType.Name(settings.client_type))
             return spb.HeartbeatResponse(status=status("OK"))
@@ -234,9 +195,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         try:
             if settings.HasField("publishing"):
                 for topic in settings.publishing.topics:
-                    _validate_topic(topic.name)
+                    validate_topic_name(topic.name)
             elif settings.HasField("subscription"):
-                _validate_group(settings.subscription.group.name)
+                validate_group(settings.subscription.group.name)
             else:
                 raise ServeError("BAD_REQUEST", "there is no publishing or subscription data in settings")
         except ServeError as exc:
@@ -255,7 +216,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             if not request.messages:
                 raise ServeError("MESSAGE_CORRUPTED", "no message to send")
             topic = request.messages[0].topic
-            _validate_topic(topic.name)
+            validate_topic_name(topic.name)
             queues = self.ctx.topics.queues(topic.name)
             entries = []
             for proto in request.messages:
@@ -268,25 +229,39 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return self._answer(spb.SendMessageResponse, context, work)
 
     def _send_one(self, proto: Any, client_id: str, queues: int) -> Any:
+        """Store one message. Every send answers ``transaction_id`` = the message id, a normal one too: the
+        broker's ``SendMessageProcessor`` sets it to the message's unique key whatever its type."""
         message, message_id, transactional = inbound(proto, self.ctx.config)
         message.queue_id = next(self._next_queue) % queues
         broker = self.ctx.broker
         if transactional:
             topic = message.topic
-            sent = broker.send_half(message, topic, client_id, message_id)
+            sent = broker.send_half(message, topic, client_id, message_id, self._born_ms(proto))
             self.ctx.transactions.add(topic, message_id, sent.queue_offset, sent.commitlog_offset)
         else:
             sent = broker.send_message(message, message_id)
             self.ctx.pop.notify()
-        return spb.SendResultEntry(status=status("OK"), message_id=message_id,
-                                   transaction_id=sent.transaction_id or "", offset=sent.queue_offset)
+        return spb.SendResultEntry(status=status("OK"), message_id=message_id, transaction_id=message_id,
+                                   offset=sent.queue_offset)
+
+    def _born_ms(self, proto: Any) -> int | None:
+        """When the half was born, which its checks count from. ``rocketmq`` mode takes the client's
+        ``born_timestamp``, as upstream (``SendMessageActivity.buildMessageProperty`` keeps it as
+        ``BORN_TIMESTAMP``, ``ProducerProcessor`` sends it as the request's born time, and
+        ``TransactionalMessageServiceImpl.check`` ages the half from it), so a client clock behind the
+        server's, or a client that truncates it (the Python client stamps whole seconds), gets its first
+        check up to that much before send + timeout. Strict mode ages from its own clock at receipt
+        (None): a client's clock never shortens the time a producer has to end its transaction."""
+        if self.ctx.broker.config.strict or not proto.system_properties.HasField("born_timestamp"):
+            return None
+        return int(proto.system_properties.born_timestamp.ToMilliseconds())
 
     def EndTransaction(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``EndTransactionActivity.endTransaction`` + ``TransactionProcessor.endTransaction``: find the half
         by transaction id, record the producer's decision (LOCAL_TX) and end it. Upstream sends the end
         one-way, so the answer is OK whatever the broker decides."""
         def work(client_id: str) -> Any:
-            _validate_topic(request.topic.name)
+            validate_topic_name(request.topic.name)
             txn = request.transaction_id
             if not txn.strip():
                 raise ServeError("INVALID_TRANSACTION_ID", "transaction id cannot be empty")
@@ -325,58 +300,70 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             yield spb.ReceiveMessageResponse(status=failed)
         else:
             if found:
-                yield spb.ReceiveMessageResponse(status=status("OK"))
-                for message in found:
-                    yield spb.ReceiveMessageResponse(message=message)
+                yield from self._write_found(request, context, found)
             else:
                 yield spb.ReceiveMessageResponse(status=status("MESSAGE_NOT_FOUND", "no new message"))
         stamp = spb.ReceiveMessageResponse()
         stamp.delivery_timestamp.FromMilliseconds(self.ctx.broker.clock.now_ms())
         yield stamp
 
-    def _receive(self, request: Any, context: grpc.ServicerContext) -> list[Any]:
+    def _write_found(self, request: Any, context: grpc.ServicerContext, found: list[Popped]) -> Iterator[Any]:
+        """The status, then each message. A message that cannot be written because the client went away
+        (its long poll was cancelled while the server waited) is nacked: invisible for ``NACK_INVISIBLE_MS``
+        only, then delivered again with the next attempt (``ReceiveMessageResponseStreamWriter
+        .processThrowableWhenWriteMessage``), instead of staying hidden for the whole invisible time."""
+        group, topic = request.group.name, request.message_queue.topic.name
+        host = f"{self.ctx.host}:{self.ctx.port}"
+        written = 0
+        try:
+            if context.is_active():
+                yield spb.ReceiveMessageResponse(status=status("OK"))
+                for popped in found:
+                    if not context.is_active():
+                        break
+                    yield spb.ReceiveMessageResponse(message=outbound(
+                        popped.message, host, popped.handle, popped.attempt, popped.invisible_ms))
+                    written += 1
+        finally:  # also when gRPC closes this generator because the call ended
+            for popped in found[written:]:
+                self._nack(group, topic, popped.handle)
+
+    def _nack(self, group: str, topic: str, handle: str) -> None:
+        try:
+            self.ctx.pop.change_invisible(group, topic, handle, NACK_INVISIBLE_MS)
+        except ServeError:
+            pass  # acked or expired meanwhile: nothing to give back
+
+    def _receive(self, request: Any, context: grpc.ServicerContext) -> list[Popped]:
         client_id = self._client_id(context)
         cfg = self.ctx.config
         settings = self.ctx.clients.settings(client_id)
         remaining = context.time_remaining()
-        remaining_ms = int(remaining * 1000) if remaining is not None else cfg.max_long_polling_ms * 2
-        if request.HasField("long_polling_timeout"):
-            polling = request.long_polling_timeout.ToMilliseconds()
-        else:
-            timeout_ms = settings.request_timeout.ToMilliseconds() if settings is not None else 3000
-            polling = remaining_ms - timeout_ms // 2
-        polling = min(max(polling, cfg.min_long_polling_ms), cfg.max_long_polling_ms)
-        if polling > remaining_ms:
-            if remaining_ms < cfg.min_long_polling_ms:
-                version = self._metadata(context).get(CLIENT_VERSION)
-                code = "BAD_REQUEST" if version is None or version < "5.0.3" else "ILLEGAL_POLLING_TIME"
-                raise ServeError(code, "The deadline time remaining is not enough for polling, please check "
-                                       "network condition")
-            polling = remaining_ms
-        _validate_topic_and_group(request.message_queue.topic.name, request.group.name)
+        version = self._metadata(context).get(CLIENT_VERSION)
+        polling = polling_ms(request, cfg, settings, int(remaining * 1000) if remaining is not None else None,
+                             version)
+        validate_topic_and_group(request.message_queue.topic.name, request.group.name)
         topic, group = request.message_queue.topic.name, request.group.name
         queues = self.ctx.topics.queues(topic)
         if request.auto_renew:
             invisible = cfg.default_invisible_ms
         else:
             invisible = request.invisible_duration.ToMilliseconds()
-            _validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
-        accept = _tag_filter(request.filter_expression)
+            validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
+        accept = tag_filter(request.filter_expression)
         batch = request.batch_size
         if not 1 <= batch <= MAX_POP_BATCH:
             raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
                                                       f"got {batch}")
         wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
         attempts = settings.backoff_policy.max_attempts if settings is not None else 0
-        popped = self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
-                                      attempts or cfg.max_delivery_attempts)
-        host = f"{self.ctx.host}:{self.ctx.port}"
-        return [outbound(p.message, host, p.handle, p.attempt, p.invisible_ms) for p in popped]
+        return self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
+                                    attempts or cfg.max_delivery_attempts)
 
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             entries = []
             for entry in request.entries:
                 try:
@@ -397,9 +384,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ChangeInvisibleDuration(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``ChangeInvisibleDurationActivity.changeInvisibleDuration``: a new handle, a new invisible time."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             invisible = request.invisible_duration.ToMilliseconds()
-            _validate_invisible(invisible, 0, self.ctx.config.max_invisible_ms)
+            validate_invisible(invisible, 0, self.ctx.config.max_invisible_ms)
             handle = self.ctx.pop.change_invisible(request.group.name, request.topic.name,
                                                    request.receipt_handle, invisible)
             return spb.ChangeInvisibleDurationResponse(status=status("OK"), receipt_handle=handle)
@@ -408,7 +395,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
     def ForwardMessageToDeadLetterQueue(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``ForwardMessageToDLQActivity``: store the message in the group's ``%DLQ%`` topic, then ack it."""
         def work(_: str) -> Any:
-            _validate_topic_and_group(request.topic.name, request.group.name)
+            validate_topic_and_group(request.topic.name, request.group.name)
             group, topic = request.group.name, request.topic.name
             ext, _attempt = self.ctx.pop.in_flight(group, topic, request.receipt_handle)
             dead_letter(self.ctx.broker, group, ext)
@@ -419,19 +406,13 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
 
 def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
-    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id)."""
+    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id;
+    the properties only a broker sets, such as a committed message's ``__transactionId__``, stay behind)."""
     props = ext.properties
+    kept = {k: v for k, v in user_properties(props).items() if k not in RESERVED_PROPERTIES}
     copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
-                   keys=props.get(PROPERTY_KEYS), properties=user_properties(props))
+                   keys=props.get(PROPERTY_KEYS), properties=kept)
     broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))
-
-
-def _validate_invisible(invisible_ms: int, minimum: int, maximum: int) -> None:
-    """``GrpcValidator.validateInvisibleTime``."""
-    if invisible_ms < minimum:
-        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too small. min is {minimum}")
-    if invisible_ms > maximum:
-        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too large. max is {maximum}")
 
 
 def _log_unexpected(exc: BaseException) -> None:

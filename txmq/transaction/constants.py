@@ -27,6 +27,8 @@ PROPERTY_CLUSTER = "CLUSTER"
 PROPERTY_RESUMED = "TXMQ_RESUMED"
 # txmq's own: a discarded copy remembers which half it was, for the trace of a later admin resume.
 PROPERTY_DISCARDED_HALF_OFFSET = "TXMQ_DISCARDED_HALF_OFFSET"
+# txmq's own properties, unknown to upstream.
+TXMQ_PROPERTIES = frozenset({PROPERTY_RESUMED, PROPERTY_DISCARDED_HALF_OFFSET})
 # Properties only the broker may set: a client value would change what the broker does with the message
 # (a bogus check count, a delay slipped past the transactional-send check...). The check-immunity property
 # is the one transaction property a producer sets on purpose; tags and keys have their Message fields.
@@ -34,6 +36,6 @@ RESERVED_PROPERTIES = frozenset({
     PROPERTY_DELAY, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_KEY, PROPERTY_TAGS, PROPERTY_KEYS,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, PROPERTY_TRANSACTION_ID, PROPERTY_TRANSACTION_CHECK_TIMES,
-    PROPERTY_CLUSTER, PROPERTY_RESUMED, PROPERTY_DISCARDED_HALF_OFFSET,
-})
+    PROPERTY_CLUSTER,
+}) | TXMQ_PROPERTIES
 CLUSTER_NAME = "txmq"

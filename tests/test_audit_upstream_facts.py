@@ -1,0 +1,83 @@
+"""The audit and upstream's two facts that are not violations (``txmq.catalogue.UPSTREAM_FACTS``), on
+hand-built histories: a check early only by the Python client's born-time truncation, and checks lost
+before the endpoint heard the producer group at its transaction heartbeat. Each is a figure; the same
+history without the fact's excuse is a finding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_audit_units import check, deliver, end, kill, names, never_deciding, send
+
+from txmq.audit import checkers, report
+from txmq.audit.checkers import Expectations
+from txmq.catalogue import UPSTREAM_FACTS
+
+pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install 'txmq[serve]'")
+
+TIMEOUT = Expectations("rocketmq", transaction_timeout_s=6.0, check_max=15)
+
+
+def stamped_send(tx: str, at: float, wall: float) -> list[dict[str, Any]]:
+    """A transaction sent at ``at`` (``wall`` on the wall clock), checked at 15.5 s and committed by the
+    answer, then delivered."""
+    return [{**send(tx, at), "wall": wall}, check(tx, 15.5, "COMMIT"),
+            end(tx, "COMMIT", 15.6, source="check"), deliver(tx, 16.0)]
+
+
+def test_a_check_early_only_by_the_clients_truncation_is_a_figure_not_a_violation() -> None:
+    # sent at 10.0 s, when the wall clock read ...100.7: the client stamped ...100, 0.7 s earlier
+    records = stamped_send("t", 10.0, 1_700_000_100.7)
+    assert names(records, TIMEOUT) == []
+    assert report.figures(records, 15, transaction_timeout_s=6.0)["checks_early_by_born_truncation"] == 1
+
+
+@pytest.mark.parametrize("records", [
+    stamped_send("t", 10.0, 1_700_000_100.2),  # more than the truncation
+    [{k: v for k, v in r.items() if k != "wall"} for r in stamped_send("t", 10.0, 0.7)],  # no wall clock
+])
+def test_a_check_earlier_than_the_stamped_born_time_allows_is_a_violation(records: list[Any]) -> None:
+    assert names(records, TIMEOUT) == [("CheckAfterTimeout", False)]
+
+
+def started(at: float) -> dict[str, Any]:
+    return {"ev": "client", "action": "start", "producer": "p0.1", "t": at}
+
+
+def test_checks_lost_before_the_heartbeat_after_a_restart_count_toward_check_max() -> None:
+    # checked every 10 s from 6 s; the endpoint was killed at 40 s, producers started again at 43 s, and
+    # the group was heard 5 s later: the checks due at 46 s went nowhere
+    records = [started(0.0), *never_deciding(46.0), kill(40.0), started(43.0)]
+    gated = Expectations("rocketmq", 1.0, 15, heartbeat_s=5.0)
+    assert names(records, gated) == []
+    figures = report.figures(records, 15, heartbeat_s=5.0)
+    assert figures["checked_out_through_heartbeat_gate"] == 1
+    assert checkers.open_transactions(records, 15, heartbeat_s=5.0) == []
+    # held to strict mode, the endpoint registers producers at once: the missing check is a stuck transaction
+    assert names(records, Expectations("strict", 1.0, 15)) == [("EventuallyResolved", False)]
+    assert checkers.open_transactions(records, 15) == ["n"]
+
+
+def test_a_check_missing_long_after_the_heartbeat_is_still_stuck() -> None:
+    records = [started(0.0), *never_deciding(96.0), kill(40.0), started(43.0)]
+    gated = Expectations("rocketmq", 1.0, 15, heartbeat_s=5.0)
+    assert names(records, gated) == [("EventuallyResolved", False)]
+
+
+def test_every_upstream_fact_is_a_figure_of_the_report() -> None:
+    figures = report.figures([send("t"), check("t", 7.0, "COMMIT")], 15, heartbeat_s=5.0,
+                             transaction_timeout_s=6.0)
+    assert {fact.figure for fact in UPSTREAM_FACTS} <= set(figures)
+
+
+def test_a_transaction_alive_at_a_crash_may_lose_every_check_before_the_heartbeat() -> None:
+    """Upstream after a broker crash: the broker checks every half each interval (2 s) while the proxy
+    is still starting, and discards them before any producer can be reached. Sent at 1 s, checked once at
+    4.5 s, killed at 7 s, producers back at 90 s: the window holds all 14 missing checks."""
+    records = [started(0.0), send("t", 1.0), check("t", 4.5, "UNKNOWN"), kill(7.0), started(90.0)]
+    gated = Expectations("rocketmq", 3.0, 15, heartbeat_s=5.0, check_interval_s=2.0)
+    assert names(records, gated) == []
+    assert report.figures(records, 15, 5.0, 3.0, 2.0)["checked_out_through_heartbeat_gate"] == 1
+    # a check seen after the window shows the producers were reachable again: no excuse for the rest
+    assert names([*records, check("t", 120.0, "UNKNOWN")], gated) == [("EventuallyResolved", False)]

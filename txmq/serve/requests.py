@@ -1,0 +1,102 @@
+"""Checks of requests as upstream's proxy makes them (``GrpcValidator``, ``TopicRouteHelper``): topic and
+group names, tag filters, invisible times, and the table of served topics. Each refusal is a
+``ServeError`` with the code upstream's proxy answers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rocketmq.grpc_protocol import definition_pb2 as pb
+
+from txmq.broker import validate_topic
+from txmq.errors import TxmqError
+from txmq.protocol import MessageExt
+from txmq.serve.config import ServeConfig
+from txmq.serve.errors import ServeError
+from txmq.transaction.constants import CHECKPOINT_GROUP, PROPERTY_TAGS
+
+DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
+_GROUP_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")  # Validators.checkGroup
+_SYSTEM_GROUP_PREFIX = CHECKPOINT_GROUP[: len("CID_RMQ_SYS_")]  # MixAll.isSysConsumerGroup
+
+
+class TopicTable:
+    """The topics this server serves and their queue counts; a dead-letter topic has one queue."""
+
+    def __init__(self, declared: dict[str, int]) -> None:
+        self.declared = dict(declared)
+
+    def queues(self, topic: str) -> int:
+        """Queue count of a served topic; TOPIC_NOT_FOUND otherwise (``TopicRouteHelper``)."""
+        if topic.startswith(DLQ_PREFIX):
+            return 1
+        count = self.declared.get(topic)
+        if count is None:
+            raise ServeError("TOPIC_NOT_FOUND", f"topic {topic} does not exist on this server; start "
+                                                f"txmq serve with --topic {topic}")
+        return count
+
+
+def validate_topic_name(name: str) -> None:
+    """``GrpcValidator.validateTopic``: a legal name, not a system topic."""
+    try:
+        validate_topic(name)
+    except TxmqError as exc:
+        raise ServeError("ILLEGAL_TOPIC", str(exc)) from None
+
+
+def validate_group(name: str) -> None:
+    """``GrpcValidator.validateConsumerGroup``."""
+    if not _GROUP_NAME.match(name):
+        raise ServeError("ILLEGAL_CONSUMER_GROUP", f"consumer group {name!r} is not a valid name")
+    if name.startswith(_SYSTEM_GROUP_PREFIX):
+        raise ServeError("ILLEGAL_CONSUMER_GROUP", "cannot use system consumer group")
+
+
+def validate_topic_and_group(topic: str, group: str) -> None:
+    """``GrpcValidator.validateTopicAndConsumerGroup``."""
+    validate_topic_name(topic)
+    validate_group(group)
+
+
+def tag_filter(expression: Any) -> Callable[[MessageExt], bool] | None:
+    """TAG expressions (``*``, ``a || b``); SQL92 needs property filtering, which txmq does not do."""
+    if expression.type == pb.FilterType.SQL:
+        raise ServeError("ILLEGAL_FILTER_EXPRESSION", "SQL92 filtering is not supported by txmq")
+    text = expression.expression.strip()
+    if text in ("", "*"):
+        return None
+    tags = {t.strip() for t in text.split("||") if t.strip()}
+    return lambda ext: ext.properties.get(PROPERTY_TAGS) in tags
+
+
+def validate_invisible(invisible_ms: int, minimum: int, maximum: int) -> None:
+    """``GrpcValidator.validateInvisibleTime``."""
+    if invisible_ms < minimum:
+        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too small. min is {minimum}")
+    if invisible_ms > maximum:
+        raise ServeError("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too large. max is {maximum}")
+
+
+def polling_ms(request: Any, cfg: ServeConfig, settings: Any | None, remaining_ms: int | None,
+               client_version: str | None) -> int:
+    """How long a receive may long-poll (``ReceiveMessageActivity``): the request's, or the client's
+    deadline less half its request timeout, within the configured bounds and never past the deadline; a
+    deadline too close is refused (ILLEGAL_POLLING_TIME, BAD_REQUEST for clients before 5.0.3)."""
+    remaining = remaining_ms if remaining_ms is not None else cfg.max_long_polling_ms * 2
+    if request.HasField("long_polling_timeout"):
+        polling = request.long_polling_timeout.ToMilliseconds()
+    else:
+        timeout_ms = settings.request_timeout.ToMilliseconds() if settings is not None else 3000
+        polling = remaining - timeout_ms // 2
+    polling = min(max(polling, cfg.min_long_polling_ms), cfg.max_long_polling_ms)
+    if polling > remaining:
+        if remaining < cfg.min_long_polling_ms:
+            code = ("BAD_REQUEST" if client_version is None or client_version < "5.0.3"
+                    else "ILLEGAL_POLLING_TIME")
+            raise ServeError(code, "The deadline time remaining is not enough for polling, please check "
+                                   "network condition")
+        polling = remaining
+    return int(polling)
