@@ -32,6 +32,7 @@ from txmq.runtime import BrokerRuntime
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.pop import PopService
+from txmq.serve.remoting.server import RemotingServer
 from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, TopicTable, dead_letter
 from txmq.serve.transactions import TransactionIndex, half_records
 from txmq.trace.schema import TraceHeader
@@ -46,7 +47,7 @@ class ServeSession:
 
     def __init__(self, store: Path, broker_config: BrokerConfig, config: ServeConfig, topics: dict[str, int],
                  host: str = "127.0.0.1", port: int = 8081, trace: Path | None = None,
-                 advertise: tuple[str, int] | None = None) -> None:
+                 advertise: tuple[str, int] | None = None, remoting_port: int | None = None) -> None:
         self.store = store
         self.broker_config = broker_config
         self.config = config
@@ -61,6 +62,8 @@ class ServeSession:
         self._sink: TraceSink | None = None
         self.broker: Broker | None = None
         self.context: ServeContext | None = None
+        self.remoting_port = remoting_port  # the remoting protocol's port (txmq.serve.remoting), if any
+        self.remoting: RemotingServer | None = None
 
     def start(self) -> ServeSession:
         """Open the store, start the timed services, bind and serve; ``port`` is the bound port."""
@@ -100,6 +103,8 @@ class ServeSession:
                                     transactions=index,
                                     clients=ClientRegistry(broker), host=host, port=port)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
+        if self.remoting_port is not None:
+            self.remoting = RemotingServer(self.context, self.host, self.remoting_port, host).start()
         self._runtime = BrokerRuntime(broker).start()
         server.start()
         self._server = server
@@ -112,6 +117,9 @@ class ServeSession:
 
     def stop(self) -> None:
         """Clean shutdown (see the module docstring). Calling it again does nothing."""
+        if self.remoting is not None:
+            self.remoting.stop()
+            self.remoting = None
         if self._server is not None:
             stopping = self._server.stop(GRACE_S)
             if self.context is not None:
