@@ -76,7 +76,7 @@ def encode(command: Command) -> bytes:
             fields["remark"] = command.remark
         if command.ext:
             fields["extFields"] = command.ext
-        header = json.dumps(fields, separators=(",", ":")).encode()
+        header = json.dumps(fields, separators=(",", ":"), sort_keys=True).encode()  # as fastjson orders
     length = 4 + len(header) + len(command.body)
     if length + 4 > MAX_FRAME:
         raise FrameError(f"a frame of {length + 4} bytes exceeds the {MAX_FRAME}-byte limit")
