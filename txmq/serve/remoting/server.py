@@ -28,6 +28,8 @@ from txmq.serve.remoting.producer import Refusal, RemotingContext
 from txmq.serve.service import ServeContext
 
 WORKERS = 16
+_POOLED = frozenset({codes.SEND_MESSAGE, codes.SEND_MESSAGE_V2, codes.SEND_BATCH_MESSAGE,
+                     codes.END_TRANSACTION, codes.CONSUMER_SEND_MSG_BACK})
 Handler = Callable[[Connection, Command], "Command | None"]
 
 
@@ -70,7 +72,8 @@ class RemotingServer:
             codes.CONSUMER_SEND_MSG_BACK: consumer.send_back,
         }
         handlers: dict[int, Handler] = {code: partial(fn, ctx) for code, fn in table.items()}
-        handlers[codes.PULL_MESSAGE] = partial(consumer.pull, ctx, self.hold)
+        pull = partial(consumer.pull, ctx, self.hold)
+        handlers[codes.PULL_MESSAGE] = handlers[codes.LITE_PULL_MESSAGE] = pull
         return handlers
 
     def start(self) -> RemotingServer:
@@ -104,8 +107,14 @@ class RemotingServer:
                 sock.close()  # gone before we could look at it
 
     def _received(self, conn: Connection, cmd: Command) -> None:
+        """Requests that cannot block are answered on the reader thread (no hand-off: a client's first
+        route query must beat its 3 s timeout on a loaded machine); sends and transaction ends, which
+        may wait for the broker lock or an fsync, go to the pool."""
         if cmd.is_response:
             return  # answers to our one-way requests do not come; anything else is ignored, as upstream
+        if cmd.code not in _POOLED:
+            self._process(conn, cmd)
+            return
         try:
             self._pool.submit(self._process, conn, cmd)
         except RuntimeError:
