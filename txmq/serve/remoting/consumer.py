@@ -132,12 +132,15 @@ def pull_once(ctx: RemotingContext, cmd: Command, final: bool) -> Command | None
 
 
 def query_offset(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:
-    """``ConsumerManageProcessor.queryConsumerOffset``: a group that never committed gets QUERY_NOT_FOUND
-    (txmq's queues are all in memory, so upstream's zero-for-a-new-queue case never applies) and starts
-    where its ConsumeFromWhere says."""
+    """``ConsumerManageProcessor.queryConsumerOffset``: a group that never committed reads 0 from a queue
+    that never held a message (``checkInMemByConsumeOffset`` finds nothing at 0) and QUERY_NOT_FOUND
+    otherwise (txmq's queues are all "in memory"), and then starts where its ConsumeFromWhere says."""
     ext = cmd.ext
-    offset = ctx.serve.broker.consumer_offset(ext.get("consumerGroup", ""), ext.get("topic", ""),
-                                              header_int(ext, "queueId"))
+    topic, queue_id = ext.get("topic", ""), header_int(ext, "queueId")
+    broker = ctx.serve.broker
+    offset = broker.consumer_offset(ext.get("consumerGroup", ""), topic, queue_id)
+    if offset is None and broker.max_offset(topic, queue_id) == 0:
+        offset = 0
     if offset is None:
         return cmd.response(codes.QUERY_NOT_FOUND, remark="Not found, maybe this group consumer boot first")
     return cmd.response(codes.SUCCESS, {"offset": str(offset)})
