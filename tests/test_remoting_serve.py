@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 from remotingkit import RemotingClient, served
+from servekit import ROOT
+from tlc_tools import JAR, needs_tlc
 
+from spark_validation.report import HOLDS
 from txmq.serve.remoting import codes
 from txmq.serve.remoting.frame import ROCKETMQ, Command, encode
 from txmq.serve.remoting.message import (
@@ -25,6 +28,8 @@ from txmq.serve.remoting.message import (
     encode_batch,
 )
 from txmq.serve.server import ServeSession
+from txmq.tla.trace_validation import validate as validate_trace
+from txmq.trace.reader import read_events
 
 GROUP = "pg"
 
@@ -231,3 +236,65 @@ def test_unknown_codes_and_bad_fields_are_answered_and_mid_frame_disconnects_are
     assert client.call(codes.HEART_BEAT, body=b"{not json").code == codes.SYSTEM_ERROR
     compressed = send(client, b"not zlib", sysflag=1)
     assert compressed.code == codes.MESSAGE_ILLEGAL
+
+
+def next_check(client: RemotingClient) -> Command:
+    """The next command the server pushed, a CHECK_TRANSACTION_STATE."""
+    command = client.pushed.get(timeout=30)
+    assert command.code == codes.CHECK_TRANSACTION_STATE
+    return command
+
+
+def short_session(tmp_path: Path) -> Path:
+    """A short remoting session traced to ndjson (one topic, one producer group): a commit, a rollback, an
+    orphan committed by its check, all pulled by a consumer that subscribed with ``*``."""
+    trace = tmp_path / "remoting.ndjson"
+    serving = served(tmp_path / "store", "strict", {"Short": 1}, trace=trace)
+    try:
+        client = RemotingClient(port_of(serving))
+        heartbeat(client, "producer-1", producers=(GROUP,))
+        subscription = [{"topic": "Short", "subString": "*"}]
+        consumer = RemotingClient(port_of(serving))  # a client id per connection, as real clients
+        consumer.call(codes.HEART_BEAT, body=json.dumps({"clientID": "consumer-1", "consumerDataSet": [
+            {"groupName": "G-short", "subscriptionDataSet": subscription}]}).encode())
+        for uniq, action in (("C", "8"), ("R", "12"), ("O", None)):
+            sent = send(client, uniq.encode(), sysflag=4, uniq=uniq, topic="Short")
+            offset = decode_message_id(sent.ext["msgId"])[2]
+            if action is not None:
+                client.oneway(codes.END_TRANSACTION, {
+                    "producerGroup": GROUP, "tranStateTableOffset": sent.ext["queueOffset"],
+                    "commitLogOffset": str(offset), "commitOrRollback": action,
+                    "fromTransactionCheck": "false", "transactionId": uniq})
+        check = next_check(client)
+        assert check.ext["transactionId"] == "O"
+        client.oneway(codes.END_TRANSACTION, {**check.ext, "producerGroup": GROUP, "commitOrRollback": "8",
+                                              "fromTransactionCheck": "true"})
+        got: list[bytes] = []
+        while len(got) < 2:
+            got += [m.body for m in records(pull(consumer, len(got), topic="Short", group="G-short",
+                                                 suspend_ms=20000).body)]
+        assert got == [b"C", b"O"]
+        client.close()
+        consumer.close()
+    finally:
+        serving.stop()
+    return trace
+
+
+@needs_tlc
+def test_a_short_remoting_session_is_a_behaviour_of_the_spec(tmp_path: Path) -> None:
+    header, events = read_events(short_session(tmp_path))
+    assert header.config["consumer_groups"] == {"G-short": ["Short"]}
+    outcome = validate_trace(header.mode, header.config, events, spec_dir=ROOT / "spec", jar=JAR)
+    assert outcome.accepted, f"rejected at {outcome.first_unexplained}"
+
+
+def test_a_remoting_session_validates(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    from spark_validation.job import validate
+    from spark_validation.tests.conftest import small_trace_session
+
+    trace = short_session(tmp_path)
+    small_trace_session()  # left running: the Spark tests later in the run share it
+    report = validate(str(trace), progress=lambda _: None)
+    assert {c.id: c.status for c in report.checks if c.status != HOLDS} == {}
