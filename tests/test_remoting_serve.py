@@ -18,6 +18,10 @@ from servekit import ROOT
 from tlc_tools import JAR, needs_tlc
 
 from spark_validation.report import HOLDS
+from txmq.cli import main
+from txmq.config import BrokerConfig
+from txmq.errors import ConfigError
+from txmq.serve.config import ServeConfig
 from txmq.serve.remoting import codes
 from txmq.serve.remoting.frame import ROCKETMQ, Command, encode
 from txmq.serve.remoting.message import (
@@ -298,3 +302,16 @@ def test_a_remoting_session_validates(tmp_path: Path) -> None:
     small_trace_session()  # left running: the Spark tests later in the run share it
     report = validate(str(trace), progress=lambda _: None)
     assert {c.id: c.status for c in report.checks if c.status != HOLDS} == {}
+
+
+def test_a_bad_or_busy_remoting_port_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    assert main(["serve", "--store", str(tmp_path / "a"), "--topic", "T", "--remoting", "70000"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert "--remoting 70000" in err and len(err.splitlines()) == 1
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(ConfigError, match="for remoting"):
+            ServeSession(tmp_path / "b", BrokerConfig(), ServeConfig(), {"T": 1}, port=0,
+                         remoting_port=busy.getsockname()[1]).start()
