@@ -43,18 +43,26 @@ class RemotingClient:
     def _read(self) -> None:
         try:
             while True:
-                head = self.sock.recv(4, socket.MSG_WAITALL)
-                if len(head) < 4:
-                    return
-                payload = self.sock.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL)
+                head = self._exactly(4)
+                payload = self._exactly(struct.unpack(">I", head)[0])
                 command = decode(payload)
                 with self._lock:
                     waiting = self._answers.pop(command.opaque, None) if command.is_response else None
                 (waiting or self.pushed).put(command)
-        except OSError:
+        except (OSError, EOFError):
             return
         finally:
             self.closed.set()
+
+    def _exactly(self, size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = self.sock.recv(size)
+            if not chunk:
+                raise EOFError("the server closed the connection")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
 
     def call(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
              timeout: float = REPLY_TIMEOUT_S) -> Command:

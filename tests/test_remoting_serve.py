@@ -121,6 +121,14 @@ def test_sent_messages_pull_back_in_upstreams_layout_with_their_offset_ids(sessi
     assert [m.body for m in records(pull(client, 0, queue_id=1).body)] == [b"b1", b"b2"]
 
 
+def test_a_pull_answer_stops_past_upstreams_transfer_bytes(session: ServeSession) -> None:
+    client = RemotingClient(port_of(session))
+    for i in range(3):
+        send(client, bytes([i]) * 200_000, uniq=f"big{i}")
+    answer = pull(client, 0)
+    assert [m.queue_offset for m in records(answer.body)] == [0, 1] and answer.ext["nextBeginOffset"] == "2"
+
+
 def test_a_held_pull_is_answered_when_a_message_arrives(session: ServeSession) -> None:
     consumer, producer = RemotingClient(port_of(session)), RemotingClient(port_of(session))
     result: list[Command] = []

@@ -154,12 +154,3 @@ class RemotingClients:
         for conn in members:
             conn.send(Command(NOTIFY_CONSUMER_IDS_CHANGED, self.next_opaque(), ONEWAY_FLAG,
                               {"consumerGroup": group}))
-
-    def close_all(self) -> None:
-        """Server shutdown: every connection closes."""
-        with self._lock:
-            conns = {id(c.connection): c.connection for c in self._producers.values()}
-            for members in self._consumers.values():
-                conns.update({id(c): c for c in members.values()})
-        for conn in conns.values():
-            conn.close()

@@ -25,6 +25,7 @@ from txmq.transaction.constants import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UN
 FLAG_COMMIT_OFFSET = 0x1  # PullSysFlag
 FLAG_SUSPEND = 0x2
 MAX_PULL_BATCH = 32  # MessageStoreConfig.maxTransferCountOnMessageInMemory
+MAX_PULL_BYTES = 256 * 1024  # maxTransferBytesOnMessageInMemory: an answer stays far below a frame's limit
 MAX_SUSPEND_MS = 30_000
 HOLD_CHECK_S = 0.5  # a held pull looks again this often even if nothing woke it (gRPC sends, checks)
 DEFAULT_MAX_RECONSUME = 16  # SubscriptionGroupConfig.retryMaxTimes
@@ -80,7 +81,10 @@ class PullHold:
             waiting = []
             for item in held:
                 last = self._stop.is_set() or now >= item.deadline or not item.connection.active
-                answer = pull_once(self.ctx, item.command, final=last)
+                try:
+                    answer = pull_once(self.ctx, item.command, final=last)
+                except Exception as exc:  # the broker closed under a held pull, or a bug: answer, go on
+                    answer = item.command.response(codes.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
                 if answer is None:
                     waiting.append(item)
                 else:
@@ -127,8 +131,15 @@ def pull_once(ctx: RemotingContext, cmd: Command, final: bool) -> Command | None
                             remark="no new message")
     count = min(max(header_int(ext, "maxMsgNums", MAX_PULL_BATCH), 1), MAX_PULL_BATCH)
     result = broker.pull_messages(group, topic, queue_id, offset, count)
-    body = b"".join(encode_record(m, ctx.store_host, ctx.store_host) for m in result.messages)
-    return cmd.response(codes.SUCCESS, {**bounds, "nextBeginOffset": str(result.next_offset)}, body=body)
+    records: list[bytes] = []
+    next_offset = result.next_offset
+    for message in result.messages:
+        if records and sum(map(len, records)) >= MAX_PULL_BYTES:
+            next_offset = message.queue_offset  # the rest comes with the next pull
+            break
+        records.append(encode_record(message, ctx.store_host, ctx.store_host))
+    body = b"".join(records)
+    return cmd.response(codes.SUCCESS, {**bounds, "nextBeginOffset": str(next_offset)}, body=body)
 
 
 def query_offset(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:

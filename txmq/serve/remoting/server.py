@@ -52,6 +52,8 @@ class RemotingServer:
         self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="txmq-remoting")
         self._accepting = threading.Thread(target=self._accept, name="txmq-remoting-accept", daemon=True)
         self._handlers = self._table()
+        self._lock = threading.Lock()
+        self._connections: set[Connection] = set()  # every open connection, closed at stop
 
     def _arrived(self) -> None:
         self.hold.arrived()
@@ -91,7 +93,10 @@ class RemotingServer:
         self._listener.close()
         self._accepting.join()
         self.hold.stop()
-        self.clients.close_all()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            connection.close()
         self._pool.shutdown(wait=True)
 
     def _accept(self) -> None:
@@ -102,9 +107,18 @@ class RemotingServer:
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
-                Connection(sock, self._received, self.clients.closed).start()
+                connection = Connection(sock, self._received, self._closed)
             except OSError:
                 sock.close()  # gone before we could look at it
+                continue
+            with self._lock:
+                self._connections.add(connection)
+            connection.start()
+
+    def _closed(self, connection: Connection) -> None:
+        with self._lock:
+            self._connections.discard(connection)
+        self.clients.closed(connection)
 
     def _received(self, conn: Connection, cmd: Command) -> None:
         """Requests that cannot block are answered on the reader thread (no hand-off: a client's first
