@@ -65,8 +65,9 @@ def _serve(args: argparse.Namespace) -> int:
             raise ConfigError(f"--trace {trace}: directory {trace.parent} does not exist")
         if trace.suffix.lower() not in (".parquet", ".ndjson", ".jsonl"):
             raise ConfigError(f"--trace {trace}: name the trace *.parquet or *.ndjson")
-    if not 0 <= args.port < 65536:
-        raise ConfigError(f"--port {args.port}: use 0 (any free port) to 65535")
+    for flag, port in (("--port", args.port), ("--remoting", args.remoting)):
+        if port is not None and not 0 <= port < 65536:
+            raise ConfigError(f"{flag} {port}: use 0 (any free port) to 65535")
     advertise = _endpoint(args.advertise) if args.advertise else None
     stop = threading.Event()
 
@@ -76,9 +77,12 @@ def _serve(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         session = ServeSession(Path(args.store), broker_config, config, topics, host=args.host,
-                               port=args.port, trace=trace, advertise=advertise).start()
+                               port=args.port, trace=trace, advertise=advertise,
+                               remoting_port=args.remoting).start()
         print(f"txmq serve: listening on {args.host}:{session.port} (mode {broker_config.mode}, flush "
               f"{broker_config.flush}, topics {', '.join(sorted(topics))})", flush=True)
+        if session.remoting is not None:
+            print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
         try:
             while not stop.wait(1.0):
                 pass
@@ -103,6 +107,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port to listen on; 0 picks a free one (default {DEFAULT_PORT})")
+    parser.add_argument("--remoting", type=int, metavar="PORT",
+                        help="also serve RocketMQ's remoting protocol (4.x clients; name server and broker "
+                             "on this one port); 0 picks a free one")
     parser.add_argument("--advertise", metavar="HOST:PORT",
                         help="the address QueryRoute gives clients (default: the listening address)")
     parser.add_argument("--mode", choices=("strict", "rocketmq"), default="strict",

@@ -33,6 +33,7 @@ from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.heartbeat import HeartbeatGate, ImmediateRegistration
 from txmq.serve.pop import PopService
+from txmq.serve.remoting.server import RemotingServer
 from txmq.serve.requests import TopicTable
 from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, dead_letter
 from txmq.serve.transactions import TransactionIndex, half_records
@@ -48,7 +49,7 @@ class ServeSession:
 
     def __init__(self, store: Path, broker_config: BrokerConfig, config: ServeConfig, topics: dict[str, int],
                  host: str = "127.0.0.1", port: int = 8081, trace: Path | None = None,
-                 advertise: tuple[str, int] | None = None) -> None:
+                 advertise: tuple[str, int] | None = None, remoting_port: int | None = None) -> None:
         self.store = store
         self.broker_config = broker_config
         self.config = config
@@ -63,6 +64,8 @@ class ServeSession:
         self._sink: TraceSink | None = None
         self.broker: Broker | None = None
         self.context: ServeContext | None = None
+        self.remoting_port = remoting_port  # the remoting protocol's port (txmq.serve.remoting), if any
+        self.remoting: RemotingServer | None = None
 
     def start(self) -> ServeSession:
         """Open the store, start the timed services, bind and serve; ``port`` is the bound port."""
@@ -104,6 +107,8 @@ class ServeSession:
                                     transactions=index,
                                     clients=ClientRegistry(broker, registration), host=host, port=port)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
+        if self.remoting_port is not None:
+            self.remoting = RemotingServer(self.context, self.host, self.remoting_port, host).start()
         self._runtime = BrokerRuntime(broker).start()
         server.start()
         self._server = server
@@ -116,6 +121,9 @@ class ServeSession:
 
     def stop(self) -> None:
         """Clean shutdown (see the module docstring). Calling it again does nothing."""
+        if self.remoting is not None:
+            self.remoting.stop()
+            self.remoting = None
         if self._server is not None:
             stopping = self._server.stop(GRACE_S)
             if self.context is not None:
