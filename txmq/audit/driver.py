@@ -28,7 +28,7 @@ from rocketmq.grpc_protocol import Code, TransactionResolution, TransactionSourc
 
 from txmq.audit.checkers import open_transactions
 from txmq.audit.history import History
-from txmq.audit.nemesis import Launched
+from txmq.audit.nemesis import Restartable
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.errors import BrokerUnavailableError
 
@@ -160,7 +160,7 @@ class Driver:
     """One run of a plan: producers, consumers, the nemesis, and the history they write."""
 
     def __init__(self, plan: Plan, settings: DriverSettings, history: History,
-                 launched: Launched | None = None, progress: Callable[[str], None] | None = None) -> None:
+                 launched: Restartable | None = None, progress: Callable[[str], None] | None = None) -> None:
         self.plan = plan
         self.settings = settings
         self.history = history

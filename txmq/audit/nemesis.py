@@ -22,6 +22,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
 from txmq.audit.history import History
 from txmq.errors import BrokerUnavailableError, ConfigError
@@ -61,6 +62,13 @@ def wait_reachable(endpoint: str, timeout_s: float) -> None:
                 raise BrokerUnavailableError(f"endpoint {endpoint} is unreachable ({exc.strerror or exc})"
                                              ) from None
             time.sleep(0.1)
+
+
+class Restartable(Protocol):
+    """What the driver's nemesis needs of an endpoint: a crash and a restart (``Launched``, or another
+    kind of endpoint such as ``txmq diff``'s upstream cluster)."""
+
+    def restart(self) -> None: ...
 
 
 class Launched:

@@ -1,0 +1,166 @@
+"""``txmq diff``'s classification and comparison without an endpoint: each outcome class read off a
+hand-built history, timing that must not matter, differences that must be found (a doctored history
+pair), the report's structure and the CLI's one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audit_units import check, deliver, end, send
+
+from txmq.audit.checkers import transactions
+from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.cli import main
+from txmq.diff import report
+from txmq.diff.classes import OutcomeClass, check_class, classify
+from txmq.diff.compare import compare
+
+CHECK_MAX = 3
+
+
+def one(records: list[dict[str, Any]]) -> OutcomeClass:
+    txs = transactions(records)
+    assert len(txs) == 1
+    return classify(next(iter(txs.values())), CHECK_MAX)
+
+
+def plan(*kinds: tuple[Outcome, Fault]) -> Plan:
+    return Plan(1, tuple(PlannedTx(f"t{i}", float(i), 0, outcome, fault)
+                         for i, (outcome, fault) in enumerate(kinds)), (), 0.0)
+
+
+# ----------------------------------------------------------------------------- classes
+def test_a_transaction_its_producer_commits() -> None:
+    cls = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5)])
+    assert cls == OutcomeClass(True, True, 1, "producer", "0", False)
+    assert cls.label() == "visible x1, by producer, checks 0"
+
+
+def test_a_withheld_commit_resolved_by_its_check() -> None:
+    cls = one([send("t0"), check("t0", 3.2, "COMMIT"), end("t0", "COMMIT", 3.3, source="check"),
+               deliver("t0", 3.8)])
+    assert (cls.resolved_by, cls.checks, cls.copies) == ("check", "1", 1)
+
+
+def test_a_never_deciding_transaction_is_discarded_at_check_max() -> None:
+    def checked(times: int) -> list[dict[str, Any]]:
+        return [send("t0"), *(check("t0", 3 + i, "UNKNOWN") for i in range(times)),
+                *(end("t0", "UNKNOWN", 3.1 + i, source="check") for i in range(times))]
+
+    cls = one(checked(CHECK_MAX))
+    assert cls == OutcomeClass(True, False, 0, "none", "max", True)
+    assert cls.label().endswith("discarded")
+    assert not one(checked(CHECK_MAX - 1)).discarded  # one check fewer: not given up on yet
+
+
+def test_copies_count_first_attempts_only() -> None:
+    lapsed = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 3.0, attempt=2)])
+    duplicated = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 4.0)])
+    assert (lapsed.copies, duplicated.copies) == (1, 2)
+
+
+def test_the_resolver_is_the_first_end_that_returned_ok() -> None:
+    failed_first = one([send("t0"), end("t0", "ROLLBACK", 0.1, ok=False), check("t0", 3.0, "ROLLBACK"),
+                        end("t0", "ROLLBACK", 3.1, source="check")])
+    late = one([send("t0"), check("t0", 3.0, "ROLLBACK"), end("t0", "ROLLBACK", 3.1, source="check"),
+                end("t0", "COMMIT", 3.5), deliver("t0", 4.0)])
+    nothing = one([send("t0", ok=False)])
+    assert failed_first.resolved_by == "check" and late.resolved_by == "check" and late.visible
+    assert nothing.label() == "not sent" and nothing.resolved_by == "none"
+    assert classify(None, CHECK_MAX).label() == "not sent"
+
+
+@pytest.mark.parametrize("seen, cls", [(0, "0"), (1, "1"), (2, "2"), (3, "3+"), (14, "3+"), (15, "max"),
+                                       (16, "max")])
+def test_check_counts_between_three_and_check_max_share_a_class(seen: int, cls: str) -> None:
+    assert check_class(seen, 15) == cls
+
+
+# ----------------------------------------------------------------------------- comparison
+def _pair() -> tuple[Plan, list[dict[str, Any]]]:
+    kinds = plan((Outcome.COMMIT, Fault.NONE), (Outcome.COMMIT, Fault.WITHHELD),
+                 (Outcome.ROLLBACK, Fault.NONE))
+    records = [send("t0", 0.0), end("t0", "COMMIT", 0.1), deliver("t0", 0.4),
+               send("t1", 1.0), check("t1", 4.1, "COMMIT"), end("t1", "COMMIT", 4.2, source="check"),
+               deliver("t1", 4.5), send("t2", 2.0), end("t2", "ROLLBACK", 2.1)]
+    return kinds, records
+
+
+def _shifted(records: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
+    moved = []
+    for record in records:
+        record = dict(record)
+        for key in ("t", "invoked", "returned"):
+            if record.get(key) is not None:
+                record[key] = record[key] + seconds
+        moved.append(record)
+    return moved
+
+
+def test_histories_that_differ_only_in_timing_agree() -> None:
+    kinds, records = _pair()
+    result = compare(kinds, records, _shifted(records, 0.7), CHECK_MAX)
+    assert (result.agreed, result.total, result.differences) == (3, 3, [])
+    assert result.per_field == dict.fromkeys(result.per_field, 3)
+
+
+def test_a_doctored_history_disagrees_where_it_should() -> None:
+    kinds, records = _pair()
+    # the candidate never delivers t1's message, and its t2 rollback is delivered anyway
+    doctored = [r for r in records if not (r["tx"] == "t1" and r["ev"] == "deliver")] + [deliver("t2", 2.5)]
+    result = compare(kinds, records, doctored, CHECK_MAX)
+    assert result.agreed == 1 and result.agreement == pytest.approx(1 / 3)
+    by_tx = {d.tx: d for d in result.differences}
+    assert set(by_tx) == {"t1", "t2"}
+    assert by_tx["t1"].fields == ("visible", "copies") and by_tx["t1"].kind == "commit/withheld"
+    assert by_tx["t2"].candidate.visible and not by_tx["t2"].reference.visible
+    assert all(d.deviation is None for d in result.differences) and len(result.unexplained) == 2
+    assert result.per_field["visible"] == 1 and result.per_field["resolved_by"] == 3
+    # a transaction the candidate never sent
+    missing = compare(kinds, records, [r for r in records if r["tx"] != "t0"], CHECK_MAX)
+    assert [d.tx for d in missing.differences] == ["t0"]
+    assert missing.differences[0].candidate.label() == "not sent"
+
+
+def test_the_report_shows_both_histories_side_by_side() -> None:
+    kinds, records = _pair()
+    doctored = [r for r in records if not (r["tx"] == "t1" and r["ev"] == "deliver")]
+    result = compare(kinds, records, doctored, CHECK_MAX)
+    header = {"seed": 1, "options": {}, "endpoints": {"upstream": "u:1", "serve": "s:2"}}
+    findings = {"upstream": {"violations": {}, "expected": {}},
+                "serve": {"violations": {"EventuallyDelivered": 1}, "expected": {}}}
+    built = report.build(header, result, findings)
+    assert (built["transactions"], built["agreeing"], built["unexplained"]) == (3, 2, 1)
+    assert built["agreement"] == pytest.approx(0.6667)
+    (diff,) = built["differences"]
+    assert diff["tx"] == "t1" and diff["upstream"]["visible"] and not diff["serve"]["visible"]
+    assert diff["upstream_history"][0].split()[0] == "0.000..0.010"  # timed from the transaction's send
+    assert any("deliver" in line for line in diff["upstream_history"])
+    assert not any("deliver" in line for line in diff["serve_history"])
+    text = report.table(built)
+    assert "2/3 transactions in the same class" in text and "UNEXPLAINED" in text
+    assert any(" | " in line and "deliver" in line.split(" | ")[0] for line in text.splitlines())
+
+
+# ----------------------------------------------------------------------------- CLI
+@pytest.mark.parametrize("argv, message", [
+    (["--upstream", "127.0.0.1:1", "--nemesis"], "--nemesis needs an upstream"),
+    (["--upstream", "nohost"], "write HOST:PORT"),
+    (["--upstream", "127.0.0.1:1", "--min-agreement", "2"], "--min-agreement is a share"),
+    (["--upstream", "127.0.0.1:1", "--check-max", "0"], "must be at least 1"),
+])
+def test_bad_options_are_one_line(argv: list[str], message: str, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", "--out", str(tmp_path / "out"), *argv]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_without_rocketmq_home_it_says_how(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
+    assert main(["diff", "--out", str(tmp_path / "out")]) == 7
+    assert "ROCKETMQ_HOME is not set" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
