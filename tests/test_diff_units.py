@@ -16,6 +16,7 @@ from txmq.cli import main
 from txmq.diff import report
 from txmq.diff.classes import OutcomeClass, check_class, classify
 from txmq.diff.compare import compare
+from txmq.diff.deviations import Timings
 
 CHECK_MAX = 3
 
@@ -164,3 +165,44 @@ def test_without_rocketmq_home_it_says_how(tmp_path: Path, capsys: pytest.Captur
     assert main(["diff", "--out", str(tmp_path / "out")]) == 7
     assert "ROCKETMQ_HOME is not set" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- named deviations
+def _explained(kinds: Plan, reference: list[dict[str, Any]],
+               candidate: list[dict[str, Any]]) -> list[str | None]:
+    result = compare(kinds, reference, candidate, CHECK_MAX, Timings(2.0, 0.5))
+    return [d.deviation for d in result.differences]
+
+
+def test_a_late_end_transaction_is_named() -> None:
+    """The reference goes on checking a rolled-back transaction 10 s after its ROLLBACK returned."""
+    kinds = plan((Outcome.ROLLBACK, Fault.NONE))
+    served = [send("t0"), end("t0", "ROLLBACK", 0.1)]
+    late = [*served, check("t0", 10.0, "ROLLBACK"), end("t0", "ROLLBACK", 10.1, source="check")]
+    assert _explained(kinds, late, served) == ["late or lost end-transaction"]
+    assert _explained(kinds, served, late) == ["late or lost end-transaction"]  # either side
+
+
+def test_an_op_race_is_named_and_a_new_kind_of_difference_is_not() -> None:
+    """A re-check 2.5 s after the COMMIT returned (within check interval + two batch intervals + 1 s)
+    duplicates the message: the Op race. A duplicate with no re-check behind it is unexplained."""
+    kinds = plan((Outcome.COMMIT, Fault.NONE))
+    served = [send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5)]
+    raced = [*served, check("t0", 2.6, "COMMIT"), end("t0", "COMMIT", 2.7, source="check"),
+             deliver("t0", 3.0)]
+    assert _explained(kinds, raced, served) == ["Op race (S30/S41)"]
+    assert Timings(2.0, 0.5).op_race_s == 4.0
+    duplicated = [*served, deliver("t0", 3.0)]
+    assert _explained(kinds, duplicated, served) == [None]
+
+
+def test_a_send_that_failed_on_one_side_and_lost_checks_are_named() -> None:
+    kinds = plan((Outcome.COMMIT, Fault.NONE), (Outcome.NEVER, Fault.NONE))
+    checked = [send("t1"), *(check("t1", 3 + i, "UNKNOWN") for i in range(CHECK_MAX))]
+    reference = [send("t0", ok=False), *checked[:-1]]  # t1: one check lost on the way
+    candidate = [send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), *checked]
+    assert _explained(kinds, reference, candidate) == ["send failed on one side",
+                                                       "checks lost and counted (#22 item 6)"]
+    # a never-deciding transaction delivered on one side is not "lost checks"
+    leaked = [*checked, deliver("t1", 9.0)]
+    assert _explained(kinds, [send("t0"), *checked[:-1]], [send("t0"), *leaked]) == [None]

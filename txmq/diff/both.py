@@ -5,17 +5,22 @@ report. Imports the official client (through the audit's driver)."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from txmq.audit import history
 from txmq.audit.checkers import Expectations
 from txmq.audit.driver import DriverSettings
-from txmq.audit.workload import Plan
+from txmq.audit.history import Record
+from txmq.audit.workload import Plan, fault_kinds, make_plan
 from txmq.diff import report
 from txmq.diff.compare import compare
+from txmq.diff.deviations import Timings
 from txmq.diff.run import run_side
 from txmq.diff.sides import ServeSide, Settings, UpstreamSide
+from txmq.errors import TraceError
 from txmq.upstream import UpstreamCluster, rocketmq_home
 
 
@@ -23,6 +28,34 @@ def settings_of(args: argparse.Namespace) -> Settings:
     """The endpoints' shared settings from ``txmq diff``'s options."""
     return Settings(args.transaction_timeout, args.check_interval, args.check_max, args.heartbeat,
                     args.op_batch_interval)
+
+
+def judge(plan: Plan, reference: list[Record], candidate: list[Record], header: dict[str, Any],
+          expectations: Expectations) -> dict[str, Any]:
+    """Compare two histories of ``plan`` and build the diff report (``header`` as ``txmq diff`` writes
+    it, with the endpoints)."""
+    options = header["options"]
+    comparison = compare(plan, reference, candidate, expectations.check_max,
+                         Timings(options["check_interval"], options["op_batch_interval"]))
+    findings = {"upstream": report.findings_summary(reference, expectations),
+                "serve": report.findings_summary(candidate, expectations)}
+    return report.build(header, comparison, findings)
+
+
+def rejudge(out: Path) -> dict[str, Any]:
+    """``--rejudge``: compare again the two histories a run left in ``out`` (after a change of the
+    classes or the deviations), with the plan rebuilt from the header and checked against its digest."""
+    up_header, reference = history.read(out / "upstream" / "history.jsonl")
+    serve_header, candidate = history.read(out / "serve" / "history.jsonl")
+    options = up_header["options"]
+    kinds = fault_kinds(options["fault_kinds"]) if options["fault_kinds"] else None
+    plan = make_plan(up_header["seed"], options["duration"], options["rate"], options["producers"],
+                     options["faults"], kinds)
+    if hashlib.sha256(plan.describe().encode()).hexdigest() != up_header["plan_sha256"]:
+        raise TraceError(f"{out}: the histories' plan cannot be rebuilt (another txmq version?)")
+    header = up_header | {"endpoints": {"upstream": up_header["endpoint"], "serve": serve_header["endpoint"]}}
+    expectations = Expectations("rocketmq", options["transaction_timeout"], options["check_max"])
+    return judge(plan, reference, candidate, header, expectations)
 
 
 def run_both(plan: Plan, args: argparse.Namespace, header: dict[str, Any], out: Path,
@@ -49,8 +82,5 @@ def run_both(plan: Plan, args: argparse.Namespace, header: dict[str, Any], out: 
     serve.downtimes = upstream.downtimes
     progress(f"txmq serve --mode rocketmq at {serve.endpoint}")
     candidate = run_side(plan, serve, driver, args.nemesis, out, header, progress)
-    comparison = compare(plan, reference, candidate, args.check_max)
-    findings = {"upstream": report.findings_summary(reference, expectations),
-                "serve": report.findings_summary(candidate, expectations)}
     endpoints = {"upstream": upstream.endpoint, "serve": serve.endpoint}
-    return report.build(header | {"endpoints": endpoints}, comparison, findings)
+    return judge(plan, reference, candidate, header | {"endpoints": endpoints}, expectations)

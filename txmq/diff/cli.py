@@ -66,6 +66,8 @@ def settle_s(args: argparse.Namespace) -> float:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    if args.rejudge:
+        return _rejudge(args)
     out = _validate(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     _progress(f"seed {seed}")
@@ -81,15 +83,29 @@ def _diff(args: argparse.Namespace) -> int:
     header = {"seed": seed, "options": options,
               "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
     out.mkdir(parents=True, exist_ok=True)
-    from txmq.diff import report
-
     expectations = Expectations("rocketmq", args.transaction_timeout, args.check_max)
     result = run_both(plan, args, header, out, expectations, _progress)
+    return _show(out, result, args.min_agreement)
+
+
+def _rejudge(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    try:
+        from txmq.diff.both import rejudge
+    except ImportError:
+        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
+                               ) from None
+    return _show(out, rejudge(out), args.min_agreement)
+
+
+def _show(out: Path, result: dict[str, Any], min_agreement: float) -> int:
+    from txmq.diff import report
+
     write_json(out / "diff.json", result)
     print(report.table(result))
     print(f"\nreport {out / 'diff.json'}; histories {out / 'upstream' / 'history.jsonl'}, "
           f"{out / 'serve' / 'history.jsonl'}")
-    return DISAGREEMENT_EXIT if result["agreement"] < args.min_agreement else 0
+    return DISAGREEMENT_EXIT if result["agreement"] < min_agreement else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -137,4 +153,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "timeout + (check-max + 1) x interval + heartbeat + 10)")
     parser.add_argument("--min-agreement", type=float, default=0.99,
                         help="exit code 1 below this share of transactions in the same class (default 0.99)")
+    parser.add_argument("--rejudge", action="store_true",
+                        help="run nothing: compare again the histories a previous run left in --out")
     parser.set_defaults(handler=_diff)

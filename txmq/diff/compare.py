@@ -17,7 +17,7 @@ from txmq.audit.checkers import Tx, transactions
 from txmq.audit.history import Record
 from txmq.audit.workload import Plan, PlannedTx
 from txmq.diff.classes import FIELDS, OutcomeClass, classify
-from txmq.diff.deviations import explain
+from txmq.diff.deviations import Sides, Timings, explain
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,11 @@ def _table(groups: dict[str, list[bool]]) -> list[dict[str, Any]]:
             for name, agree in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))]
 
 
-def compare(plan: Plan, reference: list[Record], candidate: list[Record], check_max: int) -> Comparison:
-    """Classify every planned transaction at both endpoints and compare."""
+def compare(plan: Plan, reference: list[Record], candidate: list[Record], check_max: int,
+            timings: Timings | None = None) -> Comparison:
+    """Classify every planned transaction at both endpoints and compare; ``timings`` (both endpoints')
+    let the named deviations recognise timing races."""
+    timings = timings or Timings()
     ref_txs, cand_txs = transactions(reference), transactions(candidate)
     per_field: Counter[str] = Counter()
     by_class: dict[str, list[bool]] = defaultdict(list)
@@ -90,7 +93,7 @@ def compare(plan: Plan, reference: list[Record], candidate: list[Record], check_
         if differing:
             differences.append(Difference(
                 planned.name, kind(planned), ref_class, cand_class, differing,
-                explain(planned, ref_tx, cand_tx, ref_class, cand_class, check_max),
+                explain(Sides(planned, ref_tx, cand_tx, ref_class, cand_class, timings)),
                 tx_records(ref_tx), tx_records(cand_tx)))
     total = len(plan.transactions)
     return Comparison(total, total - len(differences), {f: per_field[f] for f in FIELDS}, _table(by_class),
