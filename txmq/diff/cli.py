@@ -15,8 +15,6 @@ agreement is below --min-agreement. docs/upstream.md says how to read it.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 from txmq.audit.checkers import Expectations
 from txmq.audit.nemesis import split_endpoint
 from txmq.audit.report import write_json
-from txmq.audit.workload import FAULT_LEVELS, fault_kinds, make_plan
+from txmq.audit.workload import add_workload_arguments, seeded_plan
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.upstream import rocketmq_home
 
@@ -69,19 +67,15 @@ def _diff(args: argparse.Namespace) -> int:
     if args.rejudge:
         return _rejudge(args)
     out = _validate(args)
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    _progress(f"seed {seed}")
-    kinds = fault_kinds(args.fault_kinds) if args.fault_kinds else None
-    plan = make_plan(seed, args.duration, args.rate, args.producers, args.faults, kinds)
+    plan = seeded_plan(args, _progress)
+    options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
+    options["settle"] = settle_s(args)
+    header = {"seed": plan.seed, "options": options, "plan_sha256": plan.digest()}
     try:
         from txmq.diff.both import run_both
     except ImportError:
         raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
                                ) from None
-    options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
-    options["settle"] = settle_s(args)
-    header = {"seed": seed, "options": options,
-              "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
     out.mkdir(parents=True, exist_ok=True)
     expectations = Expectations("rocketmq", args.transaction_timeout, args.check_max)
     result = run_both(plan, args, header, out, expectations, _progress)
@@ -118,16 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a running RocketMQ 5.x proxy to compare (default: start one from "
                              "ROCKETMQ_HOME)")
     parser.add_argument("--home", help="the RocketMQ distribution to start (default: $ROCKETMQ_HOME)")
-    parser.add_argument("--duration", type=float, default=30, help="seconds of workload (default 30)")
-    parser.add_argument("--rate", type=float, default=5, help="transactions started per second (default 5)")
-    parser.add_argument("--producers", type=int, default=2, help="producers, one group (default 2)")
-    parser.add_argument("--consumers", type=int, default=2, help="simple consumers, one group (default 2)")
-    parser.add_argument("--seed", type=int, help="seed of the plan (default: a fresh one, printed)")
-    parser.add_argument("--faults", choices=FAULT_LEVELS, default="heavy",
-                        help="client-side faults (default heavy); with --nemesis, how many kills")
-    parser.add_argument("--fault-kinds", metavar="KIND,...",
-                        help="only these client-side faults: withheld, duplicated, late, "
-                             "late-after-rollback, producer-closed (default all)")
+    add_workload_arguments(parser, "heavy", "client-side faults, and endpoint kills with --nemesis")
     parser.add_argument("--nemesis", action="store_true",
                         help="SIGKILL and restart each endpoint at the plan's moments (upstream: broker and "
                              "proxy; serve stays down as long as upstream took to come back)")
