@@ -206,3 +206,16 @@ def test_a_send_that_failed_on_one_side_and_lost_checks_are_named() -> None:
     # a never-deciding transaction delivered on one side is not "lost checks"
     leaked = [*checked, deliver("t1", 9.0)]
     assert _explained(kinds, [send("t0"), *checked[:-1]], [send("t0"), *leaked]) == [None]
+
+
+def test_a_late_end_its_closed_producer_refused_is_named() -> None:
+    kinds = plan((Outcome.COMMIT, Fault.LATE))
+    checked = [send("t0"), check("t0", 3.0, "COMMIT"), end("t0", "COMMIT", 3.1, source="check"),
+               deliver("t0", 3.5)]
+    late = [*checked, end("t0", "COMMIT", 3.3), deliver("t0", 4.0)]
+    refused = [*checked, end("t0", "COMMIT", 3.3, ok=False, error="IllegalStateException: unable to end "
+                             "transaction because producer is not running")]
+    assert _explained(kinds, late, refused) == ["late end after its producer closed"]
+    # an end lost in flight (it may have arrived) is not that
+    in_flight = [*checked, end("t0", "COMMIT", 3.3, ok=False)]
+    assert _explained(kinds, late, in_flight) == [None]
