@@ -44,6 +44,8 @@ def _validate(args: argparse.Namespace) -> Path:
     for name in ("duration", "rate", "transaction_timeout", "check_interval", "op_batch_interval"):
         if getattr(args, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
+    if args.warm_up < 0:
+        raise ConfigError("--warm-up must not be negative")
     if min(args.producers, args.consumers, args.check_max, args.invisible, args.heartbeat) < 1:
         raise ConfigError("--producers, --consumers, --check-max, --invisible and --heartbeat must be at "
                           "least 1")
@@ -138,6 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "timeout + (check-max + 1) x interval + heartbeat + 10)")
     parser.add_argument("--min-agreement", type=float, default=0.99,
                         help="exit code 1 below this share of transactions in the same class (default 0.99)")
+    parser.add_argument("--warm-up", type=int, default=20,
+                        help="transactions sent and committed before the plan, outside it, on each "
+                             "endpoint (default 20): a JVM serves its first requests slowly")
     parser.add_argument("--rejudge", action="store_true",
                         help="run nothing: compare again the histories a previous run left in --out")
     parser.set_defaults(handler=_diff)

@@ -13,6 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from rocketmq import ClientConfiguration, Credentials, Message, Producer
+from rocketmq.grpc_protocol import TransactionResolution
+
 from txmq.audit import history
 from txmq.audit.driver import Driver, DriverSettings
 from txmq.audit.history import History, Record
@@ -32,9 +35,41 @@ class Side(Protocol):
     def stop(self) -> None: ...
 
 
+class _CommitAll:
+    """The warm-up producer's checker: its transactions are committed at once, so a check of one (an Op
+    race) is answered COMMIT."""
+
+    def check(self, message: Any) -> Any:  # pragma: no cover - only on an Op race during the warm-up
+        return TransactionResolution.COMMIT
+
+
+def warm_up(endpoint: str, topic: str, count: int) -> None:
+    """Send and commit ``count`` transactions through a producer of their own before the plan runs. A
+    JVM endpoint serves its first requests slowly (class loading, the JIT: upstream's first sends took
+    up to 5 s here), and a slow send ages its half before the producer can end it, which changes what
+    the first transactions of the plan meet. Their bodies are not in the plan, so the history's
+    consumers receive them and the comparison ignores them."""
+    if count <= 0:
+        return
+    producer = Producer(ClientConfiguration(endpoint, Credentials("", ""), request_timeout=10), (topic,),
+                        _CommitAll())
+    producer.startup()
+    try:
+        for n in range(count):
+            message = Message()
+            message.topic = topic
+            message.body = f"warm-up-{n}".encode()
+            transaction = producer.begin_transaction()
+            producer.send(message, transaction)
+            transaction.commit()
+    finally:
+        producer.shutdown()
+
+
 def run_side(plan: Plan, side: Side, settings: DriverSettings, nemesis: bool, out: Path,
              header: dict[str, Any], progress: Callable[[str], None]) -> list[Record]:
-    """Drive ``plan`` against ``side``; its history goes to ``out/<side>/history.jsonl``."""
+    """Warm ``side`` up (``header["options"]["warm_up"]`` transactions), then drive ``plan`` against it;
+    its history goes to ``out/<side>/history.jsonl``."""
     recorder = History()
 
     def said(line: str) -> None:
@@ -42,6 +77,8 @@ def run_side(plan: Plan, side: Side, settings: DriverSettings, nemesis: bool, ou
 
     side.start(recorder)
     try:
+        said(f"warming up with {header['options']['warm_up']} transactions")
+        warm_up(side.endpoint, settings.topic, header["options"]["warm_up"])
         Driver(plan, replace(settings, endpoint=side.endpoint), recorder, side if nemesis else None,
                said).run()
     finally:
