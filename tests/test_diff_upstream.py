@@ -39,7 +39,8 @@ def test_txmq_diff_against_upstream_reports_an_honest_agreement(upstream: Upstre
     done = subprocess.run([*_python_command(), "-m", "txmq.cli", "diff", "--upstream",
                            upstream.proxy_endpoint, "--topic", "diff-test", "--out", str(out), "--duration",
                            str(DURATION_S), "--rate", str(RATE), "--producers", str(PRODUCERS), "--seed",
-                           str(SEED), "--faults", "heavy", "--min-agreement", "0", "--warm-up", "3", *settings],
+                           str(SEED), "--faults", "heavy", "--min-agreement", "0", "--warm-up", "3",
+                           *settings],
                           cwd=ROOT, capture_output=True, text=True, timeout=DIFF_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((out / "diff.json").read_text())
