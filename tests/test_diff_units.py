@@ -13,10 +13,14 @@ from test_audit_units import check, deliver, end, send
 from txmq.audit.checkers import transactions
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.cli import main
+from txmq.config import BrokerConfig
 from txmq.diff import report
 from txmq.diff.classes import OutcomeClass, check_class, classify
 from txmq.diff.compare import compare
 from txmq.diff.deviations import Timings
+from txmq.diff.sides import Settings
+from txmq.serve.config import ServeConfig
+from txmq.sim.cli import pairs
 
 CHECK_MAX = 3
 
@@ -219,3 +223,20 @@ def test_a_late_end_its_closed_producer_refused_is_named() -> None:
     # an end lost in flight (it may have arrived) is not that
     in_flight = [*checked, end("t0", "COMMIT", 3.3, ok=False)]
     assert _explained(kinds, late, in_flight) == [None]
+
+
+# ----------------------------------------------------------------------------- the sides' settings
+def test_both_endpoints_get_the_same_settings_under_their_own_names() -> None:
+    settings = Settings(transaction_timeout_s=3, check_interval_s=2, check_max=15, heartbeat_s=5,
+                        op_batch_interval_s=0.5)
+    assert settings.upstream_broker() == {"transactionTimeOut": 3000, "transactionCheckInterval": 2000,
+                                          "transactionCheckMax": 15, "transactionOpBatchInterval": 500}
+    assert settings.upstream_proxy()["transactionHeartbeatPeriodSecond"] == 5
+    arguments = settings.serve_arguments()
+    broker = pairs([v for k, v in zip(arguments, arguments[1:], strict=False) if k == "--broker"], "--broker")
+    proxy = pairs([v for k, v in zip(arguments, arguments[1:], strict=False) if k == "--proxy"], "--proxy")
+    # txmq serve accepts every one of them (an unknown key is a ConfigError)
+    config = BrokerConfig.from_mapping(broker)
+    assert (config.transaction_timeout_ms, config.check_interval_ms, config.check_max,
+            config.op_batch_interval_ms) == (3000, 2000, 15, 500)
+    assert ServeConfig.from_mapping(proxy).min_invisible_ms_for_receive == 1000
