@@ -212,17 +212,21 @@ def test_a_send_that_failed_on_one_side_and_lost_checks_are_named() -> None:
     assert _explained(kinds, [send("t0"), *checked[:-1]], [send("t0"), *leaked]) == [None]
 
 
-def test_a_late_end_its_closed_producer_refused_is_named() -> None:
-    kinds = plan((Outcome.COMMIT, Fault.LATE))
+def test_an_end_cut_off_by_its_producers_shutdown_is_named() -> None:
+    kinds = plan((Outcome.COMMIT, Fault.LATE), (Outcome.ROLLBACK, Fault.NONE))
     checked = [send("t0"), check("t0", 3.0, "COMMIT"), end("t0", "COMMIT", 3.1, source="check"),
                deliver("t0", 3.5)]
     late = [*checked, end("t0", "COMMIT", 3.3), deliver("t0", 4.0)]
     refused = [*checked, end("t0", "COMMIT", 3.3, ok=False, error="IllegalStateException: unable to end "
                              "transaction because producer is not running")]
-    assert _explained(kinds, late, refused) == ["late end after its producer closed"]
-    # an end lost in flight (it may have arrived) is not that
+    rolled = [send("t1"), end("t1", "ROLLBACK", 0.1)]
+    cancelled = [send("t1"), end("t1", "ROLLBACK", 0.1, ok=False, error="CancelledError: "),
+                 check("t1", 3.0, "ROLLBACK"), end("t1", "ROLLBACK", 3.1, source="check")]
+    name = "end cut off by its producer's shutdown"
+    assert _explained(kinds, [*late, *rolled], [*refused, *cancelled]) == [name, name]
+    # an end lost with the connection (the endpoint killed) is not that
     in_flight = [*checked, end("t0", "COMMIT", 3.3, ok=False)]
-    assert _explained(kinds, late, in_flight) == [None]
+    assert _explained(kinds, [*late, *rolled], [*in_flight, *rolled]) == [None]
 
 
 # ----------------------------------------------------------------------------- the sides' settings
