@@ -4,14 +4,16 @@ pair), the report's structure and the CLI's one-line errors."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_audit_units import check, deliver, end, send
 
+from txmq.audit import history
 from txmq.audit.checkers import transactions
-from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx, make_plan
 from txmq.cli import main
 from txmq.config import BrokerConfig
 from txmq.diff import report
@@ -244,3 +246,44 @@ def test_both_endpoints_get_the_same_settings_under_their_own_names() -> None:
     assert (config.transaction_timeout_ms, config.check_interval_ms, config.check_max,
             config.op_batch_interval_ms) == (3000, 2000, 15, 500)
     assert ServeConfig.from_mapping(proxy).min_invisible_ms_for_receive == 1000
+
+
+# ----------------------------------------------------------------------------- --rejudge
+def _written_run(directory: Path, candidate_drops: str | None) -> None:
+    """Two histories of a real three-transaction plan, each committed and delivered, as txmq diff writes
+    them; the candidate loses the deliveries of ``candidate_drops``."""
+    kinds = make_plan(5, 1, 3, 1, "none")
+    options = {"duration": 1, "rate": 3, "producers": 1, "faults": "none", "fault_kinds": None,
+               "check_interval": 2.0, "op_batch_interval": 0.5, "transaction_timeout": 3.0, "check_max": 15}
+    records = []
+    for n, planned in enumerate(kinds.transactions):
+        name = planned.name
+        records += [send(name, n), end(name, "COMMIT", n + 0.1), deliver(name, n + 0.5)]
+    for side, endpoint in (("upstream", "u:1"), ("serve", "s:2")):
+        kept = [r for r in records if side == "upstream" or not (r["ev"] == "deliver"
+                                                                  and r["tx"] == candidate_drops)]
+        history.write(directory / side / "history.jsonl", {"seed": 5, "options": options,
+                                                            "plan_sha256": kinds.digest(),
+                                                            "endpoint": endpoint, "side": side}, kept)
+
+
+def test_rejudge_compares_the_histories_a_run_left(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _written_run(tmp_path, candidate_drops="audit-5-1")
+    assert main(["diff", "--out", str(tmp_path), "--rejudge", "--min-agreement", "0.9"]) == 1
+    written = json.loads((tmp_path / "diff.json").read_text())
+    assert (written["transactions"], written["agreeing"]) == (3, 2)
+    assert [d["tx"] for d in written["differences"]] == ["audit-5-1"]
+    assert "2/3 transactions in the same class" in capsys.readouterr().out
+    assert main(["diff", "--out", str(tmp_path), "--rejudge", "--min-agreement", "0.6"]) == 0
+
+
+def test_rejudge_refuses_histories_of_another_plan(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _written_run(tmp_path, candidate_drops=None)
+    path = tmp_path / "upstream" / "history.jsonl"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0]) | {"seed": 6}
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert main(["diff", "--out", str(tmp_path), "--rejudge"]) == 6
+    assert "plan cannot be rebuilt" in capsys.readouterr().err
