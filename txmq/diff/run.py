@@ -20,6 +20,7 @@ from txmq.audit import history
 from txmq.audit.driver import Driver, DriverSettings
 from txmq.audit.history import History, Record
 from txmq.audit.workload import Plan
+from txmq.errors import BrokerUnavailableError
 
 
 class Side(Protocol):
@@ -53,15 +54,21 @@ def warm_up(endpoint: str, topic: str, count: int) -> None:
         return
     producer = Producer(ClientConfiguration(endpoint, Credentials("", ""), request_timeout=10), (topic,),
                         _CommitAll())
-    producer.startup()
+    try:
+        producer.startup()
+    except Exception as exc:
+        raise BrokerUnavailableError(f"cannot start a producer at {endpoint}: {exc}") from None
     try:
         for n in range(count):
             message = Message()
             message.topic = topic
             message.body = f"warm-up-{n}".encode()
-            transaction = producer.begin_transaction()
-            producer.send(message, transaction)
-            transaction.commit()
+            try:  # a cold endpoint may time out (a route lookup, a send): that is what warming up is for
+                transaction = producer.begin_transaction()
+                producer.send(message, transaction)
+                transaction.commit()
+            except Exception:
+                continue
     finally:
         producer.shutdown()
 
