@@ -200,6 +200,10 @@ def test_an_op_race_is_named_and_a_new_kind_of_difference_is_not() -> None:
     assert Timings(2.0, 0.5).op_race_s == 4.0
     duplicated = [*served, deliver("t0", 3.0)]
     assert _explained(kinds, duplicated, served) == [None]
+    # a check that arrives while a slow COMMIT call is still in flight races it too
+    slow = [send("t0"), {**end("t0", "COMMIT", 0.1), "returned": 3.5}, check("t0", 3.2, "COMMIT"),
+            end("t0", "COMMIT", 3.3, source="check"), deliver("t0", 3.6), deliver("t0", 4.0)]
+    assert _explained(kinds, slow, served) == ["Op race (S30/S41)"]
 
 
 def test_a_send_that_failed_on_one_side_and_lost_checks_are_named() -> None:

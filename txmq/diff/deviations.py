@@ -55,14 +55,17 @@ class Deviation:
 
 
 def checks_after_decision(tx: Tx | None) -> list[float]:
-    """Seconds from the first decided end-transaction that returned OK to each check received after it."""
+    """For each check received after the first decided end-transaction that returned OK was *invoked*
+    (one arriving while the end is in flight races it too), the seconds from that end's return (negative
+    for a check during the call)."""
     if tx is None:
         return []
-    decided = [float(e["returned"]) for e in tx.ends if e["action"] in DECISIONS and e["ok"]]
+    decided = [e for e in tx.ends if e["action"] in DECISIONS and e["ok"]]
     if not decided:
         return []
-    first = min(decided)
-    return [float(c["t"]) - first for c in tx.checks if float(c["t"]) > first]
+    first = min(decided, key=lambda e: float(e["invoked"]))
+    return [float(c["t"]) - float(first["returned"]) for c in tx.checks
+            if float(c["t"]) > float(first["invoked"])]
 
 
 def _send_failed(sides: Sides) -> bool:
