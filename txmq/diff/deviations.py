@@ -130,7 +130,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("Op race (S30/S41)", "Op race", _op_race),
     Deviation("end cut off by its producer's shutdown", "End cut off by its producer's shutdown",
               _closed_producer),
-    Deviation("checks lost and counted (#22 item 6)", "Checks lost and counted", _lost_checks),
+    Deviation("checks lost and counted", "Checks lost and counted", _lost_checks),
 )
 
 
