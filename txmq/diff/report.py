@@ -24,15 +24,19 @@ def findings_summary(records: list[Record], expectations: Expectations) -> dict[
     return {key: dict(sorted(counts.items())) for key, counts in summary.items()}
 
 
+_IDS = ("message_id", "transaction_id")
+
+
 def relative_history(records: list[Record]) -> list[str]:
-    """A transaction's records, timed from its first send (so that two sides line up)."""
+    """A transaction's records, timed from its first send (so that two sides line up), without the ids."""
     if not records:
         return ["(no send)"]
     origin = min(at(r) for r in records if r["ev"] == "send") if any(r["ev"] == "send" for r in records) \
         else min(at(r) for r in records)
     shifted = []
     for record in records:
-        moved = dict(record)
+        # ids differ between endpoints by nature and would fill the column
+        moved = {k: v for k, v in record.items() if k not in _IDS}
         for key in ("t", "invoked", "returned"):
             if moved.get(key) is not None:
                 moved[key] = round(float(moved[key]) - origin, 3)
