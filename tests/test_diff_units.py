@@ -66,6 +66,10 @@ def test_copies_count_first_attempts_only() -> None:
     lapsed = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 3.0, attempt=2)])
     duplicated = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 4.0)])
     assert (lapsed.copies, duplicated.copies) == (1, 2)
+    # the same copy handed out again as attempt 1 after the endpoint was killed is not a second copy
+    restarted = transactions([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 4.0)])
+    assert classify(restarted["t0"], CHECK_MAX, kills=[2.0]).copies == 1
+    assert classify(restarted["t0"], CHECK_MAX, kills=[9.0]).copies == 2
 
 
 def test_the_resolver_is_the_first_end_that_returned_ok() -> None:

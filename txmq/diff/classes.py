@@ -9,7 +9,8 @@ transaction, read from the client-side history (``txmq.audit.checkers.Tx``):
 - ``visible``: its message was delivered at all;
 - ``copies``: how many times it was delivered as a first attempt (``attempt == 1``): the number of real
   messages the endpoint made visible. Redeliveries of one copy (attempt 2 and up, after a lapse the plan
-  decided) are left out: they follow from the plan, not from the endpoint;
+  decided; attempt 1 again across an endpoint kill) are left out: they follow from the plan and the
+  nemesis, not from the protocol;
 - ``resolved_by``: who resolved it first: ``producer`` (its own end-transaction), ``check`` (an answer to a
   check), or ``none``. The first end-transaction carrying COMMIT or ROLLBACK whose call returned OK;
 - ``checks``: how many checks its producers saw, as ``check_class`` buckets it (see there);
@@ -23,6 +24,7 @@ timeout).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -78,13 +80,23 @@ def resolver(tx: Tx) -> str:
     return "producer" if first["source"] == "client" else "check"
 
 
-def classify(tx: Tx | None, check_max: int) -> OutcomeClass:
-    """The outcome class of ``tx`` (None: the history has no send of it at all)."""
+def copies(tx: Tx, kills: Sequence[float] = ()) -> int:
+    """Real messages delivered: first attempts, except one that follows another across an endpoint kill
+    (a restart hands an in-flight or acked-but-unpersisted copy out again as attempt 1; the audit's
+    NoDuplicateReal excuses the same)."""
+    firsts = [d for d in tx.deliveries if d["attempt"] == 1]
+    again = sum(1 for one, other in zip(firsts, firsts[1:], strict=False)
+                if any(float(one["invoked"]) <= k <= float(other["returned"]) for k in kills))
+    return len(firsts) - again
+
+
+def classify(tx: Tx | None, check_max: int, kills: Sequence[float] = ()) -> OutcomeClass:
+    """The outcome class of ``tx`` (None: the history has no send of it at all); ``kills``: when the
+    nemesis killed the endpoint."""
     if tx is None:
         return OutcomeClass(False, False, 0, "none", "0", False)
-    copies = sum(1 for d in tx.deliveries if d["attempt"] == 1)
     visible = bool(tx.deliveries)
     discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK")
                  and len(tx.checks) >= check_max)
-    return OutcomeClass(tx.sent, visible, copies, resolver(tx), check_class(len(tx.checks), check_max),
-                        discarded)
+    return OutcomeClass(tx.sent, visible, copies(tx, kills), resolver(tx),
+                        check_class(len(tx.checks), check_max), discarded)

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from txmq.audit.checkers import Tx, transactions
+from txmq.audit.checkers import Tx, kill_times, transactions
 from txmq.audit.history import Record
 from txmq.audit.workload import Plan, PlannedTx
 from txmq.diff.classes import FIELDS, OutcomeClass, classify
@@ -79,13 +79,15 @@ def compare(plan: Plan, reference: list[Record], candidate: list[Record], check_
     let the named deviations recognise timing races."""
     timings = timings or Timings()
     ref_txs, cand_txs = transactions(reference), transactions(candidate)
+    ref_kills, cand_kills = kill_times(reference), kill_times(candidate)
     per_field: Counter[str] = Counter()
     by_class: dict[str, list[bool]] = defaultdict(list)
     by_kind: dict[str, list[bool]] = defaultdict(list)
     differences = []
     for planned in plan.transactions:
         ref_tx, cand_tx = ref_txs.get(planned.name), cand_txs.get(planned.name)
-        ref_class, cand_class = classify(ref_tx, check_max), classify(cand_tx, check_max)
+        ref_class = classify(ref_tx, check_max, ref_kills)
+        cand_class = classify(cand_tx, check_max, cand_kills)
         differing = tuple(f for f in FIELDS if getattr(ref_class, f) != getattr(cand_class, f))
         per_field.update(f for f in FIELDS if f not in differing)
         by_class[ref_class.label()].append(not differing)
