@@ -9,6 +9,13 @@ process, ``benchmarks/serve_client.py``; server ``txmq serve`` in another, stric
 baseline does the same through ``TransactionProducer`` and ``PullConsumer`` on a broker in this process
 with the system clock. Prints both rates, their ratio, and p50/p99 latencies of send+commit and of send to
 consumption. Timing on a shared machine is noisy: compare figures of one run.
+
+    python -m benchmarks.serve --against upstream [--transactions N] [--threads T]
+
+compares instead ``txmq serve`` (rocketmq mode, async flush) with upstream RocketMQ's 5.x proxy, broker and
+name server started from ``ROCKETMQ_HOME`` (``txmq.upstream``), in the same run and through the same
+client process: both rates, the ratio serve / upstream, and both sides' latencies. Upstream's broker
+flushes asynchronously by default, as serve's ``--flush async`` does.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from txmq.client.producer import TransactionProducer
 from txmq.clock import SystemClock
 from txmq.config import BrokerConfig
 from txmq.protocol import LocalTransactionState, Message
+from txmq.upstream import UpstreamCluster, rocketmq_home
 
 CLIENT = Path(__file__).with_name("serve_client.py")
 
@@ -68,32 +76,74 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
 
 
-def over_grpc(n: int, threads: int) -> dict[str, Any]:
+def client_run(endpoint: str, n: int, threads: int, home: str) -> dict[str, Any]:
+    """The client process against ``endpoint`` (topic T, group G); returns its figures."""
+    env = dict(os.environ, HOME=home)  # the client logs under ~/logs
+    command = [sys.executable, str(CLIENT), endpoint, "T", "G", str(n), str(threads)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=True)
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def over_grpc(n: int, threads: int, mode: str = "strict") -> dict[str, Any]:
     """Run the server and the client processes; returns the client's figures."""
     with tempfile.TemporaryDirectory(prefix="txmq-bench-") as directory:
         server = subprocess.Popen([sys.executable, "-m", "txmq.cli", "serve", "--store", f"{directory}/store",
-                                   "--port", "0", "--topic", "T"], stdout=subprocess.PIPE,
+                                   "--port", "0", "--topic", "T", "--mode", mode], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True)
         try:
             assert server.stdout is not None
             match = re.search(r"listening on (\S+:\d+)", server.stdout.readline())
             assert match, "txmq serve did not start"
-            env = dict(os.environ, HOME=directory)  # the client logs under ~/logs
-            command = [sys.executable, str(CLIENT), match.group(1), "T", "G", str(n), str(threads)]
-            done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=True)
+            return client_run(match.group(1), n, threads, directory)
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
+
+
+def against_upstream(n: int, threads: int) -> dict[str, Any]:
+    """The client process against upstream's proxy (a cluster started from ROCKETMQ_HOME, topic T of type
+    TRANSACTION); returns its figures and how long the cluster took to start."""
+    with tempfile.TemporaryDirectory(prefix="txmq-bench-upstream-") as directory:
+        started = time.perf_counter()
+        with UpstreamCluster(rocketmq_home(), Path(directory) / "cluster") as cluster:
+            cluster.create_topic("T", "TRANSACTION")
+            ready = time.perf_counter() - started
+            return client_run(cluster.proxy_endpoint, n, threads, directory) | {"start_s": ready}
+
+
+def _latencies(figures: dict[str, Any]) -> str:
+    return "  ".join(f"{name} p50 {percentile(figures[key], 0.5):6.1f} ms "
+                     f"p99 {percentile(figures[key], 0.99):7.1f} ms"
+                     for name, key in (("send+commit", "commit_ms"),
+                                       ("send to consumption", "end_to_end_ms")))
+
+
+def compare_upstream(n: int, threads: int) -> None:
+    """``--against upstream``: serve (rocketmq mode) and upstream, the same client, one run."""
+    serve = over_grpc(n, threads, mode="rocketmq")
+    upstream = against_upstream(n, threads)
+    serve_rate, upstream_rate = n / float(serve["elapsed_s"]), n / float(upstream["elapsed_s"])
+    print(f"transactions: {n:,} (send half, commit, consume once); client threads: {threads}")
+    print(f"txmq serve --mode rocketmq: {serve_rate:8,.0f} tx/s  ({float(serve['elapsed_s']):.2f} s)  "
+          + _latencies(serve))
+    print(f"upstream RocketMQ proxy:    {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
+          + _latencies(upstream) + f"  (cluster start {upstream['start_s']:.0f} s, not counted)")
+    print(f"ratio serve / upstream:     {serve_rate / upstream_rate:8.3f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--transactions", type=int, default=2_000)
     parser.add_argument("--threads", type=int, default=4, help="producer threads of the gRPC client")
+    parser.add_argument("--against", choices=("in-process", "upstream"), default="in-process",
+                        help="the baseline: the in-process API (default), or upstream RocketMQ from "
+                             "ROCKETMQ_HOME")
     args = parser.parse_args()
     n = args.transactions
+    if args.against == "upstream":
+        compare_upstream(n, args.threads)
+        return
     local = in_process(n)
     remote = over_grpc(n, args.threads)
     elapsed = float(remote["elapsed_s"])

@@ -67,7 +67,12 @@ def main() -> None:
     seen: set[str] = set()
     deadline = time.monotonic() + 600
     while len(seen) < total and time.monotonic() < deadline:
-        for received in consumer.receive(32, 15):
+        try:
+            batch = consumer.receive(32, 15)
+        except Exception:  # upstream's proxy refuses receives until the client's settings arrived (NPE)
+            time.sleep(0.2)
+            continue
+        for received in batch:
             now = time.perf_counter()
             consumer.ack(received)
             with lock:

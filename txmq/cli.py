@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "txmq.tla.cli",
     "txmq.serve.cli",
     "txmq.audit.cli",
+    "txmq.diff.cli",
     "txmq.upstream.cli",
 )
 

@@ -13,8 +13,6 @@ Writes DIR/history.jsonl, DIR/report.json and DIR/report.png; exit code 1 when a
 from __future__ import annotations
 
 import argparse
-import hashlib
-import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +20,7 @@ from typing import Any
 
 from txmq.audit import checkers, history, report
 from txmq.audit.nemesis import Launched, Nemesis, split_endpoint, wait_reachable
-from txmq.audit.workload import FAULT_LEVELS, fault_kinds, make_plan
+from txmq.audit.workload import add_workload_arguments, seeded_plan
 from txmq.errors import ConfigError, ToolMissingError
 
 VIOLATION_EXIT = 1
@@ -64,10 +62,8 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
     """The audit. ``nemesis`` makes the nemesis from the history, for a caller that holds the endpoint
     (``lambda h: UpstreamNemesis(cluster, h)``); it replaces ``--launch``."""
     out = _validate(args)
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    _progress(f"seed {seed}")
-    kinds = fault_kinds(args.fault_kinds) if args.fault_kinds else None
-    plan = make_plan(seed, args.duration, args.rate, args.producers, args.faults, kinds)
+    plan = seeded_plan(args, _progress)
+    seed = plan.seed
     try:
         from txmq.audit.driver import Driver, DriverSettings
     except ImportError:
@@ -86,7 +82,7 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
     options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
     options["settle"] = _settle_s(args)
     header = {"seed": seed, "endpoint": args.endpoint, "options": options,
-              "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
+              "plan_sha256": plan.digest()}
     settings = DriverSettings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
                               options["settle"], args.check_max, heartbeat_s=_heartbeat_s(args),
                               check_interval_s=args.check_interval)
@@ -115,16 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("endpoint", metavar="ENDPOINT", help="HOST:PORT of the endpoint (gRPC)")
     parser.add_argument("--out", required=True, help="directory for history.jsonl, report.json, report.png")
-    parser.add_argument("--duration", type=float, default=30, help="seconds of workload (default 30)")
-    parser.add_argument("--rate", type=float, default=5, help="transactions started per second (default 5)")
-    parser.add_argument("--producers", type=int, default=2, help="producers, one group (default 2)")
-    parser.add_argument("--consumers", type=int, default=2, help="simple consumers, one group (default 2)")
-    parser.add_argument("--seed", type=int, help="seed of the plan (default: a fresh one, printed)")
-    parser.add_argument("--faults", choices=FAULT_LEVELS, default="light",
-                        help="client-side faults, and endpoint kills with --launch (default light)")
-    parser.add_argument("--fault-kinds", metavar="KIND,...",
-                        help="only these client-side faults: withheld, duplicated, late, "
-                             "late-after-rollback, producer-closed (default all)")
+    add_workload_arguments(parser, "light", "client-side faults, and endpoint kills with --launch")
     parser.add_argument("--launch", metavar="CMD",
                         help="start the endpoint with this command, and kill -9 / restart it at seeded "
                              "moments; it must listen on ENDPOINT")

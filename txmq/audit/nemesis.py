@@ -67,9 +67,8 @@ def wait_reachable(endpoint: str, timeout_s: float) -> None:
 
 
 class Nemesis(Protocol):
-    """What the driver needs of a nemesis."""
-
-    kills: int
+    """What the driver needs of a nemesis: a crash of the endpoint and its restart (``Launched``,
+    ``UpstreamNemesis``, or ``txmq diff``'s two sides)."""
 
     def restart(self) -> None:
         """A crash of the endpoint, and its restart; returns once it serves again."""

@@ -8,10 +8,12 @@ is the history's business, not the plan's.
 
 from __future__ import annotations
 
+import argparse
 import enum
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from txmq.errors import ConfigError
@@ -92,6 +94,10 @@ class Plan:
         digest = hashlib.sha256(f"{self.seed}/{tx}/{attempt}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64 < self.lapse_share
 
+    def digest(self) -> str:
+        """SHA-256 of ``describe``: the history's ``plan_sha256``."""
+        return hashlib.sha256(self.describe().encode()).hexdigest()
+
     def describe(self) -> str:
         """The plan as canonical JSON: equal for equal seeds and options."""
         rows = [dict(asdict(t), outcome=t.outcome.value, fault=t.fault.value) for t in self.transactions]
@@ -142,3 +148,26 @@ def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults:
                                       fault))
     kills = sorted(round(rng.uniform(0.2, 0.8) * duration_s, 3) for _ in range(_KILLS[faults]))
     return Plan(seed, tuple(transactions), tuple(kills), _LAPSE_SHARE[faults])
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser, faults_default: str, faults_help: str) -> None:
+    """The plan's options, shared by ``txmq audit`` and ``txmq diff`` (``make_plan``'s arguments)."""
+    parser.add_argument("--duration", type=float, default=30, help="seconds of workload (default 30)")
+    parser.add_argument("--rate", type=float, default=5, help="transactions started per second (default 5)")
+    parser.add_argument("--producers", type=int, default=2, help="producers, one group (default 2)")
+    parser.add_argument("--consumers", type=int, default=2, help="simple consumers, one group (default 2)")
+    parser.add_argument("--seed", type=int, help="seed of the plan (default: a fresh one, printed)")
+    parser.add_argument("--faults", choices=FAULT_LEVELS, default=faults_default,
+                        help=f"{faults_help} (default {faults_default})")
+    parser.add_argument("--fault-kinds", metavar="KIND,...",
+                        help="only these client-side faults: withheld, duplicated, late, "
+                             "late-after-rollback, producer-closed (default all)")
+
+
+def seeded_plan(args: argparse.Namespace, announce: Callable[[str], None]) -> Plan:
+    """The plan of ``add_workload_arguments``' options; the seed (``--seed``, or a fresh one) is
+    announced before anything else can fail, so that a run can always be repeated."""
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    announce(f"seed {seed}")
+    kinds = fault_kinds(args.fault_kinds) if args.fault_kinds else None
+    return make_plan(seed, args.duration, args.rate, args.producers, args.faults, kinds)

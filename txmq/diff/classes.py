@@ -1,0 +1,102 @@
+"""Outcome classes: what one transaction of the audit's plan came to at one endpoint, reduced to what a
+faithful implementation must reproduce whatever its timing.
+
+Two endpoints given the same seeded plan, settings and client-side faults never produce the same history:
+checks, deliveries and retries land at other moments. What must agree is the *outcome* of each
+transaction, read from the client-side history (``txmq.audit.checkers.Tx``):
+
+- ``sent``: a send returned OK (the half is stored);
+- ``visible``: its message was delivered at all;
+- ``copies``: how many times it was delivered as a first attempt (``attempt == 1``): the number of real
+  messages the endpoint made visible. Redeliveries of one copy (attempt 2 and up, after a lapse the plan
+  decided; attempt 1 again across an endpoint kill) are left out: they follow from the plan and the
+  nemesis, not from the protocol;
+- ``resolved_by``: who resolved it first: ``producer`` (its own end-transaction), ``check`` (an answer to a
+  check), or ``none``. The first end-transaction carrying COMMIT or ROLLBACK whose call returned OK;
+- ``checks``: how many checks its producers saw, as ``check_class`` buckets it (see there);
+- ``discarded``: never delivered, never rolled back by an end that returned OK, and checked check-max
+  times: the endpoint gave up on it.
+
+Moments are not part of a class: only counts and the order "who resolved it first", which the plan fixes
+for a faithful endpoint (a producer's end goes at once; a check cannot come before the transaction
+timeout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from txmq.audit.checkers import DECISIONS, Tx
+
+FIELDS = ("sent", "visible", "copies", "resolved_by", "checks", "discarded")
+
+
+def check_class(seen: int, check_max: int) -> str:
+    """The checks a transaction's producers saw, as a class: ``0``, ``1`` and ``2`` exactly (a transaction
+    the producer resolves, a check resolves, or an unknown-then-deciding one needs), ``3+`` for more and
+    fewer than check-max, and ``max`` at check-max or more.
+
+    Why buckets: the count between 3 and check-max - 1 is a matter of timing, not of behaviour. A
+    never-deciding transaction sees check-max checks from a faithful endpoint unless a check is lost on
+    the way (a producer closing, a group the endpoint does not know yet: upstream counts those too), and
+    the exact number lost depends on when the check runs fell."""
+    if seen >= check_max:
+        return "max"
+    return str(seen) if seen <= 2 else "3+"
+
+
+@dataclass(frozen=True)
+class OutcomeClass:
+    """One transaction's outcome at one endpoint (see the module docstring)."""
+
+    sent: bool
+    visible: bool
+    copies: int
+    resolved_by: str
+    checks: str
+    discarded: bool
+
+    def label(self) -> str:
+        """A short human reading, e.g. ``visible x1, by producer, checks 0``."""
+        if not self.sent:
+            return "not sent" + (f", visible x{self.copies}" if self.visible else "")
+        shown = f"visible x{self.copies}" if self.visible else "invisible"
+        ending = ", discarded" if self.discarded else ""
+        return f"{shown}, by {self.resolved_by}, checks {self.checks}{ending}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def resolver(tx: Tx) -> str:
+    """``producer``, ``check`` or ``none``: the source of the first end-transaction with a decision whose
+    call returned OK (by invocation)."""
+    decided = [e for e in tx.ends if e["action"] in DECISIONS and e["ok"]]
+    if not decided:
+        return "none"
+    first = min(decided, key=lambda e: float(e["invoked"]))
+    return "producer" if first["source"] == "client" else "check"
+
+
+def copies(tx: Tx, kills: Sequence[float] = ()) -> int:
+    """Real messages delivered: first attempts, except one that follows another across an endpoint kill
+    (a restart hands an in-flight or acked-but-unpersisted copy out again as attempt 1; the audit's
+    NoDuplicateReal excuses the same)."""
+    firsts = [d for d in tx.deliveries if d["attempt"] == 1]
+    again = sum(1 for one, other in zip(firsts, firsts[1:], strict=False)
+                if any(float(one["invoked"]) <= k <= float(other["returned"]) for k in kills))
+    return len(firsts) - again
+
+
+def classify(tx: Tx | None, check_max: int, kills: Sequence[float] = ()) -> OutcomeClass:
+    """The outcome class of ``tx`` (None: the history has no send of it at all); ``kills``: when the
+    nemesis killed the endpoint."""
+    if tx is None:
+        return OutcomeClass(False, False, 0, "none", "0", False)
+    visible = bool(tx.deliveries)
+    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK")
+                 and len(tx.checks) >= check_max)
+    return OutcomeClass(tx.sent, visible, copies(tx, kills), resolver(tx),
+                        check_class(len(tx.checks), check_max), discarded)
