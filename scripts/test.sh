@@ -22,20 +22,30 @@ if [ "$#" -gt 0 ]; then
     coverage run -m pytest -q "$@"
     status=$(judge $? "pytest $*")
 else
-    # The whole suite as two pytest processes side by side, one per core: the TLC tests (the models, the
-    # mutants, the trace batch: CPU-bound JVMs) and the rest (much of it waiting on servers, Spark and
-    # timers). Their coverage data is combined below; the TLC half's output follows the rest's.
+    # The whole suite as three pytest processes side by side: the TLC tests (the models, the mutants, the
+    # trace batch: CPU-bound JVMs), the tests that run upstream RocketMQ (its JVMs mostly wait on check
+    # intervals and restarts), and the rest. Their coverage data is combined below; the other two
+    # halves' output follows the rest's.
     tlc_log="$(mktemp -t txmq-tlc-tests.XXXXXX)"
+    upstream_log="$(mktemp -t txmq-upstream-tests.XXXXXX)"
     coverage run -m pytest -q -m needs_tlc >"$tlc_log" 2>&1 &
     tlc_pid=$!
-    trap 'kill "$tlc_pid" 2>/dev/null || true; rm -f "$tlc_log"' EXIT  # an interrupted run stops both
-    coverage run -m pytest -q -m "not needs_tlc"
-    rest=$(judge $? "tests without TLC")
+    coverage run -m pytest -q -m "needs_upstream and not needs_tlc" >"$upstream_log" 2>&1 &
+    upstream_pid=$!
+    # An interrupted run stops all three.
+    trap 'kill "$tlc_pid" "$upstream_pid" 2>/dev/null || true; rm -f "$tlc_log" "$upstream_log"' EXIT
+    coverage run -m pytest -q -m "not needs_tlc and not needs_upstream"
+    rest=$(judge $? "tests without TLC or upstream")
+    wait "$upstream_pid"
+    upstream=$(judge $? "tests with upstream RocketMQ")
     wait "$tlc_pid"
     tlc=$(judge $? "tests with TLC")
+    echo "== pytest: the tests that run upstream RocketMQ" >&2
+    cat "$upstream_log"
     echo "== pytest: the tests that run TLC" >&2
     cat "$tlc_log"
     status=$(( rest > tlc ? rest : tlc ))
+    status=$(( status > upstream ? status : upstream ))
 fi
 set -e
 coverage combine -q || true

@@ -83,6 +83,21 @@ def mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+# Test modules that run upstream's Java programs from ROCKETMQ_HOME without the session's cluster.
+_JAVA_MODULES = ("test_serve_java", "test_remoting_java")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``needs_upstream`` every test that runs upstream RocketMQ (the session's cluster, or the
+    distribution's Java programs): ``scripts/test.sh`` runs them in a pytest process of their own, beside
+    the TLC tests and the rest, since they mostly wait on JVMs and check intervals."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if "upstream" in getattr(item, "fixturenames", ()) or (
+                module is not None and module.__name__ in _JAVA_MODULES):
+            item.add_marker(pytest.mark.needs_upstream)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tests marked ``needs_tlc`` skip without TLC, or fail under CI=true (see ``tlc_tools``)."""
     require_tlc(item)
