@@ -288,6 +288,7 @@ STRICT_ONLY = [
     ("NoDuplicateReal", second_real),
     ("DiscardOnlyAtMax", real_after_discard),
     ("OpRefersToHalf", op_names_half_twice),
+    ("NoCheckAfterDurableOp", check_after_op),
 ]
 # CheckBound's verdicts as statuses, per mode.
 CHECK_BOUND_STATUS = {
