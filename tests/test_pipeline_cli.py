@@ -105,3 +105,15 @@ def test_a_bad_master_fails_before_the_simulation(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err
     assert code == ConfigError.exit_code and "'nowhere' is not a Spark master URL" in err
     assert "simulating" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_negative_tlc_transaction_count_is_refused(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #25: ``--tlc-transactions -3`` skipped TLC's trace validation silently and exited 0."""
+    code = main(["run", "-n", "10", "--no-progress", "--out-dir", str(tmp_path / "out"), "--skip-spark",
+                 "--tlc-transactions", "-3"])
+    err = capsys.readouterr().err
+    assert code == ConfigError.exit_code
+    assert err.strip().splitlines() == ["txmq: error: --tlc-transactions must be at least 0 (0 skips TLC's "
+                                        "trace validation), got -3"]
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written

@@ -19,7 +19,7 @@ from typing import Any
 from txmq.admin import BrokerAdmin
 from txmq.clock import Clock, SystemClock
 from txmq.config import RECORD_HEADROOM, BrokerConfig
-from txmq.errors import BrokerUnavailableError, ClientError, StoreError
+from txmq.errors import REFUSED_WRITES, BrokerUnavailableError, ClientError, StoreError, WriteRefusedError
 from txmq.protocol import (
     EndTransactionRequest,
     EndTransactionResult,
@@ -284,7 +284,8 @@ class Broker:
             )
             put = store.put_message(record)
             if not put.ok:
-                raise StoreError(f"the store refused the message: {put.status.name} {put.reason}")
+                refused = WriteRefusedError if put.os_errno in REFUSED_WRITES else StoreError
+                raise refused(f"the store refused the message: {put.status.name} {put.reason}")
             self._emit(ev.PLAIN_PUT, topic=message.topic, queue_id=message.queue_id,
                        queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
                        body_crc=body_crc(message.body))

@@ -69,7 +69,9 @@ def _check_master_early(master: str | None) -> None:
 @contextmanager
 def _staged_outputs(out_dir: Path) -> Iterator[Path]:
     """A staging directory for one run's outputs; they replace the previous set when the block ends
-    normally. The staging directory is removed in every case."""
+    normally. The staging directory is removed in every case, and so is ``out_dir`` when this run created
+    it and leaves it empty (a run that failed on a full disk leaves no trace of itself)."""
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".run-", suffix=".tmp", dir=out_dir))
@@ -80,6 +82,8 @@ def _staged_outputs(out_dir: Path) -> Iterator[Path]:
         _swap_in(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:
@@ -150,6 +154,9 @@ def _tlc_trace(args: argparse.Namespace, staging: Path, out_dir: Path) -> tuple[
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.tlc_transactions < 0:
+        raise ConfigError(f"--tlc-transactions must be at least 0 (0 skips TLC's trace validation), got "
+                          f"{args.tlc_transactions}")
     out_dir = Path(args.out_dir)
     if not args.skip_spark:
         _check_master_early(args.master)

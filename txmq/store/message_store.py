@@ -67,14 +67,15 @@ class PutResult:
     commitlog_offset: int
     queue_offset: int
     reason: str = ""
+    os_errno: int | None = None  # the errno of a write the file system refused
 
     @property
     def ok(self) -> bool:
         return self.status is PutStatus.PUT_OK
 
 
-def _failure(status: PutStatus, reason: str) -> PutResult:
-    return PutResult(status, -1, -1, reason)
+def _failure(status: PutStatus, reason: str, os_errno: int | None = None) -> PutResult:
+    return PutResult(status, -1, -1, reason, os_errno)
 
 
 def next_begin_offset(offset: int, min_offset: int, max_offset: int) -> int:
@@ -328,11 +329,11 @@ class MessageStore:
                     self._checkpoint(clean=False)
                 except OSError as exc:
                     reason = f"the checkpoint before this record failed: {exc}"
-                    return _failure(PutStatus.UNKNOWN_ERROR, reason)
+                    return _failure(PutStatus.UNKNOWN_ERROR, reason, exc.errno)
             try:
                 offset = self._log.append(frame)
             except OSError as exc:
-                return _failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}")
+                return _failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}", exc.errno)
             if queue is not None:
                 queue.append(offset, len(frame), tags_code(msg.properties.get(PROPERTY_TAGS)))
             msg.store_timestamp = now
