@@ -7,22 +7,27 @@ Example::
     txmq audit 127.0.0.1:8081 --duration 30 --rate 5 --faults heavy --seed 7 --out audit-out \\
         --launch "txmq serve --store st --topic audit --port 8081 --flush sync"
 
-Writes DIR/history.jsonl, DIR/report.json and DIR/report.png; exit code 1 when a violation was found.
+Writes DIR/history.jsonl, DIR/report.json, DIR/report.png and DIR/client.log (the official client's
+logging); exit code 1 when a violation was found.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import random
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from txmq.audit import checkers, history, report
+from txmq.audit import checkers, history, report, timing
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
 from txmq.audit.workload import FAULT_LEVELS, fault_kinds, make_plan
 from txmq.errors import ConfigError, ToolMissingError
+from txmq.files import check_output_path
 
 VIOLATION_EXIT = 1
 REACH_TIMEOUT_S = 5
@@ -32,26 +37,43 @@ def _progress(line: str) -> None:
     print(f"txmq audit: {line}", file=sys.stderr, flush=True)
 
 
-def _settle_s(args: argparse.Namespace) -> float:
-    """Long enough for a never-deciding transaction to be checked check-max times, plus a margin."""
-    if args.settle is not None:
-        return float(args.settle)
-    return args.transaction_timeout + (args.check_max + 1) * args.check_interval + 10
-
-
 def _validate(args: argparse.Namespace) -> Path:
     split_endpoint(args.endpoint)
+    if args.quick:
+        args.duration = timing.QUICK_DURATION_S if args.duration is None else args.duration
+        args.launch = timing.quick_launch(args.launch) if args.launch else args.launch
+    args.duration = 30.0 if args.duration is None else args.duration
     for name in ("duration", "rate", "transaction_timeout", "check_interval"):
-        if getattr(args, name) <= 0:
+        value = getattr(args, name)
+        if value is not None and value <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
-    if args.producers < 1 or args.consumers < 1 or args.check_max < 1 or args.invisible < 1:
+    if args.producers < 1 or args.consumers < 1 or args.invisible < 1 or (args.check_max or 1) < 1:
         raise ConfigError("--producers, --consumers, --check-max and --invisible must be at least 1")
     if args.settle is not None and args.settle < 0:
         raise ConfigError("--settle must not be negative")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a directory")
+    # Writable before minutes of workload, not after (a read-only --out was a traceback and exit code 1).
+    check_output_path(out / "report.json" if out.is_dir() else out, "--out")
     return out
+
+
+@contextmanager
+def _client_log(path: Path) -> Iterator[None]:
+    """The official client's logging (its heartbeat errors while the endpoint is down, among others), and
+    anything else logged, go to ``path`` rather than the terminal."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s [%(levelname)s] %(message)s"))
+    loggers = [logging.getLogger(), logging.getLogger("rocketmq-python-client")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+        handler.close()
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -65,7 +87,21 @@ def _audit(args: argparse.Namespace) -> int:
     except ImportError:
         raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
                                ) from None
+    endpoint = timing.endpoint_settings(args)
+    settle = timing.settle_s(endpoint, args.settle)
+    total = args.duration + settle
+    _progress(f"endpoint settings from {endpoint.source}: transaction timeout "
+              f"{endpoint.transaction_timeout_s:g} s, check interval {endpoint.check_interval_s:g} s, "
+              f"check max {endpoint.check_max}")
+    _progress(f"expected at most {total / 60:.1f} min: {args.duration:g} s of workload, then up to "
+              f"{settle:.0f} s for every transaction to resolve (less once all are)")
     out.mkdir(parents=True, exist_ok=True)
+    with _client_log(out / "client.log"):
+        return _run(args, out, seed, plan, endpoint, settle, total, Driver, DriverSettings)
+
+
+def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: timing.EndpointSettings,
+         settle: float, total: float, driver: Any, driver_settings: Any) -> int:
     recorder = history.History()
     launched = None
     if args.launch:
@@ -74,19 +110,23 @@ def _audit(args: argparse.Namespace) -> int:
     else:
         wait_reachable(args.endpoint, REACH_TIMEOUT_S)
     options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
-    options["settle"] = _settle_s(args)
+    options.update(settle=settle, transaction_timeout=endpoint.transaction_timeout_s,
+                   check_interval=endpoint.check_interval_s, check_max=endpoint.check_max)
     header = {"seed": seed, "endpoint": args.endpoint, "options": options,
               "plan_sha256": hashlib.sha256(plan.describe().encode()).hexdigest()}
-    settings = DriverSettings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
-                              options["settle"], args.check_max)
+    settings = driver_settings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
+                               settle, endpoint.check_max)
+    bar = timing.ProgressBar(total)
     try:
-        Driver(plan, settings, recorder, launched, _progress).run()
+        driver(plan, settings, recorder, launched, bar.update).run()
     finally:
+        bar.close()
         if launched is not None:
             launched.stop()
-        history.write(out / "history.jsonl", header, recorder.records)
+        if any(r["ev"] == "send" and r["ok"] for r in recorder.records):  # else nothing to judge
+            history.write(out / "history.jsonl", header, recorder.records)
     records = recorder.records
-    expectations = checkers.Expectations(args.expect, args.transaction_timeout, args.check_max)
+    expectations = checkers.Expectations(args.expect, endpoint.transaction_timeout_s, endpoint.check_max)
     findings = checkers.run_checks(records, expectations)
     result = report.build(header, records, findings, expectations)
     report.write_json(out / "report.json", result)
@@ -103,7 +143,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("endpoint", metavar="ENDPOINT", help="HOST:PORT of the endpoint (gRPC)")
     parser.add_argument("--out", required=True, help="directory for history.jsonl, report.json, report.png")
-    parser.add_argument("--duration", type=float, default=30, help="seconds of workload (default 30)")
+    parser.add_argument("--duration", type=float, help="seconds of workload (default 30; 20 with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a 20 s workload; a launched `txmq serve` without check settings of its own "
+                             "checks every 5 s up to 5 times: about 2 minutes in all")
     parser.add_argument("--rate", type=float, default=5, help="transactions started per second (default 5)")
     parser.add_argument("--producers", type=int, default=2, help="producers, one group (default 2)")
     parser.add_argument("--consumers", type=int, default=2, help="simple consumers, one group (default 2)")
@@ -123,15 +166,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a TRANSACTION topic of the endpoint (default audit)")
     parser.add_argument("--group", default="audit-consumers",
                         help="the consumer group (default audit-consumers)")
-    parser.add_argument("--transaction-timeout", type=float, default=6,
-                        help="the endpoint's transaction timeout, seconds (default 6, upstream's)")
-    parser.add_argument("--check-interval", type=float, default=30,
-                        help="the endpoint's check interval, seconds, for the default --settle (default 30)")
-    parser.add_argument("--check-max", type=int, default=15,
-                        help="the endpoint's check limit per transaction (default 15, upstream's)")
+    parser.add_argument("--transaction-timeout", type=float,
+                        help="the endpoint's transaction timeout, seconds (default: a launched txmq serve's, "
+                             "else 6, upstream's)")
+    parser.add_argument("--check-interval", type=float,
+                        help="the endpoint's check interval, seconds, for the default --settle (default: a "
+                             "launched txmq serve's, else 30, upstream's)")
+    parser.add_argument("--check-max", type=int,
+                        help="the endpoint's check limit per transaction (default: a launched txmq serve's, "
+                             "else 15, upstream's)")
     parser.add_argument("--invisible", type=int, default=10,
                         help="invisible time of each receive, seconds (default 10)")
     parser.add_argument("--settle", type=float,
                         help="seconds to wait after the workload for every transaction to resolve "
-                             "(default: timeout + (check-max + 1) x check interval + 10)")
+                             "(default: timeout + (check-max + 1) x check interval + 10, from the endpoint's "
+                             "settings)")
     parser.set_defaults(handler=_audit)
