@@ -33,9 +33,11 @@ def test_run_validates_a_simulated_trace(spark: Any, tmp_path: Path, mode: str,
 
 def test_spec_step_says_how_to_get_tlc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TLA2TOOLS_JAR", str(tmp_path / "absent.jar"))
-    line, code = _model_check()
+    tlc: dict[str, str] = {}
+    line, code = _model_check(tlc)
     assert code == ToolMissingError.exit_code  # a run that could not model-check is not OK
     assert line.startswith("TLA+ model checking: not run") and "TLA2TOOLS_JAR" in line
+    assert tlc == {"models": line}  # report.json says that no TLC ran
 
 
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
