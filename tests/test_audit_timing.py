@@ -49,7 +49,7 @@ def test_quick_gives_a_launched_serve_fast_checks_unless_it_has_its_own() -> Non
     assert timing.quick_launch("my-broker --port 8081") == "my-broker --port 8081"  # not ours to change
     quick = timing.endpoint_settings(_args("--launch", timing.quick_launch(SERVE)))
     total = timing.QUICK_DURATION_S + timing.settle_s(quick, None)
-    assert total == 20 + 6 + 6 * 5 + 10  # 76 s of audit, about 2 minutes with start-up and reporting
+    assert total == 20 + 6 + 6 * 5 + 10  # 76 s, plus start, stop and judging: about 2 minutes
 
 
 def test_the_bar_fills_with_the_expected_total() -> None:

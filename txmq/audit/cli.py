@@ -89,12 +89,13 @@ def _audit(args: argparse.Namespace) -> int:
                                ) from None
     endpoint = timing.endpoint_settings(args)
     settle = timing.settle_s(endpoint, args.settle)
-    total = args.duration + settle
+    total = args.duration + settle + timing.START_STOP_S
     _progress(f"endpoint settings from {endpoint.source}: transaction timeout "
               f"{endpoint.transaction_timeout_s:g} s, check interval {endpoint.check_interval_s:g} s, "
               f"check max {endpoint.check_max}")
-    _progress(f"expected at most {total / 60:.1f} min: {args.duration:g} s of workload, then up to "
-              f"{settle:.0f} s for every transaction to resolve (less once all are)")
+    _progress(f"expected at most {total / 60:.1f} min: {args.duration:g} s of workload, up to {settle:.0f} s "
+              f"for every transaction to resolve (less once all are), about {timing.START_STOP_S:.0f} s to "
+              "start, stop and judge")
     out.mkdir(parents=True, exist_ok=True)
     with _client_log(out / "client.log"):
         return _run(args, out, seed, plan, endpoint, settle, total, Driver, DriverSettings)
