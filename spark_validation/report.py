@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
-from spark_validation.tally import NAMED_SEP, named_seqs
+from spark_validation.tally import NAMED_SEP, NOTE_SEP, named_seqs
 from txmq.files import replacing
 
 HOLDS = "holds"
@@ -109,7 +109,7 @@ def _sample_line(sample: dict[str, Any]) -> str:
     named = set(named_seqs(key))
     shown = ", ".join(f"{e['seq']}:{e['event']}" for e in events[:12])
     if not any(e["seq"] in named for e in events):
-        return f"{key}: {shown}"
+        return f"{key.replace(NOTE_SEP, ' (', 1) + ')' if NOTE_SEP in key else key}: {shown}"
     own = {e.get("half_offset") for e in events if e.get("txn") is not None}
     why = []
     for e in events:

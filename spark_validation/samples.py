@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_validation.inputs import CORRUPT
-from spark_validation.tally import NAMED_SEP, SEQ_PREFIX, TXN_PREFIX, SampleKey, named_seqs
+from spark_validation.tally import SEQ_PREFIX, TXN_PREFIX, SampleKey, key_txn, named_seqs
 
 
 def fetch(events: Any, keys: set[SampleKey]) -> dict[SampleKey, list[dict[str, Any]]]:
@@ -16,7 +16,7 @@ def fetch(events: Any, keys: set[SampleKey]) -> dict[SampleKey, list[dict[str, A
     null columns left out."""
     from pyspark.sql import functions as F
 
-    txn_of = {k: k[len(TXN_PREFIX) :].partition(NAMED_SEP)[0] for k in keys if k.startswith(TXN_PREFIX)}
+    txn_of = {k: key_txn(k) for k in keys if k.startswith(TXN_PREFIX)}
     seqs_of = {k: set(named_seqs(k)) for k in keys}
     seqs_of.update({k: {int(k[len(SEQ_PREFIX) :])} for k in keys if k.startswith(SEQ_PREFIX)})
     txns = sorted(set(txn_of.values()))

@@ -66,15 +66,32 @@ def test_a_trace_without_subscriptions_owes_no_delivery(run_trace: Callable[...,
     assert reported(run_trace(trace)) == reported(delivered) == {}
 
 
+def _also_delivered_to(trace: Trace, group: str, txn: str) -> None:
+    delivery = dict(trace.find(S.DELIVER, txn), consumer_group=group)
+    trace.events.insert(trace.events.index(trace.find(S.DELIVER, txn)) + 1, delivery)
+
+
 def test_each_group_that_misses_a_position_is_one_violation(run_trace: Callable[..., Report]) -> None:
-    """A second subscribed group that never consumes anything: every judged position is owed to it too."""
+    """A second subscribed group that consumed to the end (it got t5) but never got t1 nor t3: every
+    judged position is owed to it too, and the samples name the groups."""
     trace = clean_trace()
     undelivered(trace)
     trace.config["consumer_groups"] = {**trace.config["consumer_groups"], "cg2": [TOPIC]}
+    _also_delivered_to(trace, "cg2", "t5")
     result = next(c for c in run_trace(trace).checks if c.id == "EventuallyDelivered")
     # cg1 misses t1; cg2 misses t1 and t3 (t5 is too young to judge): three (group, position) pairs.
     assert result.violations == 3
-    assert [s["key"] for s in result.samples] == ["txn:t1", "txn:t3"]
+    assert [s["key"] for s in result.samples] == ["txn:t1#not delivered to cg1,cg2",
+                                                  "txn:t3#not delivered to cg2"]
+
+
+def test_a_group_owes_nothing_after_it_stopped_consuming(run_trace: Callable[..., Report]) -> None:
+    """Issue #25: a served session's consumer group that stopped was held to every later message. cg2
+    consumed t1 and then stopped (an application shut down); cg3 subscribed and never consumed."""
+    trace = clean_trace()
+    trace.config["consumer_groups"] = {**trace.config["consumer_groups"], "cg2": [TOPIC], "cg3": [TOPIC]}
+    _also_delivered_to(trace, "cg2", "t1")
+    assert reported(run_trace(trace)) == {}
 
 
 def test_what_retention_deleted_is_owed_no_delivery_and_no_resolution(

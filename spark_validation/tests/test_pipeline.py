@@ -59,3 +59,17 @@ def test_a_simulated_trace_with_retention_validates(spark: Any, tmp_path: Path, 
     assert len(expiries) > 3
     report = validate(str(trace), progress=lambda _: None)
     assert report.exit_code == 0, [(c.id, c.status) for c in report.checks if c.status != "holds"]
+
+
+def test_the_plot_leads_with_the_verdict(spark: Any, tmp_path: Path) -> None:
+    """Issue #25: the picture showed two histograms and no verdict."""
+    from spark_validation.job import validate
+    from spark_validation.plot import plot_report, verdict
+    from spark_validation.tests.tracebuilder import clean_trace
+
+    report = validate(str(clean_trace().write(tmp_path / "t.parquet")), progress=lambda _: None)
+    assert verdict(report) == f"PASS — {len(report.checks)} of {len(report.checks)} checks hold"
+    report.checks[0].status, report.checks[0].violations = "violated", 3
+    assert verdict(report).startswith(f"FAILED: {report.checks[0].id} — {len(report.checks) - 1} of ")
+    plot_report(report, tmp_path / "report.png")
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
