@@ -42,7 +42,7 @@ def blocks(language: str) -> list[tuple[str, bool, str]]:
 def command_lines(text: str) -> list[str]:
     """The shell lines of a block, continuations joined, comments dropped."""
     joined = re.sub(r"\\\n\s*", " ", text)
-    return [line.split(" #")[0].strip() for line in joined.splitlines() if line.strip()
+    return [line.split(" #")[0].strip().rstrip("&").strip() for line in joined.splitlines() if line.strip()
             and not line.lstrip().startswith("#")]
 
 
@@ -83,7 +83,7 @@ def test_the_readme_python_example_runs(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines()[0] == "COMMITTED"
+    assert done.stdout.splitlines()[0] == "TransactionState.COMMITTED"
 
 
 def test_the_client_quickstart_runs_as_printed(tmp_path: Path) -> None:
