@@ -62,10 +62,10 @@ class BrokerUnavailableError(TxmqError):
     exit_code = 8
 
 
-class WriteRefusedError(TxmqError):
+class WriteRefusedError(StoreError):
     """The file system refused a write: no space left (ENOSPC), over a quota (EDQUOT), a file too large
     (EFBIG), or read-only (EROFS). Outputs are written whole or not at all, so nothing half-written is
-    left; a store directory keeps what it held before the refused record (recovery truncates a torn one)."""
+    left; a store directory keeps what it held before the refused record (recovery truncates a torn one).
+    A ``StoreError`` when the store's write was refused, with an exit code of its own."""
 
     exit_code = 10
-
