@@ -210,6 +210,17 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
         "DiscardOnlyAtMax": ((c("bad_discards") > 0) | in_window, F.lit(rocketmq) & (c("bad_discards") == 0)),
         "EventuallyResolved": (judged & (c("resolutions") + c("discards") == 0) & ~expired, None),
     }
+    rows, tallies = _grouped(facts, flags, judged, check_max, limit)
+    return _summarise(rows, tallies, check_max)
+
+
+def _grouped(
+    facts: Any, flags: dict[str, tuple[Any, Any]], judged: Any, check_max: int, limit: int
+) -> tuple[list[Any], dict[str, Tally]]:
+    """The per-transaction rows grouped by their flags, check count, age and visibility (``tally``)."""
+    from pyspark.sql import functions as F
+
+    c = F.col
     vis = c("real_ts") - c("born")
     age = F.when(c("born").isNull(), 0).when(judged, 2).otherwise(1)
     keyed = facts.select(
@@ -233,7 +244,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
             F.max("vis").alias("vis_max"),
         ],
     )
-    return _summarise(rows, tallies, check_max)
+    return rows, tallies
 
 
 def _summarise(rows: list[Any], tallies: dict[str, Tally], check_max: int) -> TxnResult:

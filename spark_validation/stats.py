@@ -106,11 +106,32 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
     the first broken seq) would turn it into a sort of every row, so examples are looked up by a second,
     filtered query, and only for a trace that is already being rejected.
     """
-    from pyspark.sql import functions as F
-
     rules = _null_rules()
     columns = sorted({col for _, col in rules})
-    rows = (
+    rows = _aggregate_by_event(events, columns)
+    _refuse_corrupt(events, trace, rows)
+    _refuse_unknown(trace, rows)
+    _refuse_nulls(events, trace, rules, rows)
+    by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
+    _require_complete(events, trace, rows, by_event)
+    return TraceStats(
+        events=sum(by_event.values()),
+        by_event=by_event,
+        first_ts=min((r["first_ts"] for r in rows), default=None),
+        # A trace may end after a quiet spell: the header's end_ts (when present) is when it ended.
+        last_ts=max([r["last_ts"] for r in rows if r["last_ts"] is not None]
+                    + ([trace.config["end_ts"]] if isinstance(trace.config.get("end_ts"), int) else []),
+                    default=None),
+        op_entries=int(sum(r["entries"] or 0 for r in rows if r["event"] == S.OP_PUT)),
+        expired_before=next((r["max_commitlog_offset"] for r in rows if r["event"] == S.EXPIRE), None),
+    )
+
+
+def _aggregate_by_event(events: Any, columns: list[str]) -> list[Any]:
+    """One row per event name: counts (all, corrupt, non-null per column), ts and seq ranges, Op entries."""
+    from pyspark.sql import functions as F
+
+    return (
         events.groupBy("event")
         .agg(
             F.count(F.lit(1)).alias("n"),
@@ -125,6 +146,12 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         )
         .collect()
     )
+
+
+def _refuse_corrupt(events: Any, trace: TraceInput, rows: list[Any]) -> None:
+    """NotATraceError when some lines did not parse as trace events."""
+    from pyspark.sql import functions as F
+
     corrupt = sum(r["corrupt"] for r in rows)
     if corrupt:
         # Spark parses only the JSON fields a query reads, so a line is corrupt or not depending on the
@@ -132,6 +159,10 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         found = events.filter(F.col(CORRUPT).isNotNull()).agg(
             F.min(CORRUPT), *(F.count(col) for col in S.COLUMN_NAMES)).first()
         raise NotATraceError(f"{trace.path}: {corrupt} line(s) are not trace events, e.g. {found[0][:80]!r}")
+
+
+def _refuse_unknown(trace: TraceInput, rows: list[Any]) -> None:
+    """UnknownEventError when some rows name an event the format does not have."""
     unknown = sorted(
         (r["event"], r["n"]) for r in rows if r["event"] is not None and r["event"] not in S.EVENTS
     )
@@ -140,6 +171,12 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         raise UnknownEventError(
             f"{trace.path}: {sum(n for _, n in unknown)} row(s) with an unknown event name: {names}"
         )
+
+
+def _refuse_nulls(events: Any, trace: TraceInput, rules: list[tuple[str, str]], rows: list[Any]) -> None:
+    """TraceNullError when rows lack a value their event must carry: how many, and the first example."""
+    from pyspark.sql import functions as F
+
     broken = [
         (event, col) for event, col in rules
         if any(r["n"] > r[f"has_{col}"] for r in rows if event == "*" or r["event"] == event)
@@ -158,16 +195,3 @@ def collect_stats(events: Any, trace: TraceInput) -> TraceStats:
         raise TraceNullError(
             f"{trace.path}: {found['count']} row(s) lack a required value; e.g. {where} without {col}{at}"
         )
-    by_event = {name: 0 for name in S.EVENTS} | {r["event"]: int(r["n"]) for r in rows}
-    _require_complete(events, trace, rows, by_event)
-    return TraceStats(
-        events=sum(by_event.values()),
-        by_event=by_event,
-        first_ts=min((r["first_ts"] for r in rows), default=None),
-        # A trace may end after a quiet spell: the header's end_ts (when present) is when it ended.
-        last_ts=max([r["last_ts"] for r in rows if r["last_ts"] is not None]
-                    + ([trace.config["end_ts"]] if isinstance(trace.config.get("end_ts"), int) else []),
-                    default=None),
-        op_entries=int(sum(r["entries"] or 0 for r in rows if r["event"] == S.OP_PUT)),
-        expired_before=next((r["max_commitlog_offset"] for r in rows if r["event"] == S.EXPIRE), None),
-    )

@@ -18,18 +18,42 @@ from typing import Any
 import pytest
 from brokerkit import MODES, START_MS, Env, EnvFactory
 from tlc_tools import TLC_CHECKED, require_tlc
+from upstreamkit import session_cluster
 
 from txmq.broker import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.store.faults import StoreFaults, faulty_opener
+from txmq.store.memory import memory_opener
+from txmq.store.message_store import MessageStore
 from txmq.trace.sinks import MemorySink
+from txmq.upstream import UpstreamCluster
+
+STORE_KINDS = ("disk", "memory")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The scenario tests (``test_scenarios_*``) run over both stores: the store on disk and the one in
+    memory must give the broker the same behaviour. A test that needs the disk itself (file sizes, a full
+    disk) asks for ``store_kind`` "disk" with ``@pytest.mark.disk_store``."""
+    if "make_env" not in metafunc.fixturenames or not metafunc.module.__name__.startswith("test_scenarios_"):
+        return
+    kinds = ["disk"] if metafunc.definition.get_closest_marker("disk_store") else list(STORE_KINDS)
+    metafunc.parametrize("store_kind", kinds, indirect=True)
 
 
 @pytest.fixture
-def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
-    """``make_env(mode, **config)``: a fresh broker in its own directory under ``tmp_path``."""
+def store_kind(request: pytest.FixtureRequest) -> str:
+    """Which store ``make_env`` opens: "disk" unless the test is parametrized over both."""
+    return str(getattr(request, "param", "disk"))
+
+
+@pytest.fixture
+def make_env(tmp_path: Path, store_kind: str) -> Iterator[EnvFactory]:
+    """``make_env(mode, **config)``: a fresh broker in its own directory under ``tmp_path``, over the store
+    ``store_kind`` names (one memory "disk" per test, so restarts find what was written)."""
     made: list[Env] = []
+    opener = memory_opener() if store_kind == "memory" else MessageStore.open
 
     def factory(mode: str = "strict", start_ms: int = START_MS, **config: Any) -> Env:
         directory = tmp_path / f"store{len(made)}"
@@ -37,7 +61,7 @@ def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
         sink = MemorySink()
         faults = StoreFaults()
         broker = Broker(directory, BrokerConfig(mode=mode, **config), clock, sink,
-                        open_store=faulty_opener(faults))
+                        open_store=faulty_opener(faults, opener))
         env = Env(broker, clock, sink, directory, faults)
         made.append(env)
         return env
@@ -45,6 +69,12 @@ def make_env(tmp_path: Path) -> Iterator[EnvFactory]:
     yield factory
     for env in made:
         env.broker.close()
+
+
+@pytest.fixture(scope="session")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamCluster]:
+    """Upstream RocketMQ (name server, broker, proxy), one per session; see ``upstreamkit``."""
+    yield from session_cluster(tmp_path_factory.mktemp("upstream"))
 
 
 @pytest.fixture(params=MODES)

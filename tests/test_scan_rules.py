@@ -15,7 +15,20 @@ from txmq.trace.schema import DISCARD_CHECK_MAX, DISCARD_RETENTION
 from txmq.transaction import scan
 from txmq.transaction.immunity import rejection_threshold_ms, scanner_immunity_ms
 from txmq.transaction.java import get_int, get_long, times_1000
-from txmq.transaction.scan import Decision, Moment, OpView, ScanRules, decide
+from txmq.transaction.scan import (
+    Check,
+    Decision,
+    Discard,
+    Moment,
+    OpView,
+    ReadOps,
+    ReputImmunity,
+    ScanRules,
+    SkipCovered,
+    SkipResolved,
+    Stop,
+    decide,
+)
 
 RULES = ScanRules(check_max=15, transaction_timeout_ms=6_000, file_reserved_time_ms=72 * 3_600_000)
 START = 1_000_000  # the run's start
@@ -66,7 +79,7 @@ def run(record: StoredMessage | None, view: OpView | None = None, resolution: Re
 
 
 def outcome(d: Decision) -> tuple[str, int | None, str | None]:
-    return d.outcome, d.count, d.reason
+    return d.outcome, getattr(d, "count", None), getattr(d, "reason", None)
 
 
 # (upstream rule, record, view, resolution, now) -> (outcome, count, reason)
@@ -139,6 +152,9 @@ CASES = [
     ("TransactionalMessageServiceImpl.check: fallen through at age 1, the clock-ahead test needs <= -1",
      half({IMMUNITY: "60", ORIGINAL: "x"}, age=1), ops(), None, START,
      (scan.STOP, None, scan.STOP_TIME_LIMIT)),
+    ("TransactionalMessageServiceImpl.check: fallen through at age 0: not ahead (needs <= -1)",
+     half({IMMUNITY: "60", ORIGINAL: "x"}, age=0), ops(), None, START,
+     (scan.STOP, None, scan.STOP_TIME_LIMIT)),
     ("TransactionalMessageServiceImpl.checkPrepareQueueOffset: -1 falls through; Ops unread: read them",
      half({IMMUNITY: "60", ORIGINAL: "x"}), ops((0, [OFFSET + 1], OP_BORN)), None, START,
      (scan.READ_OPS, None, None)),
@@ -167,23 +183,25 @@ def test_every_outcome_has_a_row() -> None:
 
 def test_decisions_carry_what_they_need() -> None:
     record = half({IMMUNITY: "60"})
-    first = run(record)
-    assert (first.half, first.mark_original) == (record, True)
-    later = run(half({IMMUNITY: "60", ORIGINAL: "3"}))
-    assert later.mark_original is False
-    covered = run(half(), ops((4, [OFFSET], OP_BORN)))
-    assert (covered.half, covered.covered, covered.by_original) == (None, OFFSET, False)
-    original = run(half({IMMUNITY: "60", ORIGINAL: "3"}), ops((4, [3], OP_BORN)))
-    assert (original.covered, original.by_original) == (3, True)
-    assert run(half(), ops(), None, START + 60_001).half is None
+    assert run(record) == ReputImmunity(record, 1, mark_original=True)
+    later = half({IMMUNITY: "60", ORIGINAL: "3"})
+    assert run(later) == ReputImmunity(later, 1, mark_original=False)
+    assert run(half(), ops((4, [OFFSET], OP_BORN))) == SkipCovered(OFFSET, None, by_original=False)
+    original = half({IMMUNITY: "60", ORIGINAL: "3"})
+    assert run(original, ops((4, [3], OP_BORN))) == SkipCovered(3, original, by_original=True)
+    assert run(half(), ops(), None, START + 60_001) == Stop(scan.STOP_TIME_LIMIT, None)
     fallen = half({IMMUNITY: "60", ORIGINAL: "x"})
-    assert run(fallen).half is fallen  # the run ends at a record it read
+    assert run(fallen) == Stop(scan.STOP_TIME_LIMIT, fallen)  # the run ends at a record it read
     # Every decision about a record it read carries that record (the loop traces and advances past it).
     resolved, young, unread = half(), half(stored=START), half(age=6_001)
-    assert run(resolved, resolution=Resolved({"t"})).half is resolved
-    assert run(resolved, resolution=Resolved(latest={"t": OFFSET + 1})).half is resolved
-    assert run(young).half is young
-    assert run(unread, ops((0, [OFFSET + 1], OP_BORN))).half is unread
+    assert run(resolved, resolution=Resolved({"t"})) == SkipResolved(resolved, scan.RESOLVED)
+    assert run(resolved, resolution=Resolved(latest={"t": OFFSET + 1})) == SkipResolved(resolved,
+                                                                                         scan.SUPERSEDED)
+    assert run(young) == Stop(scan.STOP_FRESH, young)
+    assert run(unread, ops((0, [OFFSET + 1], OP_BORN))) == ReadOps(unread)
+    assert run(unread) == Check(unread, 1)
+    counted = half({TIMES: "15"})
+    assert run(counted) == Discard(counted, 15, DISCARD_CHECK_MAX)
 
 
 def test_decide_reads_the_record_only_when_no_op_covers_it() -> None:

@@ -275,13 +275,47 @@ def test_s36_resume_then_commit(make_env: EnvFactory, mode: str) -> None:
         assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
 
 
-def test_s36_resume_refuses_a_record_that_is_not_discarded(make_env: EnvFactory) -> None:
-    env = make_env()
+def test_s36_resume_refuses_a_record_that_is_not_discarded_strict(make_env: EnvFactory) -> None:
+    env = make_env("strict")
     result = env.producer().send_half(Message("T", b"x"))
     with pytest.raises(ClientError, match="no discarded half"):
         env.broker.resume_check_half_message(result.commitlog_offset)
     with pytest.raises(ClientError, match="no discarded half"):
         env.broker.resume_check_half_message(10**9)
+
+
+def test_s36_resume_puts_back_any_transactional_record_rocketmq(make_env: EnvFactory) -> None:
+    """``AdminBrokerProcessor.resumeCheckHalfMessage`` re-puts whatever record is at the offset: here a
+    pending half, whose resumed copy continues it at count 0, and a committed real message, which is
+    checked again and, answered COMMIT, made real a second time."""
+    env = make_env("rocketmq")
+    listener = ScriptedListener(UNKNOW)
+    pending = env.producer("G", listener).send_half(Message("T", b"pending"))
+    resumed = env.broker.resume_check_half_message(pending.commitlog_offset)
+    [renew] = env.events(ev.HALF_RENEW, result=ev.RENEW_RESUME)
+    assert (renew["txn"], renew["prev_half_offset"], renew["half_offset"], renew["check_count"]) == (
+        pending.msg_id, pending.queue_offset, resumed.queue_offset, 0)
+
+    committed = env.producer("G", listener).send_message_in_transaction(Message("T", b"real"), COMMIT)
+    env.broker.flush_op_batches(force=True)  # the first commit's Op is durable: only the resume re-opens it
+    [real] = [m for m in env.visible() if m.body == b"real"]
+    env.broker.resume_check_half_message(real.commitlog_offset)
+    listener.default = COMMIT
+    env.run_check(TIMEOUT + 1)
+    assert env.bodies().count(b"real") == 2
+    assert committed.transaction_id in {e["txn"] for e in env.events(ev.CHECK)}
+
+
+def test_s36_resume_refuses_a_record_without_a_transaction_rocketmq(make_env: EnvFactory) -> None:
+    """The one deviation from upstream (``transaction.resume``): a plain message is not put into the half
+    queue, where no producer group could be checked for it."""
+    env = make_env("rocketmq")
+    plain = env.broker.send_message(Message("T", b"plain"), "PLAIN-1")
+    with pytest.raises(ClientError, match="no transactional record"):
+        env.broker.resume_check_half_message(plain.commitlog_offset)
+    with pytest.raises(ClientError, match="no transactional record"):
+        env.broker.resume_check_half_message(10**9)
+    assert env.events(ev.HALF_RENEW) == []
 
 
 def test_commit_after_discard_strict(make_env: EnvFactory) -> None:

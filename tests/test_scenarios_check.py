@@ -339,6 +339,7 @@ def test_s37_op_checkpoint_contiguity(make_env: EnvFactory, mode: str) -> None:
     assert broker.consumer_offset(CHECKPOINT_GROUP, OP_TOPIC, 0) == 2
 
 
+@pytest.mark.disk_store  # a full disk (a file size limit)
 def test_s39_failure_aborts_the_run_without_saving(make_env: EnvFactory, mode: str) -> None:
     env = make_env(mode)
     pad_log(env)
@@ -596,6 +597,7 @@ def test_immunity_copy_whose_original_op_was_read_is_dropped(make_env: EnvFactor
     assert env.broker.admin.checkpoints() == ScanPosition(36, 33)
 
 
+@pytest.mark.disk_store  # another process writes into the store directory
 def test_op_record_with_another_tag_matches_nothing(make_env: EnvFactory, mode: str) -> None:
     """TransactionalMessageServiceImpl.fillOpRemoveMap: an Op record whose tag is not REMOVE_TAG ("d") is
     logged as illegal and counted done; the half it names is not resolved by it."""

@@ -8,17 +8,23 @@ right after the send is served by the cache.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
+from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.protocol import Message
 from txmq.store.message import StoredMessage
+from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
 from txmq.trace.durable_op import checks_after_durable_op
+from txmq.trace.sinks import MemorySink
 from txmq.transaction.constants import HALF_TOPIC
 from txmq.transaction.half_cache import HalfCache
 from txmq.transaction.op_batcher import OpBatcher, decode_body, encode_body
+from txmq.transaction.op_writer import OpWriter
 
 
 def test_s27_op_batching_by_time(make_env: EnvFactory, mode: str) -> None:
@@ -348,6 +354,26 @@ def test_half_cache_drops_only_halves_before_the_new_log_start() -> None:
         cache.put(StoredMessage(HALF_TOPIC, 0, b"h", {}, 0, commitlog_offset=offset))
     assert cache.drop_before(1_024) == 1
     assert cache.take(1_000) is None and [cache.take(o) is not None for o in (1_024, 2_000)] == [True, True]
+
+
+def test_a_synchronous_overflow_write_wakes_the_batch_thread(tmp_path) -> None:
+    """A full buffer writes the new entry and what fits after it at once, then runs the batch thread's
+    tick, which restarts its interval (``TransactionalMessageServiceImpl.deletePrepareMessage`` wakes
+    ``TransactionalOpBatchService``): the next regular run is a full interval after the overflow."""
+    clock = ManualClock(1_000_000)
+    store = MessageStore.open(tmp_path / "s", clock=clock.now_ms)
+    stats: Counter[str] = Counter()
+    sink = MemorySink()
+    writer = OpWriter(store, OpBatcher(4096, 1000, capacity=2), clock, sink, stats, interval_ms=1000)
+    writer.queue(0, 10)
+    writer.queue(0, 11)
+    clock.advance(1200)
+    writer.queue(0, 12)
+    assert writer.buffered(0) == []
+    assert [e["half_offsets"] for e in sink.of(ev.OP_PUT)] == [[12, 10, 11]]
+    assert stats["op_sync_writes"] == 1
+    assert writer.next_tick_ms == 1_000_000 + 2200
+    store.close()
 
 
 def op_written_during_a_run(env: Env) -> None:

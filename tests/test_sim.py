@@ -13,6 +13,7 @@ from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
 from txmq.sim.runner import _quiet_broker_log, simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
+from txmq.store.memory import memory_opener
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events, read_header
 
@@ -31,6 +32,19 @@ def test_same_seed_same_trace_byte_for_byte(tmp_path: Path, suffix: str) -> None
     simulate(SMALL, seed=12, out=c)
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes() != c.read_bytes()
+
+
+@pytest.mark.parametrize("mode", ["strict", "rocketmq"])
+def test_the_store_in_memory_gives_the_same_trace_as_the_store_on_disk(tmp_path: Path, mode: str) -> None:
+    """Crashes, restarts, recovery reports, retention and refused puts included (heavy faults)."""
+    disk, memory = tmp_path / "disk.ndjson", tmp_path / "memory.ndjson"
+    # Small segments and a short retention, so that segments are rolled and deleted.
+    config = BrokerConfig(mode=mode, segment_size=64 * 1024, file_reserved_time_ms=120_000)
+    simulate(SMALL, seed=13, config=config, out=disk)
+    simulate(SMALL, seed=13, config=config, out=memory, open_store=memory_opener())
+    events = _events(disk)
+    assert {ev.CRASH, ev.RESTART, ev.EXPIRE} <= {e["event"] for e in events}
+    assert disk.read_bytes() == memory.read_bytes()
 
 
 def test_header_carries_what_validators_need(tmp_path: Path) -> None:

@@ -315,3 +315,14 @@ def test_a_walk_in_chunks_finds_the_frames_one_buffer_finds(tmp_path, monkeypatc
     data[bad + HEADER.size + 3] ^= 0xFF  # a body byte: the frame's CRC no longer matches
     rewrite(path, bytes(data))
     assert walked(0) == frames[:8]
+
+
+def test_an_iteration_reads_the_log_as_of_its_call(tmp_path) -> None:
+    """``MessageStore.iterate`` (``CommitLog.scan``, the second caller of ``walk_file``) stops at the log's
+    end when it was called: a record appended before the first record is read is not part of it."""
+    store = MessageStore.open(tmp_path / "s", clock=clock)
+    puts = [store.put_message(StoredMessage("t", 0, f"body {i}".encode(), {}, i)) for i in range(3)]
+    records = store.iterate(puts[1].commitlog_offset)
+    assert store.put_message(StoredMessage("t", 0, b"later", {}, 3)).ok
+    assert [r.body for r in records] == [b"body 1", b"body 2"]
+    store.close()

@@ -1,4 +1,4 @@
-"""The ``txmq`` command: run the whole pipeline, simulate, validate, check the spec, serve, audit.
+"""The ``txmq`` command: the pipeline, simulate, validate, check the spec, serve, audit, run upstream.
 
 Each sub-command lives with the code it drives; this module only wires them up and turns user errors
 into one-line messages with their exit codes, and Ctrl-C (or SIGTERM) into one line and exit code 130
@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "txmq.tla.cli",
     "txmq.serve.cli",
     "txmq.audit.cli",
+    "txmq.upstream.cli",
 )
 
 

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 from txmq.broker import Broker
 from txmq.errors import BrokerUnavailableError
+from txmq.timed import TIMED_SERVICES
 
 
 class BrokerRuntime:
-    """Check service, Op batch flusher, offset persister and retention of one broker, each on its own thread.
+    """The timed services of one broker (``txmq.timed``), each on its own thread.
 
     ``interval_scale`` shrinks every interval (e.g. 0.01 for stress tests that cannot wait 30 s).
     """
@@ -22,15 +23,12 @@ class BrokerRuntime:
     def __init__(self, broker: Broker, interval_scale: float = 1.0) -> None:
         if interval_scale <= 0:
             raise ValueError("interval_scale must be positive")
-        cfg = broker.config
         self.broker = broker
         self._stop = threading.Event()
         self._services: list[tuple[str, float, Callable[[], object]]] = [
-            ("txmq-check", cfg.check_interval_ms * interval_scale / 1000, broker.run_check_once),
-            ("txmq-op-batch", cfg.op_batch_interval_ms * interval_scale / 1000, broker.flush_op_batches),
-            ("txmq-offsets", cfg.offset_persist_interval_ms * interval_scale / 1000, broker.persist_offsets),
-            ("txmq-retention", cfg.clean_resource_interval_ms * interval_scale / 1000,
-             broker.delete_expired_segments),
+            (service.thread, service.interval_ms(broker.config) * interval_scale / 1000,
+             getattr(broker, service.method))
+            for service in TIMED_SERVICES
         ]
         self._threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []

@@ -31,6 +31,8 @@ from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.network import FaultyNetwork
 from txmq.sim.workload import Workload
 from txmq.store.faults import StoreFaults, faulty_opener
+from txmq.store.interface import StoreOpener
+from txmq.store.message_store import MessageStore
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import TraceSink, open_sink
 from txmq.transaction.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
@@ -107,14 +109,16 @@ class Simulation:
     """One seeded run; ``run()`` returns a SimulationResult."""
 
     def __init__(self, workload: Workload, seed: int, config: BrokerConfig, sink: TraceSink,
-                 store_dir: Path, progress: Callable[[int], None] | None = None) -> None:
+                 store_dir: Path, progress: Callable[[int], None] | None = None,
+                 open_store: StoreOpener = MessageStore.open) -> None:
         self.w = workload
         self.seed = seed
         self.rng = random.Random(seed)
         self.clock = ManualClock(START_MS)
         self.sink = sink
         self.faults = StoreFaults()  # the store refusing real-message puts (S13), as the workload asks
-        self.broker = Broker(store_dir, config, self.clock, sink, open_store=faulty_opener(self.faults))
+        self.broker = Broker(store_dir, config, self.clock, sink,
+                             open_store=faulty_opener(self.faults, open_store))
         self.network = FaultyNetwork(self.broker, workload, self.rng)
         self.progress = progress
         w = workload
@@ -245,11 +249,12 @@ class Simulation:
 
 def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, out: str | Path | None = None,
              store_dir: str | Path | None = None, progress: Callable[[int], None] | None = None,
-             ) -> SimulationResult:
+             open_store: StoreOpener = MessageStore.open) -> SimulationResult:
     """Run a simulation and write its trace to ``out`` (Parquet or NDJSON by suffix; None: no trace).
 
     The store goes to ``store_dir`` (kept; it must be new or empty) or a temporary directory (removed
-    afterwards). The trace appears at ``out`` only if the run finishes: a failed or interrupted run leaves
+    afterwards), opened by ``open_store`` (the store on disk, or ``memory_opener()``: the same trace, byte
+    for byte). The trace appears at ``out`` only if the run finishes: a failed or interrupted run leaves
     whatever was there before.
     """
     config = config or BrokerConfig()
@@ -262,7 +267,7 @@ def simulate(workload: Workload, seed: int, config: BrokerConfig | None = None, 
         store_dir = temp
     try:
         with _quiet_broker_log(), open_sink(out, header) as sink:
-            sim = Simulation(workload, seed, config, sink, Path(store_dir), progress)
+            sim = Simulation(workload, seed, config, sink, Path(store_dir), progress, open_store)
             result = sim.run()
             sink.header.config["broker_stats"] = dict(result.broker_stats)
             sink.header.config["end_ts"] = START_MS + result.sim_ms

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
@@ -177,103 +178,128 @@ def run_soak(directory: Path, duration_s: float, *, mode: str = "strict", seed: 
              crash_every_s: float = 0.0, drain_s: float = 10.0,
              progress: Callable[[SoakSample], None] | None = None) -> SoakResult:
     """Run the soak in ``directory`` (a new store) for ``duration_s``, then drain for up to ``drain_s``."""
-    config = soak_config(mode, retention_ms, segment_size)
-    clock = SystemClock()
-    broker = Broker(directory, config, clock)
-    runtime = BrokerRuntime(broker).start()
-    ledger = Ledger(forget_after_s=2 * retention_ms / 1000 + 10)
-    result = SoakResult(seed=seed, mode=mode)
-    rng = random.Random(seed)
-    stop_producing = threading.Event()
-    stop_consuming = threading.Event()
-    sent = 0
+    soak = _Soak(directory, mode, seed, rate, retention_ms, segment_size, progress)
+    return soak.run(duration_s, sample_every_s, crash_every_s, drain_s)
 
-    def transport(request: EndTransactionRequest) -> None:
+
+class _Soak:
+    """One soak: a broker with its runtime, a producer thread at ``rate``, a consumer thread, and the
+    ledger of what was acknowledged and delivered."""
+
+    def __init__(self, directory: Path, mode: str, seed: int, rate: float, retention_ms: int,
+                 segment_size: int, progress: Callable[[SoakSample], None] | None) -> None:
+        self.directory = directory
+        self.rate = rate
+        self.progress = progress
+        self.broker = Broker(directory, soak_config(mode, retention_ms, segment_size), SystemClock())
+        self.runtime = BrokerRuntime(self.broker).start()
+        self.ledger = Ledger(forget_after_s=2 * retention_ms / 1000 + 10)
+        self.result = SoakResult(seed=seed, mode=mode)
+        self.rng = random.Random(seed)
+        self.stop_producing = threading.Event()
+        self.stop_consuming = threading.Event()
+        self.sent = 0
+        self.started = time.monotonic()
+        self.producer = TransactionProducer(self.broker, "soak", _SoakListener(seed), f"soak-{seed}",
+                                            self.transport).start()
+        self.consumer = PullConsumer(self.broker, "soak-consumers", [TOPIC])
+
+    def transport(self, request: EndTransactionRequest) -> None:
+        """The producer's END_TRANSACTION: an OK commit is acknowledged in the ledger."""
         try:
-            answer = broker.end_transaction(request)
+            answer = self.broker.end_transaction(request)
         except BrokerUnavailableError:
             return
         if answer.ok and request.state is COMMIT:
-            ledger.ack(request.transaction_id)
+            self.ledger.ack(request.transaction_id)
 
-    producer = TransactionProducer(broker, "soak", _SoakListener(seed), f"soak-{seed}", transport).start()
-    consumer = PullConsumer(broker, "soak-consumers", [TOPIC])
-
-    def produce() -> None:
-        nonlocal sent
+    def produce(self) -> None:
         begun = time.monotonic()
-        while not stop_producing.is_set():
-            due = begun + sent / rate
+        rng = self.rng
+        while not self.stop_producing.is_set():
+            due = begun + self.sent / self.rate
             if due > time.monotonic():
-                stop_producing.wait(due - time.monotonic())
+                self.stop_producing.wait(due - time.monotonic())
                 continue
             body = rng.randbytes(rng.randint(16, 256))
             key = {KEY: str(rng.getrandbits(64))}
             message = Message(TOPIC, body, queue_id=rng.randrange(QUEUES), properties=key)
             try:
-                producer.send_message_in_transaction(message, rng.random() < 0.1)
+                self.producer.send_message_in_transaction(message, rng.random() < 0.1)
             except BrokerUnavailableError:
                 continue
-            sent += 1
+            self.sent += 1
 
-    def consume() -> None:
-        while not stop_consuming.is_set():
+    def consume(self) -> None:
+        while not self.stop_consuming.is_set():
             try:
-                messages = consumer.poll(256)
+                messages = self.consumer.poll(256)
             except BrokerUnavailableError:
-                consumer.reset()  # positions not committed before the crash are read again
-                stop_consuming.wait(0.05)
+                self.consumer.reset()  # positions not committed before the crash are read again
+                self.stop_consuming.wait(0.05)
                 continue
             for message in messages:
-                ledger.deliver(message)
+                self.ledger.deliver(message)
             if not messages:
-                stop_consuming.wait(0.05)
+                self.stop_consuming.wait(0.05)
 
-    def sample() -> None:
-        size, segments = disk_bytes(directory)
-        point = SoakSample(time.monotonic() - started, resident_bytes(), size, segments, sent,
+    def sample(self) -> None:
+        size, segments = disk_bytes(self.directory)
+        ledger = self.ledger
+        point = SoakSample(time.monotonic() - self.started, resident_bytes(), size, segments, self.sent,
                            ledger.acknowledged, ledger.delivered)
-        result.samples.append(point)
-        if progress is not None:
-            progress(point)
+        self.result.samples.append(point)
+        if self.progress is not None:
+            self.progress(point)
 
-    producer_thread = threading.Thread(target=produce, name="soak-producer", daemon=True)
-    consumer_thread = threading.Thread(target=consume, name="soak-consumer", daemon=True)
-    started = time.monotonic()
-    next_sample = started
-    next_crash = started + crash_every_s if crash_every_s else None
-    producer_thread.start()
-    consumer_thread.start()
-    try:
+    def run(self, duration_s: float, sample_every_s: float, crash_every_s: float, drain_s: float
+            ) -> SoakResult:
+        threads = [threading.Thread(target=self.produce, name="soak-producer", daemon=True),
+                   threading.Thread(target=self.consume, name="soak-consumer", daemon=True)]
+        self.started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        try:
+            self._drive(duration_s, sample_every_s, crash_every_s)
+            self.stop_producing.set()
+            threads[0].join()
+            deadline = time.monotonic() + drain_s  # checks still resolve UNKNOW answers: let them arrive
+            while time.monotonic() < deadline and self.ledger.pending_count():
+                time.sleep(0.1)
+        finally:
+            self.stop_producing.set()
+            self.stop_consuming.set()
+            for thread in threads:
+                thread.join()
+            self.runtime.stop()
+            self.result.errors = [repr(e) for e in self.runtime.errors]
+            stats = self.broker.broker_stats()
+            self.broker.close()
+        self.sample()
+        return self._summary(stats)
+
+    def _drive(self, duration_s: float, sample_every_s: float, crash_every_s: float) -> None:
+        """Sample every ``sample_every_s`` and crash the broker every ``crash_every_s`` (0: never)."""
+        started = self.started
+        next_sample = started
+        next_crash = started + crash_every_s if crash_every_s else None
         while (now := time.monotonic()) - started < duration_s:
             if now >= next_sample:
-                sample()
+                self.sample()
                 next_sample += sample_every_s
             if next_crash is not None and now >= next_crash:
-                broker.crash()
-                broker.restart()
-                result.crashes += 1
+                self.broker.crash()
+                self.broker.restart()
+                self.result.crashes += 1
                 next_crash += crash_every_s
             time.sleep(min(0.2, max(0.0, started + duration_s - now)))
-        stop_producing.set()
-        producer_thread.join()
-        deadline = time.monotonic() + drain_s  # checks still resolve UNKNOW answers: let them be delivered
-        while time.monotonic() < deadline and ledger.pending_count():
-            time.sleep(0.1)
-    finally:
-        stop_producing.set()
-        stop_consuming.set()
-        producer_thread.join()
-        consumer_thread.join()
-        runtime.stop()
-        result.errors = [repr(e) for e in runtime.errors]
-        stats = broker.broker_stats()
-        broker.close()
-    sample()
-    result.sent = sent
-    result.acknowledged = ledger.acknowledged
-    result.delivered = ledger.delivered
-    result.lost = sorted(ledger.pending)[:20]
-    result.duplicates = ledger.duplicates
-    result.segments_deleted = int(stats.get("segments_deleted", 0))
-    return result
+
+    def _summary(self, stats: dict[str, Any]) -> SoakResult:
+        result, ledger = self.result, self.ledger
+        result.sent = self.sent
+        result.acknowledged = ledger.acknowledged
+        result.delivered = ledger.delivered
+        result.lost = sorted(ledger.pending)[:20]
+        result.duplicates = ledger.duplicates
+        result.segments_deleted = int(stats.get("segments_deleted", 0))
+        return result

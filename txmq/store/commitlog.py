@@ -304,6 +304,24 @@ class CommitLog:
         frame = self.read(following)
         return None if frame is None else store_timestamp_of(frame)
 
+    def expired_before(self, now_ms: int, reserved_ms: int, batch_max: int) -> int | None:
+        """Where the log would start once the segments due for deletion are gone, or None if none is due.
+
+        Upstream ``MappedFileQueue.deleteExpiredFileByTime``: from the first segment on, never the last one,
+        each segment last written to more than ``reserved_ms`` ago, up to ````batch_max```` in one
+        pass, stopping at the first that is not due (no segment in the middle is deleted). A segment was last
+        written to when the next one got its first record.
+        """
+
+        base = self.min_offset
+        for _ in range(batch_max):
+            written = self.first_timestamp_after(base)
+            if written is None or now_ms < written + reserved_ms:
+                break
+            base += self.segment_size
+        return base if base != self.min_offset else None
+
+
     def scan(self, from_offset: int, end_offset: int) -> Iterator[tuple[int, bytes, int, int]]:
         """Valid frames with ``from_offset <= offset < end_offset``, in log order, as (offset, buffer,
         position, length). From a record boundary the walk starts there; from any other position it walks

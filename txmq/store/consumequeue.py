@@ -20,8 +20,10 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 from txmq.errors import CorruptStoreError
-from txmq.store.codec import QUEUE_ENTRY, QUEUE_ENTRY_SIZE
+from txmq.store.checkpoint import Checkpoint
+from txmq.store.codec import QUEUE_ENTRY, QUEUE_ENTRY_SIZE, index_fields, tags_code
 from txmq.store.fileutil import fsync_dir
+from txmq.store.message import is_indexed
 
 QUEUE_DIR = "consumequeue"
 DEFAULT_ENTRIES_PER_FILE = 300_000  # upstream mappedFileSizeConsumeQueue / 20
@@ -342,6 +344,47 @@ class ConsumeQueues:
         self.load_all()
         for queue in self._by_dir.values():
             queue.expire(min_physical)
+
+    def rebuild_reason(self, checkpoint: Checkpoint, upgraded_from: int | None) -> str:
+        """Why the consume queues must be rebuilt from the log ("" if they need not be): a store upgraded
+        from an older format (``upgraded_from``) always; else, truncated back to the checkpoint, each must
+        hold exactly the entries the checkpoint recorded."""
+        if upgraded_from is not None:
+            return f"upgraded the store from format version {upgraded_from}: rebuilt its consume queues"
+        if not os.path.isdir(self.root):
+            if checkpoint.flushed_offset <= checkpoint.min_offset and not checkpoint.queues:
+                return ""  # nothing was checkpointed: the walk from the checkpoint builds every queue
+            return f"{QUEUE_DIR}/ was missing: rebuilt the consume queues from the commit log"
+        try:
+            self.load_all()
+            for _key, queue in self.by_key():
+                queue.truncate_from(checkpoint.flushed_offset)
+            lengths = self.lengths()
+        except CorruptStoreError as exc:  # derived data: the log can always rebuild it
+            return f"{exc}: rebuilt the consume queues from the commit log"
+        for key in sorted(checkpoint.queues.keys() | lengths.keys()):
+            have, recorded = lengths.get(key), checkpoint.queues.get(key, 0)
+            if have != recorded:
+                state = "missing" if have is None else f"holds {have} entries, not {recorded}"
+                return f"consume queue {key} {state}: rebuilt the consume queues from the commit log"
+        return ""
+
+    def dispatch(self, offset: int, buf: bytes, pos: int, length: int, log_min_offset: int) -> None:
+        """Index one record read by recovery (upstream ``CommitLogDispatcherBuildConsumeQueue``): an
+        indexed record must take its queue's next position, except the first one a queue rebuilt after
+        retention sees."""
+        topic, queue_id, sysflag, queue_offset, tags = index_fields(buf, pos)
+        if not is_indexed(sysflag):
+            if queue_offset != -1:
+                raise ValueError(f"a record of sysflag {sysflag} has queue offset {queue_offset}, not -1")
+            return
+        queue = self.get_or_create(topic, queue_id)
+        expected = queue.max_offset
+        if expected == 0 and queue_offset > 0 and log_min_offset > 0 and queue.empty_on_disk:
+            queue.start_at(queue_offset)  # rebuilding after retention: the queue's first records are gone
+        elif queue_offset != expected:
+            raise ValueError(f"queue {topic}/{queue_id} is at {expected}, the record says {queue_offset}")
+        queue.append(offset, length, tags_code(tags))
 
     def wipe(self) -> None:
         """Delete every queue (before a rebuild from the log)."""

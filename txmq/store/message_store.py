@@ -11,90 +11,51 @@ serialised, as in RocketMQ's commit log.
 
 from __future__ import annotations
 
-import enum
-import fcntl
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from types import TracebackType
 
-from txmq.errors import ConfigError, CorruptStoreError, StoreError, StoreLockedError
-from txmq.store.checkpoint import CHECKPOINT_FILE, Checkpoint, load_checkpoint
+from txmq.errors import CorruptStoreError, StoreError
+from txmq.store.checkpoint import Checkpoint
 from txmq.store.codec import (
     IllegalMessage,
     decode_frame,
     encode_frame,
     encode_properties,
     encode_topic,
-    index_fields,
     tags_code,
 )
 from txmq.store.commitlog import CommitLog
-from txmq.store.consumequeue import DEFAULT_ENTRIES_PER_FILE, QUEUE_DIR, ConsumeQueues
-from txmq.store.fileutil import atomic_write
+from txmq.store.consumequeue import QUEUE_DIR, ConsumeQueues
+from txmq.store.directory import (
+    STORE_VERSION,
+    Marker,
+    lock,
+    prepare_directory,
+    read_or_create_marker,
+    write_marker,
+)
+from txmq.store.interface import (
+    FLUSH_MODES,
+    MIN_SEGMENT_SIZE,
+    PutResult,
+    PutStatus,
+    failure,
+    next_begin_offset,
+    validate_options,
+)
 from txmq.store.message import PROPERTY_TAGS, StoredMessage, is_indexed
+from txmq.store.opening import recover
 from txmq.store.recovery import RecoveryReport
 
-__all__ = ["MessageStore", "PutResult", "PutStatus", "RecoveryReport", "next_begin_offset"]
+__all__ = [
+    "FLUSH_MODES", "MIN_SEGMENT_SIZE", "MessageStore", "PutResult", "PutStatus", "RecoveryReport",
+    "next_begin_offset",
+]
 
-MARKER_FILE = "txmq-store.json"
-LOCK_FILE = "lock"
-COMMITLOG_DIR = "commitlog"
-STORE_FORMAT = "txmq-store"
-STORE_VERSION = 2  # 2: consume queues on disk and a checkpoint; a version-1 store is upgraded on open
-MIN_SEGMENT_SIZE = 256
-FLUSH_MODES = ("async", "sync")
 CHECKPOINT_BYTES = 16 << 20  # a checkpoint every this many bytes of log: what recovery reads after a crash
 DELETE_FILE_BATCH_MAX = 10  # upstream deleteFileBatchMax: segments one retention pass deletes at most
-
-
-class PutStatus(enum.Enum):
-    """Outcome of ``put_message``; names follow RocketMQ's ``PutMessageStatus``."""
-
-    PUT_OK = "PUT_OK"
-    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"  # the store is closed, or broken by an earlier I/O error
-    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"  # the message cannot be encoded; nothing was written
-    UNKNOWN_ERROR = "UNKNOWN_ERROR"  # the write or fsync failed; nothing was written
-
-
-@dataclass(frozen=True, slots=True)  # slots: construction is on the hot path, twice as fast
-class PutResult:
-    """Where the record went (offsets are -1 unless ``status`` is PUT_OK) and, on failure, why."""
-
-    status: PutStatus
-    commitlog_offset: int
-    queue_offset: int
-    reason: str = ""
-    os_errno: int | None = None  # the errno of a write the file system refused
-
-    @property
-    def ok(self) -> bool:
-        return self.status is PutStatus.PUT_OK
-
-
-def _failure(status: PutStatus, reason: str, os_errno: int | None = None) -> PutResult:
-    return PutResult(status, -1, -1, reason, os_errno)
-
-
-def next_begin_offset(offset: int, min_offset: int, max_offset: int) -> int:
-    """Where a read at ``offset`` of a queue spanning [min_offset, max_offset) continues.
-
-    Upstream ``DefaultMessageStore.getMessage``: below the minimum (the records expired) it is
-    OFFSET_TOO_SMALL with nextBeginOffset = the minimum; past the maximum (the store lost its tail, or the
-    offset came from elsewhere) OFFSET_OVERFLOW_BADLY with nextBeginOffset = the maximum; an empty queue
-    gives 0 (NO_MESSAGE_IN_QUEUE). A master broker moves the reader there (``nextOffsetCorrection``).
-    """
-    return min(max(offset, min_offset), max_offset)
-
-
-@dataclass(frozen=True)
-class _Marker:
-    segment_size: int
-    queue_file_entries: int
-    version: int
-    created: bool
 
 
 class MessageStore:
@@ -108,7 +69,7 @@ class MessageStore:
     recovery: RecoveryReport
 
     def __init__(
-        self, directory: str, lock_fd: int, clock: Callable[[], int], sync: bool, marker: _Marker
+        self, directory: str, lock_fd: int, clock: Callable[[], int], sync: bool, marker: Marker
     ) -> None:
         self.directory = directory
         self.flush_mode = "sync" if sync else "async"
@@ -145,20 +106,15 @@ class MessageStore:
         ``queue_file_entries`` (entries per consume-queue file) is fixed when the store is created; None
         takes the store's, or upstream's 300,000 for a new one.
         """
-        if flush not in FLUSH_MODES:
-            raise ConfigError(f"flush must be one of {', '.join(FLUSH_MODES)}, got {flush!r}")
-        if type(segment_size) is not int or segment_size < MIN_SEGMENT_SIZE:
-            raise ConfigError(f"segment_size must be an int >= {MIN_SEGMENT_SIZE}, got {segment_size!r}")
-        if queue_file_entries is not None and (type(queue_file_entries) is not int or queue_file_entries < 1):
-            raise ConfigError(f"queue_file_entries must be a positive int, got {queue_file_entries!r}")
+        validate_options(flush, segment_size, queue_file_entries)
         path = os.fspath(directory)
-        _prepare_directory(path)
+        prepare_directory(path)
         try:
-            lock_fd = _lock(path)
+            lock_fd = lock(path)
         except OSError as exc:
             raise StoreError(f"cannot lock store {path}: {exc}") from None
         try:
-            marker = _read_or_create_marker(path, segment_size, queue_file_entries)
+            marker = read_or_create_marker(path, segment_size, queue_file_entries)
             return cls(path, lock_fd, clock, flush == "sync", marker)
         except OSError as exc:
             os.close(lock_fd)
@@ -169,42 +125,10 @@ class MessageStore:
 
     # -- recovery ---------------------------------------------------------------------------------------
 
-    def _recover(self, sync: bool, marker: _Marker) -> None:
-        checkpoint = load_checkpoint(self.directory)
-        log_dir = os.path.join(self.directory, COMMITLOG_DIR)
-        notes: list[str] = []
-        if checkpoint is None:
-            if marker.version == STORE_VERSION and not marker.created and _holds_records(log_dir):
-                raise CorruptStoreError(
-                    f"{os.path.join(self.directory, CHECKPOINT_FILE)} is missing: txmq cannot tell where the "
-                    "store ended or whether segments are missing; restore it from a backup"
-                )
-            checkpoint = Checkpoint()
-        existed = marker.version == STORE_VERSION and not marker.created and checkpoint.flushed_offset > 0
-        self._log, log_notes = CommitLog.open(
-            log_dir, marker.segment_size, sync, checkpoint.min_offset, checkpoint.flushed_offset, existed
-        )
-        notes += log_notes
-        self._queues = ConsumeQueues(self.directory, marker.queue_file_entries, self._log.min_offset)
-        start = checkpoint.flushed_offset
-        rebuild = self._queues_need_rebuild(checkpoint, marker)
-        if rebuild:
-            notes.append(rebuild)
-            self._queues.wipe()
-            start = self._log.min_offset
-        records, cut = self._log.recover(start, self._dispatch)
-        self.recovery = RecoveryReport(
-            truncated_bytes=cut.size if cut else 0,
-            segment=cut.segment if cut else None,
-            records=records,
-            segments=self._log.segments,
-            max_physical_offset=self._log.max_physical_offset,
-            from_offset=start,
-            clean=checkpoint.clean and not cut,
-            cut=cut.what if cut else "",
-            notes=tuple(notes),
-        )
-        if records or cut or notes:
+    def _recover(self, sync: bool, marker: Marker) -> None:
+        self._log, self._queues, self.recovery, checkpoint = recover(self.directory, marker, sync)
+        report = self.recovery
+        if report.records or report.segment is not None or report.notes:
             self._checkpoint(clean=False)  # what recovery did is durable; a crash from here is abnormal
         else:  # nothing changed: only note that the store is open (a crash keeps the page cache)
             self._checkpoint_offset = checkpoint.flushed_offset
@@ -212,45 +136,7 @@ class MessageStore:
                 self.directory, durable=False
             )
         if marker.version != STORE_VERSION:
-            _write_marker(self.directory, marker.segment_size, marker.queue_file_entries)
-
-    def _queues_need_rebuild(self, checkpoint: Checkpoint, marker: _Marker) -> str:
-        """Why the consume queues must be rebuilt from the log ("" if they need not be): truncated back to
-        the checkpoint, each must hold exactly the entries the checkpoint recorded."""
-        if marker.version != STORE_VERSION:
-            return f"upgraded the store from format version {marker.version}: rebuilt its consume queues"
-        if not os.path.isdir(self._queues.root):
-            if checkpoint.flushed_offset <= checkpoint.min_offset and not checkpoint.queues:
-                return ""  # nothing was checkpointed: the walk from the checkpoint builds every queue
-            return f"{QUEUE_DIR}/ was missing: rebuilt the consume queues from the commit log"
-        try:
-            self._queues.load_all()
-            lengths = {}
-            for key, queue in self._queues.by_key():
-                queue.truncate_from(checkpoint.flushed_offset)
-                lengths[key] = queue.max_offset
-        except CorruptStoreError as exc:  # derived data: the log can always rebuild it
-            return f"{exc}: rebuilt the consume queues from the commit log"
-        for key in sorted(checkpoint.queues.keys() | lengths.keys()):
-            have, recorded = lengths.get(key), checkpoint.queues.get(key, 0)
-            if have != recorded:
-                state = "missing" if have is None else f"holds {have} entries, not {recorded}"
-                return f"consume queue {key} {state}: rebuilt the consume queues from the commit log"
-        return ""
-
-    def _dispatch(self, offset: int, buf: bytes, pos: int, length: int) -> None:
-        topic, queue_id, sysflag, queue_offset, tags = index_fields(buf, pos)
-        if not is_indexed(sysflag):
-            if queue_offset != -1:
-                raise ValueError(f"a record of sysflag {sysflag} has queue offset {queue_offset}, not -1")
-            return
-        queue = self._queues.get_or_create(topic, queue_id)
-        expected = queue.max_offset
-        if expected == 0 and queue_offset > 0 and self._log.min_offset > 0 and queue.empty_on_disk:
-            queue.start_at(queue_offset)  # rebuilding after retention: the queue's first records are gone
-        elif queue_offset != expected:
-            raise ValueError(f"queue {topic}/{queue_id} is at {expected}, the record says {queue_offset}")
-        queue.append(offset, length, tags_code(tags))
+            write_marker(self.directory, marker.segment_size, marker.queue_file_entries)
 
     # -- durability -------------------------------------------------------------------------------------
 
@@ -298,12 +184,12 @@ class MessageStore:
             properties = encode_properties(msg.properties)
             indexed = is_indexed(msg.sysflag)
         except IllegalMessage as exc:
-            return _failure(PutStatus.MESSAGE_ILLEGAL, str(exc))
+            return failure(PutStatus.MESSAGE_ILLEGAL, str(exc))
         except TypeError:
-            return _failure(PutStatus.MESSAGE_ILLEGAL, f"sysflag must be an int, got {msg.sysflag!r}")
+            return failure(PutStatus.MESSAGE_ILLEGAL, f"sysflag must be an int, got {msg.sysflag!r}")
         with self._lock:
             if self._closed or not self._log.writable:
-                return _failure(PutStatus.SERVICE_NOT_AVAILABLE, self._unavailable_reason())
+                return failure(PutStatus.SERVICE_NOT_AVAILABLE, self._unavailable_reason())
             queue = None
             queue_offset = -1
             if indexed:
@@ -311,15 +197,15 @@ class MessageStore:
                     queue = self._queues.get_or_create(msg.topic, msg.queue_id)
                 except TypeError:
                     reason = f"queue_id must be an int, got {msg.queue_id!r}"
-                    return _failure(PutStatus.MESSAGE_ILLEGAL, reason)
+                    return failure(PutStatus.MESSAGE_ILLEGAL, reason)
                 queue_offset = queue.max_offset
             now = self._clock()
             try:
                 frame = encode_frame(msg, topic, properties, now, queue_offset)
             except IllegalMessage as exc:
-                return _failure(PutStatus.MESSAGE_ILLEGAL, str(exc))
+                return failure(PutStatus.MESSAGE_ILLEGAL, str(exc))
             if len(frame) > self.segment_size:
-                return _failure(
+                return failure(
                     PutStatus.MESSAGE_ILLEGAL,
                     f"the record is {len(frame)} bytes, more than the segment size {self.segment_size}",
                 )
@@ -329,11 +215,11 @@ class MessageStore:
                     self._checkpoint(clean=False)
                 except OSError as exc:
                     reason = f"the checkpoint before this record failed: {exc}"
-                    return _failure(PutStatus.UNKNOWN_ERROR, reason, exc.errno)
+                    return failure(PutStatus.UNKNOWN_ERROR, reason, exc.errno)
             try:
                 offset = self._log.append(frame)
             except OSError as exc:
-                return _failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}", exc.errno)
+                return failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}", exc.errno)
             if queue is not None:
                 queue.append(offset, len(frame), tags_code(msg.properties.get(PROPERTY_TAGS)))
             msg.store_timestamp = now
@@ -444,23 +330,11 @@ class MessageStore:
     # -- retention --------------------------------------------------------------------------------------
 
     def expired_before(self, now_ms: int, reserved_ms: int) -> int | None:
-        """Where the log would start once the segments due for deletion are gone, or None if none is due.
-
-        Upstream ``MappedFileQueue.deleteExpiredFileByTime``: from the first segment on, never the last one,
-        each segment last written to more than ``reserved_ms`` ago, up to ``DELETE_FILE_BATCH_MAX`` in one
-        pass, stopping at the first that is not due (no segment in the middle is deleted). A segment was last
-        written to when the next one got its first record.
-        """
+        """Where the log would start once the segments due for deletion are gone, or None if none is due
+        (``CommitLog.expired_before``, upstream ``MappedFileQueue.deleteExpiredFileByTime``)."""
         with self._lock:
             self._check_open()
-            log = self._log
-            base = log.min_offset
-            for _ in range(DELETE_FILE_BATCH_MAX):
-                written = log.first_timestamp_after(base)
-                if written is None or now_ms < written + reserved_ms:
-                    break
-                base += log.segment_size
-            return base if base != log.min_offset else None
+            return self._log.expired_before(now_ms, reserved_ms, DELETE_FILE_BATCH_MAX)
 
     def queue_offset_from(self, topic: str, queue_id: int, commitlog_offset: int) -> int:
         """The first queue offset whose record is at or after ``commitlog_offset``: the queue's minimum once
@@ -521,88 +395,4 @@ class MessageStore:
     ) -> None:
         self.close()
 
-
-# -- the store directory ----------------------------------------------------------------------------------
-
-
-def _holds_records(log_dir: str) -> bool:
-    """True if the commit log directory holds any byte of any segment."""
-    if not os.path.isdir(log_dir):
-        return False
-    return any(os.path.getsize(os.path.join(log_dir, name)) for name in os.listdir(log_dir))
-
-
-def _prepare_directory(path: str) -> None:
-    """Create ``path`` if absent; refuse a file, or a non-empty directory that is not a txmq store."""
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise StoreError(f"{path} is a file, not a store directory; choose a directory path")
-    try:
-        os.makedirs(path, exist_ok=True)
-        entries = set(os.listdir(path))
-    except OSError as exc:
-        raise StoreError(f"cannot use {path} as a store directory: {exc.strerror}") from None
-    if MARKER_FILE not in entries and entries - {LOCK_FILE}:
-        raise StoreError(
-            f"{path} is not empty and is not a txmq store (no {MARKER_FILE}); choose a new or empty directory"
-        )
-
-
-def _lock(path: str) -> int:
-    """Take the store's exclusive lock (fcntl.flock, so it dies with the process) and note our pid."""
-    lock_path = os.path.join(path, LOCK_FILE)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise StoreLockedError(
-            f"store {path} is open in another process (pid {holder}) or another MessageStore of this one; "
-            "close it first or use another directory"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _write_marker(path: str, segment_size: int, queue_file_entries: int) -> None:
-    marker = {
-        "format": STORE_FORMAT, "version": STORE_VERSION, "segment_size": segment_size,
-        "queue_file_entries": queue_file_entries,
-    }
-    atomic_write(os.path.join(path, MARKER_FILE), json.dumps(marker).encode())
-
-
-def _read_or_create_marker(path: str, segment_size: int, queue_file_entries: int | None) -> _Marker:
-    """Write the marker of a new store, or check an existing one's."""
-    marker_path = os.path.join(path, MARKER_FILE)
-    if not os.path.exists(marker_path):
-        entries = queue_file_entries or DEFAULT_ENTRIES_PER_FILE
-        _write_marker(path, segment_size, entries)
-        return _Marker(segment_size, entries, STORE_VERSION, created=True)
-    try:
-        with open(marker_path, "rb") as f:
-            marker = json.loads(f.read())
-        ok = marker["format"] == STORE_FORMAT and type(marker["segment_size"]) is int
-        version = marker["version"]
-        stored_entries = marker.get("queue_file_entries", queue_file_entries or DEFAULT_ENTRIES_PER_FILE)
-        ok = ok and type(stored_entries) is int and stored_entries > 0
-    except (ValueError, KeyError, TypeError, AttributeError):
-        ok = False
-    if not ok:
-        raise StoreError(f"{marker_path} is damaged or not a txmq store marker; restore it from a backup")
-    if version not in (1, STORE_VERSION):
-        raise StoreError(
-            f"{path} is a txmq store of format version {version}; this txmq reads versions 1 and "
-            f"{STORE_VERSION}"
-        )
-    if marker["segment_size"] != segment_size:
-        raise ConfigError(
-            f"store {path} was created with segment_size={marker['segment_size']}; open it with that value"
-        )
-    if queue_file_entries is not None and stored_entries != queue_file_entries:
-        raise ConfigError(
-            f"store {path} was created with queue_file_entries={stored_entries}; open it with that value"
-        )
-    return _Marker(segment_size, stored_entries, version, created=False)
 

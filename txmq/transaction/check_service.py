@@ -15,33 +15,31 @@ from functools import partial
 from txmq.protocol import CheckTransactionStateRequest
 from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
+from txmq.transaction.bridge import discard_of
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
     OP_TAG,
     OP_TOPIC,
-    PROPERTY_DISCARDED_HALF_OFFSET,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_TAGS,
-    PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_TRANSACTION_ID,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
 )
 from txmq.transaction.context import TransactionContext
 from txmq.transaction.op_batcher import decode_body
 from txmq.transaction.scan import (
-    CHECK,
-    DISCARD,
     OP_BATCH,
-    READ_OPS,
-    REPUT_IMMUNITY,
-    SKIP_COVERED,
-    SKIP_RESOLVED,
-    STOP,
-    Decision,
+    Check,
+    Discard,
     Moment,
     OpView,
+    ReadOps,
+    ReputImmunity,
     ScanRules,
+    SkipCovered,
+    SkipResolved,
+    Stop,
     decide,
 )
 from txmq.transaction.views import client_view
@@ -92,47 +90,41 @@ class CheckService:
         end = ctx.store.max_queue_offset(HALF_TOPIC, queue_id)  # later records are the run's own copies
         while i < end:
             decision = decide(i, read_half, ops, ctx.resolution, Moment(start, clock.now_ms()), self.rules)
-            if decision.outcome == READ_OPS:
+            if isinstance(decision, ReadOps):
                 self._read_ops(queue_id, ops, report)
                 continue
             if decision.half is not None:
                 report.examined += 1
-            if decision.outcome == STOP:
+            if isinstance(decision, Stop):
                 report.stopped_at, report.stop_reason = i, decision.reason
                 break
             self._apply(decision, ops, report)
             i += 1
         self._save_checkpoints(queue_id, half_start, i, op_start, ops.checkpoint(op_start))
 
-    def _apply(self, decision: Decision, ops: OpView, report: CheckRunReport) -> None:
+    def _apply(self, decision: SkipCovered | SkipResolved | Discard | ReputImmunity | Check, ops: OpView,
+               report: CheckRunReport) -> None:
         """Carry out a decision that moves the cursor past its record."""
-        outcome, half = decision.outcome, decision.half
-        if outcome == SKIP_COVERED:
-            assert decision.covered is not None
-            if decision.by_original:
-                ops.match_original(decision.covered)
-            else:
-                ops.match(decision.covered)
+        match decision:
+            case SkipCovered(covered=covered, by_original=True):
+                ops.match_original(covered)
+            case SkipCovered(covered=covered):
+                ops.match(covered)
                 report.resolved_by_op += 1
-            return
-        if outcome == SKIP_RESOLVED:
-            report.skipped_resolved += 1
-            return
-        assert half is not None and decision.count is not None
-        if outcome == DISCARD:
-            assert decision.reason is not None
-            self._discard(half, decision.count, decision.reason)
-            report.discards += 1
-        elif outcome == REPUT_IMMUNITY:
-            extra = {}
-            if decision.mark_original:  # the first copy records its original (renewImmunityHalfMessageInner)
-                extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
-            self.ctx.halves.renew(half, decision.count, ev.RENEW_IMMUNITY, **extra)
-            report.immunity_renewals += 1
-        else:
-            assert outcome == CHECK, outcome
-            self._renew_and_check(half, decision.count)
-            report.checks += 1
+            case SkipResolved():
+                report.skipped_resolved += 1
+            case Discard(half=half, count=count, reason=reason):
+                self._discard(half, count, reason)
+                report.discards += 1
+            case ReputImmunity(half=half, count=count, mark_original=mark_original):
+                extra = {}
+                if mark_original:  # the first copy records its original (renewImmunityHalfMessageInner)
+                    extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
+                self.ctx.halves.renew(half, count, ev.RENEW_IMMUNITY, **extra)
+                report.immunity_renewals += 1
+            case Check(half=half, count=count):
+                self._renew_and_check(half, count)
+                report.checks += 1
 
     def _read_ops(self, queue_id: int, ops: OpView, report: CheckRunReport) -> None:
         """Read the next batch of Op records into ``ops`` (``TransactionalMessageServiceImpl.pullOpMsg``
@@ -194,14 +186,8 @@ class CheckService:
         """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC with check count ``count``
         (``DefaultTransactionalMessageCheckListener.resolveDiscardMsg``); strict marks the txn discarded."""
         ctx = self.ctx
-        props = dict(half.properties)
-        if reason == ev.DISCARD_RETENTION:  # the count needDiscard incremented before the age test
-            props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(count)
-        props[PROPERTY_DISCARDED_HALF_OFFSET] = str(half.queue_offset)
-        record = StoredMessage(
-            topic=CHECK_MAX_TOPIC, queue_id=0, body=half.body, properties=props,
-            born_timestamp=half.born_timestamp, sysflag=half.sysflag, flag=half.flag,
-        )
+        # Past retention the record carries the count needDiscard incremented before the age test.
+        record = discard_of(half, count if reason == ev.DISCARD_RETENTION else None)
         put = ctx.store.put_message(record)
         if ctx.trace.enabled:
             ctx.trace.emit(

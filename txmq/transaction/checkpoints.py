@@ -8,7 +8,7 @@ one whose records retention deleted continues at its new minimum.
 
 from __future__ import annotations
 
-from txmq.store.message_store import MessageStore, next_begin_offset
+from txmq.store.interface import Store, next_begin_offset
 from txmq.store.offsets import OffsetStore
 from txmq.transaction.constants import CHECKPOINT_GROUP
 
@@ -16,7 +16,7 @@ from txmq.transaction.constants import CHECKPOINT_GROUP
 class ScanCheckpoints:
     """(topic, queue id) -> the next offset the scanner reads."""
 
-    def __init__(self, offsets: OffsetStore, store: MessageStore) -> None:
+    def __init__(self, offsets: OffsetStore, store: Store) -> None:
         self._offsets = offsets
         self._store = store
         self._current: dict[tuple[str, int], int] = {}

@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 from txmq.clock import Clock
 from txmq.config import BrokerConfig
-from txmq.store.message_store import MessageStore
+from txmq.store.interface import Store
+from txmq.store.offsets import OffsetStore
 from txmq.trace.sinks import TraceSink
 from txmq.transaction.checkpoints import ScanCheckpoints
+from txmq.transaction.half_cache import HalfCache
 from txmq.transaction.halves import HalfLog
+from txmq.transaction.op_batcher import OpBatcher
 from txmq.transaction.op_writer import OpWriter
 from txmq.transaction.producer_manager import ProducerManager
 from txmq.transaction.resolution import ResolutionIndex
@@ -26,7 +29,7 @@ from txmq.transaction.resolution import ResolutionIndex
 class TransactionContext:
     """Everything a transactional component may use (the broker's lock is held by its caller)."""
 
-    store: MessageStore
+    store: Store
     config: BrokerConfig
     clock: Clock
     trace: TraceSink
@@ -36,3 +39,16 @@ class TransactionContext:
     producers: ProducerManager
     checkpoints: ScanCheckpoints
     stats: Counter[str]
+
+    @classmethod
+    def assemble(cls, store: Store, config: BrokerConfig, clock: Clock, trace: TraceSink,
+                 resolution: ResolutionIndex | None, cache: HalfCache | None, batcher: OpBatcher,
+                 producers: ProducerManager, offsets: OffsetStore, stats: Counter[str]) -> TransactionContext:
+        """The context of a store just opened: its half log (over ``cache``, None when disabled), its Op
+        writer (over the broker's ``batcher``) and the scan checkpoints (kept in ``offsets``)."""
+        return cls(
+            store=store, config=config, clock=clock, trace=trace, resolution=resolution,
+            halves=HalfLog(store, cache, resolution, clock, trace),
+            ops=OpWriter(store, batcher, clock, trace, stats, config.op_batch_interval_ms),
+            producers=producers, checkpoints=ScanCheckpoints(offsets, store), stats=stats,
+        )

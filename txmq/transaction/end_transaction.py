@@ -12,16 +12,15 @@ from __future__ import annotations
 import logging
 
 from txmq.protocol import EndTransactionRequest, EndTransactionResult, LocalTransactionState, ResponseCode
-from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_MASK, TRANSACTION_ROLLBACK, StoredMessage
+from txmq.store.message import StoredMessage
 from txmq.store.message_store import PutStatus
 from txmq.trace import schema as ev
 from txmq.trace.schema import body_crc
+from txmq.transaction.bridge import real_message_of, rollback_marker_of
 from txmq.transaction.constants import (
     HALF_TOPIC,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_PRODUCER_GROUP,
-    PROPERTY_REAL_QUEUE_ID,
-    PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_ID,
 )
 from txmq.transaction.context import TransactionContext
@@ -29,40 +28,6 @@ from txmq.transaction.immunity import rejection_threshold_ms
 from txmq.transaction.resolution import TransactionState
 
 log = logging.getLogger("txmq.broker")
-
-
-def real_message_of(half: StoredMessage) -> StoredMessage:
-    """The committed message rebuilt from a half (``EndTransactionProcessor.endMessageTransaction``): real
-    topic/queue, COMMIT sysflag, prepared offset.
-
-    Properties are kept whole, as upstream's serialised property string still carries them.
-    """
-    props = half.properties
-    return StoredMessage(
-        topic=props[PROPERTY_REAL_TOPIC],
-        queue_id=int(props[PROPERTY_REAL_QUEUE_ID]),
-        body=half.body,
-        properties=dict(props),
-        born_timestamp=half.born_timestamp,
-        sysflag=(half.sysflag & ~TRANSACTION_MASK) | TRANSACTION_COMMIT,
-        flag=half.flag,
-        prepared_transaction_offset=half.commitlog_offset,
-    )
-
-
-def rollback_marker_of(half: StoredMessage) -> StoredMessage:
-    """Strict mode's durable record of a rollback: ROLLBACK type, so the store indexes it nowhere."""
-    props = half.properties
-    return StoredMessage(
-        topic=props[PROPERTY_REAL_TOPIC],
-        queue_id=int(props[PROPERTY_REAL_QUEUE_ID]),
-        body=b"",
-        properties={PROPERTY_TRANSACTION_ID: props[PROPERTY_TRANSACTION_ID],
-                    PROPERTY_PRODUCER_GROUP: props[PROPERTY_PRODUCER_GROUP]},
-        born_timestamp=half.born_timestamp,
-        sysflag=TRANSACTION_ROLLBACK,
-        prepared_transaction_offset=half.commitlog_offset,
-    )
 
 
 # txmq's result names -> what a RocketMQ broker answers (EndTransactionProcessor.processRequest and

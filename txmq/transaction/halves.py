@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from txmq.clock import Clock
 from txmq.errors import REFUSED_WRITES, StoreError, WriteRefusedError
+from txmq.store.interface import Store
 from txmq.store.message import StoredMessage
-from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
 from txmq.trace.sinks import TraceSink
+from txmq.transaction.bridge import renewal_of
 from txmq.transaction.constants import (
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_RESUMED,
@@ -27,7 +28,7 @@ from txmq.transaction.resolution import ResolutionIndex
 class HalfLog:
     """Appends and looks up half records of one opened store."""
 
-    def __init__(self, store: MessageStore, cache: HalfCache | None, resolution: ResolutionIndex | None,
+    def __init__(self, store: Store, cache: HalfCache | None, resolution: ResolutionIndex | None,
                  clock: Clock, trace: TraceSink) -> None:
         self._store = store
         self._cache = cache  # None: the cache is disabled
@@ -64,14 +65,8 @@ class HalfLog:
 
     def renew(self, half: StoredMessage, count: int, reason: str, **extra: str) -> StoredMessage:
         """Append a copy of ``half`` carrying check count ``count`` (and ``extra`` properties) and trace
-        it (``TransactionalMessageBridge.renewHalfMessageInner``: same body, flags and born time)."""
-        props = dict(half.properties)
-        props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(count)
-        props.update(extra)
-        copy = self.append(StoredMessage(
-            topic=half.topic, queue_id=half.queue_id, body=half.body, properties=props,
-            born_timestamp=half.born_timestamp, sysflag=half.sysflag, flag=half.flag,
-        ))
+        it (``bridge.renewal_of``)."""
+        copy = self.append(renewal_of(half, count, extra))
         self.trace_renew(copy, half.queue_offset, reason)
         return copy
 

@@ -13,12 +13,11 @@ import logging
 from collections import Counter
 
 from txmq.clock import Clock
-from txmq.store.message import StoredMessage
-from txmq.store.message_store import MessageStore
+from txmq.store.interface import Store
 from txmq.trace import schema as ev
 from txmq.trace.sinks import TraceSink
-from txmq.transaction.constants import OP_TAG, OP_TOPIC, PROPERTY_TAGS
-from txmq.transaction.op_batcher import OpBatcher, encode_body
+from txmq.transaction.bridge import op_record_of
+from txmq.transaction.op_batcher import OpBatcher
 
 log = logging.getLogger("txmq.broker")
 
@@ -26,7 +25,7 @@ log = logging.getLogger("txmq.broker")
 class OpWriter:
     """Queues Op entries of one opened store and writes them as Op records."""
 
-    def __init__(self, store: MessageStore, batcher: OpBatcher, clock: Clock, trace: TraceSink,
+    def __init__(self, store: Store, batcher: OpBatcher, clock: Clock, trace: TraceSink,
                  stats: Counter[str], interval_ms: int) -> None:
         self._store = store
         self._batcher = batcher
@@ -64,11 +63,7 @@ class OpWriter:
 
     def _write(self, queue_id: int, half_offsets: list[int]) -> None:
         now = self._clock.now_ms()
-        op = StoredMessage(
-            topic=OP_TOPIC, queue_id=queue_id, body=encode_body(half_offsets),
-            properties={PROPERTY_TAGS: OP_TAG}, born_timestamp=now,
-        )
-        put = self._store.put_message(op)
+        put = self._store.put_message(op_record_of(queue_id, half_offsets, now))
         if not put.ok:  # upstream only logs it: these entries are lost, their halves will be checked
             log.warning("an Op record for half offsets %s was not stored: %s", half_offsets, put.reason)
             self._stats["op_write_failures"] += 1

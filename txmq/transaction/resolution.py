@@ -35,14 +35,14 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable
 
-from txmq.errors import StoreError
+from txmq.errors import ClientError, StoreError
+from txmq.store.interface import Store
 from txmq.store.message import (
     TRANSACTION_COMMIT,
     TRANSACTION_ROLLBACK,
     StoredMessage,
     transaction_type,
 )
-from txmq.store.message_store import MessageStore
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     HALF_TOPIC,
@@ -265,7 +265,7 @@ def _refused_write(exc: sqlite3.Error, path: str) -> OSError | None:
     return None
 
 
-def open_for_store(directory: str, store: MessageStore) -> ResolutionIndex:
+def open_for_store(directory: str, store: Store) -> ResolutionIndex:
     """Strict mode's index of the store in ``directory``, brought up to the end of its log from where it was
     last flushed, and flushed again at each of the store's checkpoints."""
     index = ResolutionIndex.open(directory, lambda: store.max_physical_offset)
@@ -327,3 +327,13 @@ def state_in_log(records: Iterable[StoredMessage], txn: str) -> TransactionState
     if copies & covered:
         return TransactionState.ROLLED_BACK
     return TransactionState.DISCARDED if discarded else TransactionState.PENDING
+
+
+def transaction_state(resolution: ResolutionIndex | None, store: Store, txn: str) -> TransactionState:
+    """PENDING, COMMITTED, ROLLED_BACK or DISCARDED. Strict mode answers from its resolution index;
+    rocketmq mode, which keeps no per-transaction state, from what the log shows (a scan of the whole
+    log: ``state_in_log``). An unknown transaction is a ClientError."""
+    state = resolution.lookup(txn) if resolution is not None else state_in_log(store.iterate(), txn)
+    if state is None:
+        raise ClientError(f"no transaction {txn!r} is known to this broker")
+    return state

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from txmq.store.message import StoredMessage
 from txmq.trace.schema import DISCARD_CHECK_MAX, DISCARD_RETENTION
@@ -138,25 +138,78 @@ class Moment:
     now_ms: int
 
 
+# One type per outcome, each carrying what applying it needs, so the service reads them by ``match``.
+# ``half`` is the record read at the cursor (None when none was read: an Op covers the cursor, the
+# time limit); ``count`` the check count the new copy or discard record carries; ``reason`` why.
+
+
 @dataclass(frozen=True)
-class Decision:
-    """An outcome and what applying it needs.
+class SkipCovered:
+    """An Op entry matched: ``covered`` is the cursor's own half offset or, ``by_original``, an immunity
+    copy's original."""
 
-    ``half``: the record read at the cursor (None for SKIP_COVERED at the cursor, READ_OPS before a read,
-    and the time-limit STOP); ``count``: the check count the new copy or discard record carries;
-    ``reason``: why (STOP_*, RESOLVED/SUPERSEDED, the trace's DISCARD reasons); ``covered``: the half
-    offset whose Op entry matched, the cursor's own or (``by_original``) an immunity copy's original;
-    ``mark_original``: REPUT_IMMUNITY of a first copy, which records the original's offset on the copy.
-    """
-
-    outcome: str
+    covered: int
     half: StoredMessage | None = None
-    count: int | None = None
-    reason: str | None = None
-    covered: int | None = None
     by_original: bool = False
-    mark_original: bool = False
+    outcome: ClassVar[str] = SKIP_COVERED
 
+
+@dataclass(frozen=True)
+class SkipResolved:
+    """Strict: the transaction is resolved (RESOLVED), or this copy is superseded (SUPERSEDED)."""
+
+    half: StoredMessage
+    reason: str
+    outcome: ClassVar[str] = SKIP_RESOLVED
+
+
+@dataclass(frozen=True)
+class Discard:
+    """The copy goes to TRANS_CHECK_MAX_TIME_TOPIC (reason: the trace's DISCARD reasons)."""
+
+    half: StoredMessage
+    count: int
+    reason: str
+    outcome: ClassVar[str] = DISCARD
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The run ends at this record (reason: STOP_*); the next run examines it again."""
+
+    reason: str
+    half: StoredMessage | None = None
+    outcome: ClassVar[str] = STOP
+
+
+@dataclass(frozen=True)
+class ReputImmunity:
+    """A renewed copy without a check; ``mark_original``: the first copy records its original's offset."""
+
+    half: StoredMessage
+    count: int
+    mark_original: bool = False
+    outcome: ClassVar[str] = REPUT_IMMUNITY
+
+
+@dataclass(frozen=True)
+class Check:
+    """Renew, then check the copy."""
+
+    half: StoredMessage
+    count: int
+    outcome: ClassVar[str] = CHECK
+
+
+@dataclass(frozen=True)
+class ReadOps:
+    """Read the next Op batch, then decide on the same record again."""
+
+    half: StoredMessage
+    outcome: ClassVar[str] = READ_OPS
+
+
+Decision = SkipCovered | SkipResolved | Discard | Stop | ReputImmunity | Check | ReadOps
 
 
 def decide(offset: int, read_half: Callable[[int], StoredMessage | None], ops: OpView,
@@ -164,19 +217,19 @@ def decide(offset: int, read_half: Callable[[int], StoredMessage | None], ops: O
     """What the run does with the half at ``offset`` (``TransactionalMessageServiceImpl.check``, one
     iteration of its loop), reading the record with ``read_half`` only when an Op does not cover it."""
     if moment.now_ms - moment.run_start_ms > rules.run_time_limit_ms:
-        return Decision(STOP, reason=STOP_TIME_LIMIT)
+        return Stop(STOP_TIME_LIMIT)
     if ops.covering(offset) is not None:
-        return Decision(SKIP_COVERED, covered=offset)
+        return SkipCovered(offset)
     half = read_half(offset)
     if half is None:
-        return Decision(STOP, reason=STOP_NO_RECORD)
+        return Stop(STOP_NO_RECORD)
     props = half.properties
     if resolution is not None:  # strict: decided per transaction, before anything is written
         txn = props[PROPERTY_TRANSACTION_ID]
         if resolution.is_resolved(txn):
-            return Decision(SKIP_RESOLVED, half, reason=RESOLVED)
+            return SkipResolved(half, RESOLVED)
         if resolution.is_superseded(txn, offset):
-            return Decision(SKIP_RESOLVED, half, reason=SUPERSEDED)
+            return SkipResolved(half, SUPERSEDED)
     # needDiscard: a count at the max discards; otherwise the count goes up (absent: 1) before any test.
     times = props.get(PROPERTY_TRANSACTION_CHECK_TIMES)
     if times is None:
@@ -184,29 +237,29 @@ def decide(offset: int, read_half: Callable[[int], StoredMessage | None], ops: O
     else:
         current = get_int(times)
         if current >= rules.check_max:
-            return Decision(DISCARD, half, count=current, reason=DISCARD_CHECK_MAX)
+            return Discard(half, current, DISCARD_CHECK_MAX)
         count = current + 1
     age = moment.now_ms - half.born_timestamp
     if age > rules.file_reserved_time_ms:  # needSkip: past retention, discarded with the new count
-        return Decision(DISCARD, half, count=count, reason=DISCARD_RETENTION)
+        return Discard(half, count, DISCARD_RETENTION)
     if half.store_timestamp >= moment.run_start_ms:
-        return Decision(STOP, half, reason=STOP_FRESH)
+        return Stop(STOP_FRESH, half)
     immunity = props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
     if immunity is None:
         threshold = rules.transaction_timeout_ms
         if 0 <= age <= threshold:
-            return Decision(STOP, half, reason=STOP_YOUNG)
+            return Stop(STOP_YOUNG, half)
     else:
         threshold = scanner_immunity_ms(immunity, rules.transaction_timeout_ms)
         if age <= threshold:  # no lower bound: a half born in the broker's future is re-put too
             original = props.get(PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET)
             if original is None:
-                return Decision(REPUT_IMMUNITY, half, count=count, mark_original=True)
+                return ReputImmunity(half, count, mark_original=True)
             original_offset = get_long(original)
             if original_offset != -1:  # checkPrepareQueueOffset; -1 falls through to the check test
                 if ops.covering(original_offset) is not None:
-                    return Decision(SKIP_COVERED, half, covered=original_offset, by_original=True)
-                return Decision(REPUT_IMMUNITY, half, count=count)
+                    return SkipCovered(original_offset, half, by_original=True)
+                return ReputImmunity(half, count)
     # isNeedCheck: the Op queue is read to its end before a check, unless it is still being written
     # (its newest record born over a timeout after the run began) or the producer's clock is ahead.
     if ops.drained:
@@ -214,9 +267,9 @@ def decide(offset: int, read_half: Callable[[int], StoredMessage | None], ops: O
     else:
         need_check = ops.newest_born_ms - moment.run_start_ms > rules.transaction_timeout_ms
     if need_check or age <= -1:
-        return Decision(CHECK, half, count=count)
+        return Check(half, count)
     if ops.drained:
         # Upstream re-reads the empty Op queue and sleeps 1 s until the run's time limit ends the run;
         # txmq never sleeps, so it ends the run here, at the same record, with the same result.
-        return Decision(STOP, half, reason=STOP_TIME_LIMIT)
-    return Decision(READ_OPS, half)
+        return Stop(STOP_TIME_LIMIT, half)
+    return ReadOps(half)

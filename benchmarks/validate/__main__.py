@@ -1,0 +1,89 @@
+"""The benchmark driver: make or reuse each trace, time DuckDB and the whole Spark process, print both."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import benchmarks.validate as package
+from benchmarks.validate.duckdb_baseline import duckdb_checks
+from benchmarks.validate.synthetic import generate
+
+
+def _trace(n: int, seed: int, directory: Path) -> Path:
+    path = directory / f"synthetic-{n}-seed{seed}.parquet"
+    if path.exists():
+        print(f"reusing {path}", file=sys.stderr)
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    t = time.perf_counter()
+    generate(n, seed, tmp)
+    tmp.rename(path)
+    print(f"generated {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    return path
+
+
+def _spark(path: Path) -> tuple[float, dict[str, Any]]:
+    """The whole ``python -m spark_validation`` process (what a user runs), and its JSON report."""
+    report = path.with_suffix(".report.json")
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_validation", str(path), "--report", str(report)],
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - t
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"spark validation failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return wall, json.loads(report.read_text(encoding="utf-8"))
+
+
+def run(n: int, seed: int, directory: Path) -> None:
+    from txmq.trace.reader import read_header
+
+    path = _trace(n, seed, directory)
+    header = read_header(path)
+    t = time.perf_counter()
+    duck = duckdb_checks(path, header)
+    duck_s = time.perf_counter() - t
+    wall, report = _spark(path)
+    timings = report["timings"]
+    spark_counts = {c["id"]: c["violations"] for c in report["checks"]}
+    events = report["events"]
+    agree = "agree" if spark_counts == duck else f"DISAGREE: spark {spark_counts} duckdb {duck}"
+    print(f"{n:>9,} transactions  {events:>10,} events  {path.stat().st_size / 1e6:6.1f} MB")
+    print(f"  duckdb: {duck_s:6.2f} s  ({events / duck_s:,.0f} events/s)")
+    print(
+        f"  spark:  {wall:6.2f} s whole process = session start {timings['session_start_s']:.2f} s + job "
+        f"{timings['job_s']:.2f} s ({timings['events_per_s']:,.0f} events/s) + interpreter/report"
+    )
+    print(
+        f"  ratio spark/duckdb: whole {wall / duck_s:.1f}x, job only {timings['job_s'] / duck_s:.1f}x "
+        f"(target whole <= 5x at 10^6)"
+    )
+    print(f"  violation counts: {agree}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.validate", description=(package.__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument("--transactions", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "txmq-bench")
+    args = parser.parse_args(argv)
+    print(f"seed {args.seed}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for n in args.transactions:
+        run(n, args.seed, args.dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

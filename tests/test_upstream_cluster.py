@@ -1,0 +1,75 @@
+"""The upstream cluster fixture itself: upstream serves a transaction end to end to the official client,
+survives a broker crash, and ``txmq upstream`` refuses bad input in one line."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from servekit import ClientProcess
+
+from txmq.cli import main
+from txmq.upstream import UpstreamCluster
+
+
+def _receive(client: ClientProcess, name: str, want: set[str], timeout_s: float = 60) -> set[str]:
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout_s
+    while not want <= seen and time.monotonic() < deadline:
+        for message in client.ok("receive", consumer=name, max=16, invisible_s=20)["messages"]:
+            seen.add(message["body"])
+            client.ok("ack", consumer=name, handle=message["handle"])
+    return seen
+
+
+def test_upstream_commits_a_transaction_and_survives_a_broker_crash(upstream: UpstreamCluster,
+                                                                   tmp_path: Path) -> None:
+    upstream.create_topic("fixture-tx", "TRANSACTION")
+    client = ClientProcess(upstream.proxy_endpoint, tmp_path / "client")
+    try:
+        client.ok("producer", name="p", topics=["fixture-tx"])
+        client.ok("consumer", name="c", group="fixture-group", topics=["fixture-tx"])
+        half = client.ok("half", producer="p", topic="fixture-tx", body="before-crash")
+        client.ok("end", tx=half["message_id"], action="COMMIT")
+        assert "before-crash" in _receive(client, "c", {"before-crash"})
+    finally:
+        client.close()
+    upstream.restart_broker()
+    client = ClientProcess(upstream.proxy_endpoint, tmp_path / "client2")
+    try:
+        client.ok("producer", name="p", topics=["fixture-tx"])
+        client.ok("consumer", name="c", group="fixture-group", topics=["fixture-tx"])
+        rolled = client.ok("half", producer="p", topic="fixture-tx", body="rolled-back")
+        client.ok("end", tx=rolled["message_id"], action="ROLLBACK")
+        committed = client.ok("half", producer="p", topic="fixture-tx", body="after-crash")
+        client.ok("end", tx=committed["message_id"], action="COMMIT")
+        seen = _receive(client, "c", {"after-crash"})
+        assert "after-crash" in seen and "rolled-back" not in seen
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--home", "/nonexistent"], "is not a RocketMQ distribution"),
+    (["--topic", "t:QUEUE"], "the message type is one of"),
+    (["--broker", "novalue"], "write NAME=VALUE"),
+])
+def test_txmq_upstream_bad_input_is_one_line(argv: list[str], message: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path))  # a folder that is not a distribution
+    for name in ("mqnamesrv", "mqbroker", "mqproxy", "mqadmin"):
+        if "--home" not in argv:
+            (tmp_path / "bin").mkdir(exist_ok=True)
+            (tmp_path / "bin" / name).write_text("#!/bin/sh\nexit 1\n")
+    code = main(["upstream", "--dir", str(tmp_path / "work"), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and message in err[0], err
+
+
+def test_txmq_upstream_without_rocketmq_home_says_how(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
+    assert main(["upstream", "--dir", str(tmp_path)]) == 7
+    assert "ROCKETMQ_HOME is not set" in capsys.readouterr().err

@@ -1,0 +1,46 @@
+"""Upstream RocketMQ for the tests: one cluster per test session, started from ``ROCKETMQ_HOME``.
+
+A test that needs upstream takes the ``upstream`` fixture (``tests/conftest.py``). Without ``ROCKETMQ_HOME``
+it skips with a one-line reason; under ``CI=true`` with ``ROCKETMQ_HOME`` set (``.ci/run`` sets it where
+the project's RocketMQ kit is present) a cluster that cannot start fails the test instead, so a green CI
+run never means "upstream never ran".
+
+The session's cluster uses short transactional timings, so that checks come within seconds:
+``SESSION_BROKER`` and ``SESSION_PROXY``. Each test creates its own topics (``upstream.create_topic``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from txmq.errors import TxmqError
+from txmq.upstream import UpstreamCluster, rocketmq_home
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+# Upstream's BrokerConfig keys: first check 3 s after the half is born, check runs every 2 s.
+SESSION_BROKER = {"transactionTimeOut": 3000, "transactionCheckInterval": 2000}
+# ProxyConfig keys: short long polls and invisible times, and the transactional producer groups told to
+# the broker every 5 s (20 s by default), so that checks find a producer soon after it starts.
+SESSION_PROXY = {"grpcClientConsumerMinLongPollingTimeoutMillis": 1000, "minInvisibleTimeMillsForRecv": 1000,
+                 "transactionHeartbeatPeriodSecond": 5}
+
+
+def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
+    """The session's cluster, or a skip (a failure under CI=true) saying how to provide one."""
+    if not os.environ.get("ROCKETMQ_HOME"):
+        pytest.skip("upstream RocketMQ unavailable: set ROCKETMQ_HOME to a RocketMQ 5.x distribution")
+    try:
+        cluster = UpstreamCluster(rocketmq_home(), workdir, broker=SESSION_BROKER, proxy=SESSION_PROXY)
+        cluster.start()
+    except TxmqError as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true and ROCKETMQ_HOME is set, but upstream did not start: {exc}", pytrace=False)
+        pytest.skip(f"upstream RocketMQ did not start: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
