@@ -12,16 +12,16 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from childkit import python_command
 
 from txmq.errors import WriteRefusedError
 
 DISK_BYTES = 64 * 1024
-TXMQ = [sys.executable, "-m", "txmq.cli"]
+TXMQ = [*python_command(), "-m", "txmq.cli"]
 
 
 @pytest.fixture
