@@ -25,6 +25,7 @@ from txmq.broker import Broker
 from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
 from txmq.trace.check_bound import check_counts
+from txmq.trace.durable_op import checks_after_durable_op
 from txmq.transaction.resolution import TransactionState
 
 Event = Mapping[str, Any]
@@ -239,22 +240,8 @@ def CheckAfterTimeout(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def NoCheckAfterDurableOp(obs: Observation, strict: bool = True) -> list[str]:
-    """The catalogue's meaning, over the trace."""
-    covered: set[int] = set()
-    replaced: dict[int, int] = {}
-    problems = []
-    for e in obs.events:
-        kind = e["event"]
-        if kind == ev.OP_PUT:
-            covered.update(e["half_offsets"])
-        elif kind == ev.HALF_RENEW and e["prev_half_offset"] is not None:
-            replaced[e["half_offset"]] = e["prev_half_offset"]
-        elif kind == ev.CHECK:
-            concerned = {e["half_offset"], replaced.get(e["half_offset"])} & covered
-            if concerned:
-                problems.append(f"seq {e['seq']}: CHECK of {e['txn']} after an OP_PUT covering "
-                                f"half offset(s) {sorted(concerned)}")
-    return problems
+    """The catalogue's meaning, over the trace (``txmq.trace.durable_op``); strict mode's only."""
+    return checks_after_durable_op(obs.events) if strict else []
 
 
 def DiscardOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:

@@ -105,6 +105,8 @@ def _check_ndjson_columns(path: Path) -> None:
 def open_trace(path: str | Path) -> TraceInput:
     """Verify existence, header (format, version, needed settings) and columns; no Spark involved."""
     path = Path(path)
+    if path.is_dir():
+        raise NotATraceError(f"{path}: is a directory, not a trace file")
     if not path.is_file():
         raise TraceMissingError(f"{path}: no such file")
     header = _header(path)

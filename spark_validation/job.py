@@ -86,7 +86,8 @@ def _run_passes(
 
     txns = timed("pass 2/4 per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
     op_tallies = timed("pass 3/4 Op references", lambda: ops.run(events, trace, limit))
-    queue_tallies = timed("pass 4/4 queues and deliveries", lambda: queues.run(events, trace, stats, limit))
+    queue_tallies = timed("pass 4/4 queues and deliveries",
+                          lambda: queues.run(events, trace, stats, limit, queues.last_deliveries(events)))
     tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
     for part in (txns.tallies, op_tallies, queue_tallies):
         for cid, tally in part.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_validation.inputs import TraceInput
-from spark_validation.tally import Tally, masks, seq_key, tally, txn_key
+from spark_validation.tally import Tally, masks, seq_key, tally, txn_key, txn_key_naming
 from txmq.trace import schema as S
 
 
@@ -50,8 +50,9 @@ def run(events: Any, trace: TraceInput, limit: int) -> dict[str, Tally]:
         .groupBy("check_seq", "txn")
         .agg(F.min("op_seq").alias("op_seq"))
         .select(
-            txn_key(c("txn")).alias("key"),
-            *masks({"NoCheckAfterDurableOp": (c("op_seq") < c("check_seq"), None)}),
+            txn_key_naming(c("txn"), c("op_seq"), c("check_seq")).alias("key"),
+            # Expected in rocketmq mode: a run does not read again an Op queue it found drained.
+            *masks({"NoCheckAfterDurableOp": (c("op_seq") < c("check_seq"), F.lit(rocketmq))}),
         )
     )
     return tally(refs.unionByName(late), c("key"), limit)[1]

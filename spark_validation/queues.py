@@ -27,27 +27,41 @@ from typing import Any
 
 from spark_validation.inputs import TraceInput
 from spark_validation.stats import TraceStats
-from spark_validation.tally import BIT, Tally, masks, tally, txn_key
+from spark_validation.tally import BIT, Tally, masks, tally, txn_key, txn_key_noting
 from txmq.trace import schema as S
 
 QUEUE = ["topic", "queue_id"]
 
 
-def _missing_groups(trace: TraceInput, delivered: Any) -> Any:
-    """How many groups subscribed to the row's topic have no delivery at its position (an int column).
+def last_deliveries(events: Any) -> dict[str, int]:
+    """Each consumer group's last DELIVER seq: the group consumed until then (a small aggregation)."""
+    from pyspark.sql import functions as F
+
+    rows = (events.filter(F.col("event") == S.DELIVER).groupBy("consumer_group")
+            .agg(F.max("seq").alias("last")).collect())
+    return {row["consumer_group"]: int(row["last"]) for row in rows}
+
+
+def _missing_groups(trace: TraceInput, delivered: Any, last: dict[str, int]) -> tuple[Any, Any]:
+    """How many groups owe the row's position a delivery they never made (an int column), and their names
+    (a string column). A group subscribed to the topic owes every put that came while it was consuming,
+    i.e. before its last delivery: a group that stopped (an application shut down) owes nothing after.
 
     ``delivered(group)`` is a column that is non-null when ``group`` has a delivery at the position."""
     from pyspark.sql import functions as F
 
-    missing = F.lit(0)
+    missing, names = F.lit(0), []
     for group, topics in sorted(trace.consumer_groups.items()):
-        if topics:
-            owed = F.col("topic").isin(*topics) & delivered(group).isNull()
+        if topics and group in last:
+            owed = F.col("topic").isin(*topics) & delivered(group).isNull() & (F.col("seq") < last[group])
             missing = missing + F.when(owed, 1).otherwise(0)
-    return missing
+            names.append(F.when(owed, F.lit(group)))
+    return missing, F.concat_ws(",", *names) if names else F.lit("")
 
 
-def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[str, Tally]:
+def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int,
+        last: dict[str, int]) -> dict[str, Tally]:
+    """The queue and delivery checks; ``last`` is ``last_deliveries(events)``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -73,7 +87,8 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
         F.first(F.when(c("put"), F.struct("seq", "ts", "txn", "body_crc")), ignorenulls=True)
         .over(position).alias("r"),
         F.count(F.when(c("put"), 1)).over(position).alias("reals"),
-        _missing_groups(trace, delivered).alias("missing"),
+        *(col.alias(name) for col, name in zip(_missing_groups(trace, delivered, last),
+                                               ("missing", "missing_groups"), strict=True)),
         F.row_number().over(group_position).alias("nth"),
     )
     first_put = c("put") & (c("nth") == 1)
@@ -93,8 +108,11 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> dict[s
     gap = c("queue_offset") - F.coalesce(c("prev_put_offset"), F.lit(-1)) - 1
     expired = F.lit(False) if stats.expired_before is None else F.coalesce(
         c("commitlog_offset") < F.lit(stats.expired_before), F.lit(False))
+    # The sample of an undelivered position names the groups that never got it.
+    key = F.when(c("missing") > 0, txn_key_noting(c("txn"), F.concat(F.lit("not delivered to "),
+                                                                     c("missing_groups"))))
     flagged = judged.select(
-        txn_key(c("txn")).alias("key"),
+        F.coalesce(key, txn_key(c("txn"))).alias("key"),
         *masks(
             {
                 "QueueContiguity": (first_put & ((c("reals") > 1) | (gap != 0)), None),

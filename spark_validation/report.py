@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
+from spark_validation.tally import NAMED_SEP, NOTE_SEP, named_seqs
 from txmq.files import replacing
 
 HOLDS = "holds"
@@ -93,14 +94,30 @@ class Report:
         ]
         for c in self.checks:
             if c.samples:
-                first = c.samples[0]
-                events = ", ".join(f"{e['seq']}:{e['event']}" for e in first["events"][:12])
-                lines.append(f"{c.id} sample {first['key']}: {events}")
+                lines.append(f"{c.id} sample {_sample_line(c.samples[0])}")
         if self.timings:
             lines.append("timings (s): " + "  ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))
         verdict = "FAILED: " + ", ".join(c.id for c in self.failed) if self.failed else "OK"
         lines.append(verdict)
         return "\n".join(lines)
+
+
+def _sample_line(sample: dict[str, Any]) -> str:
+    """A sample's key and first events; when the key names the events that make the violation (an OP_PUT
+    and the CHECK after it), those first, with the transaction's half offsets the OP_PUT lists."""
+    key, events = sample["key"], sample["events"]
+    named = set(named_seqs(key))
+    shown = ", ".join(f"{e['seq']}:{e['event']}" for e in events[:12])
+    if not any(e["seq"] in named for e in events):
+        return f"{key.replace(NOTE_SEP, ' (', 1) + ')' if NOTE_SEP in key else key}: {shown}"
+    own = {e.get("half_offset") for e in events if e.get("txn") is not None}
+    why = []
+    for e in events:
+        if e["seq"] in named:
+            listed = sorted(own & set(e.get("half_offsets") or ()))
+            offsets = f" listing half offset {', '.join(map(str, listed))}" if listed else ""
+            why.append(f"{e['seq']}:{e['event']}{offsets}")
+    return f"{key.partition(NAMED_SEP)[0]}: made by {', then '.join(why)}; its events: {shown}"
 
 
 def _fmt(value: Any) -> str:

@@ -17,10 +17,15 @@ from typing import Any
 from spark_validation.catalogue import CHECK_IDS
 
 # A sample key is "txn:<id>" or, for a record that belongs to no transaction (an OP_PUT entry that names
-# no half), "seq:<seq>" of the offending event: one string type keeps the sampling a single aggregate.
+# no half), "seq:<seq>" of the offending event: one string type keeps the sampling a single aggregate. A
+# transaction's key may name the events that make the violation, "txn:<id>@<seq>,<seq>", when some of
+# them are not the transaction's own (the OP_PUT a CHECK comes after), or carry a note, "txn:<id>#<note>"
+# (the consumer groups a position was never delivered to).
 SampleKey = str
 TXN_PREFIX = "txn:"
 SEQ_PREFIX = "seq:"
+NAMED_SEP = "@"
+NOTE_SEP = "#"
 BIT = {cid: 1 << i for i, cid in enumerate(CHECK_IDS)}
 
 
@@ -48,6 +53,33 @@ def txn_key(txn: Any) -> Any:
     from pyspark.sql import functions as F
 
     return F.concat(F.lit(TXN_PREFIX), txn)
+
+
+def txn_key_naming(txn: Any, *seqs: Any) -> Any:
+    """Sample key column for a transaction id column, naming the events (seq columns) that make the
+    violation."""
+    from pyspark.sql import functions as F
+
+    named = F.concat_ws(",", *(seq.cast("string") for seq in seqs))
+    return F.concat(F.lit(TXN_PREFIX), txn, F.lit(NAMED_SEP), named)
+
+
+def txn_key_noting(txn: Any, note: Any) -> Any:
+    """Sample key column for a transaction id column, with a note (a string column) for the report."""
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit(TXN_PREFIX), txn, F.lit(NOTE_SEP), note)
+
+
+def key_txn(key: SampleKey) -> str:
+    """The transaction id of a ``txn:`` sample key, without the events or the note it names."""
+    return key[len(TXN_PREFIX) :].partition(NAMED_SEP)[0].partition(NOTE_SEP)[0]
+
+
+def named_seqs(key: SampleKey) -> list[int]:
+    """The seqs a sample key names (empty for a plain key)."""
+    _, sep, named = key.partition(NAMED_SEP)
+    return [int(s) for s in named.split(",")] if sep and named else []
 
 
 def seq_key(seq: Any) -> Any:

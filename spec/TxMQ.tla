@@ -59,7 +59,9 @@ CONSTANTS
     GuardRebuildFromReal,  \* strict: restart rebuilds "committed" from real messages in the log
     GuardSkipResolved,     \* strict: the scanner skips copies of resolved transactions
     GuardSkipSuperseded,   \* strict: the scanner skips copies superseded by a newer copy
-    GuardDiscardFinal      \* strict: END_TX after a discard is refused
+    GuardDiscardFinal,     \* strict: END_TX after a discard is refused
+    LaggingOpView          \* the check service decides on the Op records it has read, which may lag
+                           \*   the Op queue (TRUE); FALSE: it sees every Op record as soon as written
 
 Actions == {"commit", "rollback"}
 None == "none"
@@ -78,7 +80,7 @@ ASSUME
     /\ \A t \in Txns : Immunity[t].has \in BOOLEAN /\ Immunity[t].scan \in Int /\ Immunity[t].end \in Int
     /\ {MaxCrash, MaxProducerCrash, MaxLoss, MaxDup, MaxRetry, MaxStoreError, MaxResume} \subseteq Nat
     /\ {GuardResolvedIndex, GuardDurableRollback, GuardRebuildFromReal,
-        GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal} \subseteq BOOLEAN
+        GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal, LaggingOpView} \subseteq BOOLEAN
 
 VARIABLES
     \* --- producers, their local transactions (durable, shared by a group) ---
@@ -101,6 +103,7 @@ VARIABLES
     cache,        \* RIP-50 half cache: offsets of original halves, eldest first
     cursor,       \* the check service's half checkpoint: records 1..cursor were examined
     index,        \* strict resolution index: [Txns -> {"none","commit","rollback","discard"}]
+    opRead,       \* half offsets listed by the Op records the check service has read (LaggingOpView)
     now,          \* the broker's clock
     \* --- network of one-way messages ---
     net,          \* END_TX and check messages in flight
@@ -115,7 +118,7 @@ VARIABLES
 
 producerVars == <<local, said, sent, ownEndDone, alive>>
 durableVars == <<half, latest, covered, opRecords, reals, lives, durable, cursorDurable>>
-volatileVars == <<opBuf, cache, cursor, index>>
+volatileVars == <<opBuf, cache, cursor, index, opRead>>
 historyVars == <<ends, checks, discardLog, opDup>>
 budgetVars == <<crashes, pcrashes, losses, dups, retries, storeErrors, resumes>>
 vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budgetVars>>
@@ -175,6 +178,7 @@ Init ==
     /\ cache = << >>
     /\ cursor = 0
     /\ index = [t \in Txns |-> None]
+    /\ opRead = {}
     /\ now = 0
     /\ net = {}
     /\ ends = [t \in Txns |-> << >>]
@@ -201,7 +205,7 @@ SendHalf(t) ==
     /\ AppendHalf(t, 0, now + Skew[t])
     /\ cache' = CacheInsert(cache, Len(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
-                   opBuf, cursor, index, now, net, historyVars, budgetVars>>
+                   opBuf, cursor, index, opRead, now, net, historyVars, budgetVars>>
 
 (***************************************************************************)
 (* A client send retry (S33): the first attempt timed out at the client   *)
@@ -218,7 +222,7 @@ ResendHalf(t) ==
     /\ cache' = CacheInsert(cache, Len(half) + 1)
     /\ retries' = retries + 1
     /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
-                   cursorDurable, opBuf, cursor, index, now, net, historyVars,
+                   cursorDurable, opBuf, cursor, index, opRead, now, net, historyVars,
                    crashes, pcrashes, losses, dups, storeErrors, resumes>>
 
 \* LOCAL_TX: the local transaction reaches its outcome (possibly long after the half).
@@ -310,8 +314,8 @@ ApplyEnd(m, rest) ==
                     /\ index' = IF Strict THEN [index EXCEPT ![t] = m.act] ELSE index
                     /\ ends' = [ends EXCEPT ![t] = Append(@, entry("OK"))]
                     /\ UNCHANGED storeErrors
-       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, now,
-                      checks, discardLog, opDup>>
+       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead,
+                      now, checks, discardLog, opDup>>
 
 (***************************************************************************)
 (* A producer answers a check from its group's local state               *)
@@ -372,7 +376,7 @@ FlushOps(k) ==
     /\ opBuf' = SubSeq(opBuf, k + 1, Len(opBuf))
     /\ opRecords' = opRecords + 1
     /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
-                   now, net, ends, checks, discardLog, budgetVars>>
+                   opRead, now, net, ends, checks, discardLog, budgetVars>>
 
 (***************************************************************************)
 (* The check service (TransactionalMessageServiceImpl.check) examines the *)
@@ -389,26 +393,45 @@ Superseded(i) == latest[half[i].t] # i
 Settled(i) == \/ On(GuardSkipResolved) /\ index[half[i].t] # None
               \/ On(GuardSkipSuperseded) /\ Superseded(i)
 
+(***************************************************************************)
+(* What the scanner knows of the Op queue.  Upstream reads Op records in  *)
+(* batches (fillOpRemoveMap) and, once a read finds the queue drained,    *)
+(* checks every later half that is old enough without reading it again   *)
+(* (TransactionalMessageServiceImpl.check, isNeedCheck with opMsg null),  *)
+(* while TransactionalOpBatchService keeps writing Op records: a run can  *)
+(* check a half whose Op record was written after its last read.  With    *)
+(* LaggingOpView the scanner decides on opRead, refreshed by ReadOps.     *)
+(***************************************************************************)
+OpView == IF LaggingOpView THEN opRead ELSE covered
+
+\* The scanner reads the Op queue to its end (fillOpRemoveMap until NO_NEW_MSG).
+ReadOps ==
+    /\ LaggingOpView
+    /\ opRead # covered
+    /\ opRead' = covered
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, now, net, historyVars,
+                   budgetVars>>
+
 Examined ==
     /\ cursor' = Next1
-    /\ UNCHANGED <<producerVars, cursorDurable, opBuf, cache, now, budgetVars>>
+    /\ UNCHANGED <<producerVars, cursorDurable, opBuf, cache, opRead, now, budgetVars>>
 
 \* Skip: an Op record covers this half offset: it was committed or rolled back (the removeMap).
 ScanSkipCovered ==
     /\ Examinable
-    /\ Next1 \in covered
+    /\ Next1 \in OpView
     /\ Examined
     /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, net, historyVars>>
 
 \* Skip (strict): the transaction is resolved, or a newer copy of it exists.
 ScanSkipResolved ==
     /\ Examinable
-    /\ Next1 \notin covered
+    /\ Next1 \notin OpView
     /\ Settled(Next1)
     /\ Examined
     /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, net, historyVars>>
 
-Unsettled == Examinable /\ Next1 \notin covered /\ ~Settled(Next1)
+Unsettled == Examinable /\ Next1 \notin OpView /\ ~Settled(Next1)
 
 \* A half checked now would be checked in time: older than its immunity, or without immunity older
 \* than the timeout or born in the broker's future.
@@ -509,7 +532,7 @@ Resume(t) ==
     /\ index' = IF Strict THEN [index EXCEPT ![t] = None] ELSE index
     /\ lives' = [lives EXCEPT ![t] = @ + 1]
     /\ resumes' = resumes + 1
-    /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor,
+    /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor, opRead,
                    now, net, historyVars, crashes, pcrashes, losses, dups, retries, storeErrors>>
 
 (***************************************************************************)
@@ -529,6 +552,7 @@ CrashRestart(c) ==
     /\ opBuf' = << >>
     /\ cache' = << >>
     /\ index' = Rebuilt
+    /\ opRead' = {}
     /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, reals, lives, durable, now, net,
                    historyVars, pcrashes, losses, dups, retries, storeErrors, resumes>>
 
@@ -549,6 +573,7 @@ Next ==
     \/ \E t2 \in Times : Tick(t2)
     \/ DeliverSome \/ DuplicateSome \/ LoseSome
     \/ FlushSome
+    \/ ReadOps
     \/ Scan
     \/ CrashSome
 
@@ -580,6 +605,7 @@ TypeOK ==
     /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
     /\ covered \subseteq 1..Len(half)
+    /\ opRead \subseteq covered
     /\ Range(opBuf) \subseteq 1..Len(half)
     /\ cursor \in 0..Len(half) /\ cursorDurable \in 0..cursor
     /\ index \in [Txns -> {None, "discard"} \cup Actions]

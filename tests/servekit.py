@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from childkit import python_command
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = Path(__file__).with_name("serve_client.py")
@@ -27,12 +28,7 @@ pytest.importorskip("rocketmq.grpc_protocol",
                     reason="the official client is missing: pip install 'txmq[serve]'")
 
 
-def _python_command() -> list[str]:
-    """``python``, or ``python -m coverage run`` when the tests run under coverage."""
-    if os.environ.get("COVERAGE_RUN"):  # set by ``coverage run``
-        rcfile = ROOT / "pyproject.toml"
-        return [sys.executable, "-m", "coverage", "run", "--parallel-mode", f"--rcfile={rcfile}"]
-    return [sys.executable]
+_python_command = python_command
 
 
 class Lines:

@@ -170,4 +170,6 @@ def test_nothing_audited_is_no_pass(tmp_path: Path) -> None:
         server.terminate()
     errors = [line for line in done.stderr.splitlines() if line.startswith("txmq: error")]
     assert done.returncode == 8 and len(errors) == 1 and "no transaction could be sent" in errors[0]
-    assert (tmp_path / "out" / "history.jsonl").exists() and not (tmp_path / "out" / "report.json").exists()
+    assert "name one with --topic" in errors[0]
+    # issue #25: nothing was sent, so no history to judge is left behind; the client's log stays
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["client.log"]

@@ -31,8 +31,8 @@ from txmq.catalogue import (
     names,
     render_markdown,
 )
+from txmq.tla.judges import JUDGES
 from txmq.tla.manifest import load_manifest
-from txmq.tla.replay import JUDGES
 from txmq.tla.runner import config_invariants, config_properties
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -54,7 +54,13 @@ def test_recorded_counterexample_derives_the_saved_schedule(model: str) -> None:
     assert schedule_from_result(ENTRIES[model], result) == load_schedule(DATA / f"{model}.json")
 
 
-@pytest.mark.parametrize("model", CONTROLS)
+_WITH_ARGUMENTS = re.compile(r"<\w+\([^)]*\) line")
+# Recordings made by a TLC that prints actions with their arguments; the others (TLC 2.15) are bare already.
+WITH_ARGUMENTS = [m for m in CONTROLS
+                  if _WITH_ARGUMENTS.search((DATA / f"{m}.out").read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize("model", WITH_ARGUMENTS)
 def test_bare_action_names_derive_the_same_schedule(model: str) -> None:
     """TLC 2.15 prints ``<SendHalf line ...>`` where 1.7 printed ``<SendHalf(t1) line ...>``: the
     transaction is then read from the variable the action changed."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,13 @@ from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
 from txmq.tla.trace_steps import UnmodelledTraceError, build_steps, coverage
-from txmq.tla.trace_validation import IncompleteTraceError, Validation, require_complete, validate
+from txmq.tla.trace_validation import (
+    IncompleteTraceError,
+    Validation,
+    expected_cost,
+    require_complete,
+    validate,
+)
 from txmq.trace.reader import read_events
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import MemorySink
@@ -319,8 +326,16 @@ def test_cli_accepts_what_txmq_simulate_writes(mode: str, faults: str, tmp_path:
                  "-o", str(trace)]) == 0
     capsys.readouterr()
     assert main(["spec", "validate-trace", str(trace), "--spec-dir", str(SPEC)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "accepted: every event is a step of TxMQ" in out and "steps per spec action:" in out
+    # issue #25: the cost is said before TLC starts (a 100,000-transaction trace printed nothing for minutes)
+    assert re.search(r"^  [\d,]+ steps: expected about \d+ s; TLC reports progress", err, re.MULTILINE), err
+
+
+def test_the_expected_cost_grows_with_the_steps() -> None:
+    assert expected_cost(9_772) == "expected about 68 s"  # measured: 56 s in TLC
+    assert expected_cost(37_546).startswith("expected about 12 min")  # measured: 17.6 min at load 28
+    assert expected_cost(1_400_000).startswith("expected about 11 days: validate a smaller trace")
 
 
 @needs_tlc

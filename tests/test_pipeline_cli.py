@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import weakref
 from pathlib import Path
@@ -11,6 +12,7 @@ from tlc_tools import needs_tlc
 
 from txmq.cli import build_parser, main
 from txmq.errors import ConfigError
+from txmq.pipeline import _record_tlc
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +66,7 @@ def test_an_interrupted_run_leaves_the_previous_outputs(tmp_path: Path, monkeypa
     (out_dir / "notes.txt").write_bytes(b"the user's own file")
     before = _outputs(out_dir)
 
-    def interrupted_step_3() -> tuple[str, int]:  # the trace is simulated by now: Ctrl-C during TLC
+    def interrupted_step_3(tlc: dict[str, str]) -> tuple[str, int]:  # the trace is simulated: Ctrl-C in TLC
         raise KeyboardInterrupt
 
     monkeypatch.setattr("txmq.pipeline._model_check", interrupted_step_3)
@@ -80,7 +82,7 @@ def test_a_finished_run_replaces_the_whole_set(tmp_path: Path, monkeypatch: pyte
     (out_dir / "report.json").write_bytes(b"a report of another trace")
     (out_dir / "report.png").write_bytes(b"its plot")
     (out_dir / "notes.txt").write_bytes(b"the user's own file")
-    monkeypatch.setattr("txmq.pipeline._model_check", lambda: ("TLA+ model checking: stand-in", 0))
+    monkeypatch.setattr("txmq.pipeline._model_check", lambda tlc: ("TLA+ model checking: stand-in", 0))
     assert _run(out_dir, seed=2) == 0
     assert sorted(_outputs(out_dir)) == ["notes.txt", "trace.parquet"]  # no report of another trace
 
@@ -89,7 +91,7 @@ def test_a_finished_run_replaces_the_whole_set(tmp_path: Path, monkeypatch: pyte
 def test_the_run_has_tlc_validate_a_trace_of_the_same_workload(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "out"
-    monkeypatch.setattr("txmq.pipeline._model_check", lambda: ("TLA+ model checking: stand-in", 0))
+    monkeypatch.setattr("txmq.pipeline._model_check", lambda tlc: ("TLA+ model checking: stand-in", 0))
     assert _run(out_dir, seed=4, tlc_transactions=100) == 0
     summary = capsys.readouterr().out.split("== txmq run summary")[1]
     assert "TLC trace validation: a 100-transaction trace of the same workload is a behaviour of TxMQ" \
@@ -105,3 +107,24 @@ def test_a_bad_master_fails_before_the_simulation(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err
     assert code == ConfigError.exit_code and "'nowhere' is not a Spark master URL" in err
     assert "simulating" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_negative_tlc_transaction_count_is_refused(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #25: ``--tlc-transactions -3`` skipped TLC's trace validation silently and exited 0."""
+    code = main(["run", "-n", "10", "--no-progress", "--out-dir", str(tmp_path / "out"), "--skip-spark",
+                 "--tlc-transactions", "-3"])
+    err = capsys.readouterr().err
+    assert code == ConfigError.exit_code
+    assert err.strip().splitlines() == ["txmq: error: --tlc-transactions must be at least 0 (0 skips TLC's "
+                                        "trace validation), got -3"]
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def test_report_json_names_the_tlc_that_ran(tmp_path: Path) -> None:
+    """Issue #25: the README says every report names the TLC that ran; report.json did not."""
+    (tmp_path / "report.json").write_text(json.dumps({"checks": [], "exit_code": 0}))
+    tlc = {"tool": "TLC: TLC2 Version 2.15 (/x/tla2tools.jar)", "models": "TLA+ model checking: 25 of 25"}
+    _record_tlc(tmp_path, tlc)
+    assert json.loads((tmp_path / "report.json").read_text()) == {"checks": [], "exit_code": 0, "tlc": tlc}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # replaced whole, no temporary left

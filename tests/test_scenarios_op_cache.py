@@ -19,6 +19,7 @@ from txmq.protocol import Message
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
+from txmq.trace.durable_op import checks_after_durable_op
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.constants import HALF_TOPIC
 from txmq.transaction.half_cache import HalfCache
@@ -373,3 +374,38 @@ def test_a_synchronous_overflow_write_wakes_the_batch_thread(tmp_path) -> None:
     assert stats["op_sync_writes"] == 1
     assert writer.next_tick_ms == 1_000_000 + 2200
     store.close()
+
+
+def op_written_during_a_run(env: Env) -> None:
+    """S41's set-up: half 0 waits for a check whose COMMIT answer completes an Op batch during the run;
+    half 1 was committed by its producer, its Op entry still buffered when the run read the Op queue."""
+    producer = env.producer("G", ScriptedListener(COMMIT))
+    producer.send_half(Message("T", b"checked"))
+    committed = producer.send_half(Message("T", b"committed"))
+    producer.end_transaction(committed, COMMIT)  # Op entry "1," buffered: 2 characters, not over 3
+    env.advance(7_000)
+    env.run_check()  # half 0 checked, answered COMMIT: "1,2," passes 3 characters, an Op is written
+
+
+def test_s41_op_written_during_the_run_does_not_stop_a_check_rocketmq(make_env: EnvFactory) -> None:
+    """TransactionalMessageServiceImpl.check reads the Op queue until it finds it drained, then checks each
+    later half old enough without reading it again; TransactionalOpBatchService writes meanwhile."""
+    env = make_env("rocketmq", op_batch_max_chars=3)
+    op_written_during_a_run(env)
+
+    [op] = env.events(ev.OP_PUT)
+    assert op["half_offsets"] == [1, 2]  # half 1, and the copy half 0 was renewed to for its check
+    assert [c["seq"] > op["seq"] for c in env.events(ev.CHECK)] == [False, True]
+    assert env.bodies() == [b"committed", b"checked", b"committed"]  # the late check's COMMIT duplicates
+    assert checks_after_durable_op(env.sink.events) == [
+        f"seq {env.events(ev.CHECK)[1]['seq']}: CHECK of {env.events(ev.CHECK)[1]['txn']} (copy at half "
+        f"offset 3) after OP_PUT seq {op['seq']} lists half offset 1"]
+
+
+def test_s41_strict_skips_the_committed_half(make_env: EnvFactory) -> None:
+    env = make_env("strict", op_batch_max_chars=3)
+    op_written_during_a_run(env)
+
+    assert len(env.events(ev.CHECK)) == 1
+    assert checks_after_durable_op(env.sink.events) == []
+    assert env.bodies() == [b"committed", b"checked"]

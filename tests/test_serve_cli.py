@@ -66,6 +66,7 @@ def test_a_busy_port_or_store_is_refused_and_leaves_no_trace(tmp_path: Path) -> 
         with pytest.raises(ConfigError, match="cannot listen"):
             ServeSession(tmp_path / "b", BrokerConfig(), ServeConfig(), {"T": 1}, port=first.port,
                          trace=trace).start()
+        assert not (tmp_path / "b").exists()  # issue #25: the store directory was created before the bind
         with pytest.raises(StoreLockedError):
             ServeSession(tmp_path / "a", BrokerConfig(), ServeConfig(), {"T": 1}, port=0, trace=trace).start()
         assert list(tmp_path.glob("*t*.ndjson*")) == []

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from txmq.admission import check_size, client_properties, validate_topic
 from txmq.broker_core import BrokerCore
-from txmq.errors import ClientError, StoreError
+from txmq.errors import REFUSED_WRITES, ClientError, StoreError, WriteRefusedError
 from txmq.protocol import (
     EndTransactionRequest,
     EndTransactionResult,
@@ -81,7 +81,8 @@ class Broker(BrokerCore):
             )
             put = store.put_message(record)
             if not put.ok:
-                raise StoreError(f"the store refused the message: {put.status.name} {put.reason}")
+                refused = WriteRefusedError if put.os_errno in REFUSED_WRITES else StoreError
+                raise refused(f"the store refused the message: {put.status.name} {put.reason}")
             self._emit(ev.PLAIN_PUT, topic=message.topic, queue_id=message.queue_id,
                        queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
                        body_crc=body_crc(message.body))

@@ -132,8 +132,13 @@ ENTRIES: tuple[Invariant, ...] = (
         "No CHECK of a transaction comes before its first HALF_PUT is more than transaction_timeout_ms old "
         "(transactions with an IMMUNITY renewal are exempt: their window is not in the trace)."),
     Invariant(
-        "NoCheckAfterDurableOp", SAFETY, BOTH, SPEC | MODEL | SPARK,
-        "No CHECK comes after an OP_PUT that lists the copy it checks or the copy that copy renewed."),
+        "NoCheckAfterDurableOp", SAFETY, STRICT, SPEC | MODEL | SPARK,
+        "No CHECK comes after an OP_PUT that lists the copy it checks or the copy that copy renewed.",
+        rocketmq="a check run reads the Op queue until it finds it drained and then checks every later "
+        "half old enough without reading it again (TransactionalMessageServiceImpl.check, isNeedCheck "
+        "once fillOpRemoveMap found no Op), while TransactionalOpBatchService keeps writing Op records: "
+        "an Op written during the run, e.g. of a late or duplicate commit, does not stop its half's "
+        "check (S41)"),
     Invariant(
         "DiscardOnlyAtMax", SAFETY, PART, SPEC | MODEL | SPARK,
         "A DISCARD happens only to a copy carrying check_max checks (result CHECK_MAX) or past retention "

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from txmq.errors import TxmqError
+from txmq.errors import REFUSED_WRITES, TxmqError, WriteRefusedError
 from txmq.proc import interrupted, terminate_as_interrupt
 
 # (module, function) pairs whose ``register(subparsers)`` adds sub-commands.
@@ -49,6 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TxmqError as exc:
         print(f"txmq: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in REFUSED_WRITES:
+            raise
+        where = f" writing {exc.filename}" if exc.filename else ""
+        print(f"txmq: error: the file system refused a write{where}: {os.strerror(exc.errno)}; free space "
+              "or write elsewhere", file=sys.stderr)
+        return WriteRefusedError.exit_code
     except KeyboardInterrupt:
         return interrupted("txmq")
 

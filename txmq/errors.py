@@ -5,6 +5,13 @@ The CLI prints ``str(error)`` on one line and exits with ``error.exit_code``; an
 """
 
 
+import errno
+
+# What a file system says when it refuses a write for want of room or permission to change: the user's
+# disk, not a bug of txmq (``WriteRefusedError``).
+REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
 class TxmqError(Exception):
     """Base of every user-facing error."""
 
@@ -53,3 +60,12 @@ class BrokerUnavailableError(TxmqError):
     """The broker is down (crashed and not restarted, or closed): the request did not arrive."""
 
     exit_code = 8
+
+
+class WriteRefusedError(StoreError):
+    """The file system refused a write: no space left (ENOSPC), over a quota (EDQUOT), a file too large
+    (EFBIG), or read-only (EROFS). Outputs are written whole or not at all, so nothing half-written is
+    left; a store directory keeps what it held before the refused record (recovery truncates a torn one).
+    A ``StoreError`` when the store's write was refused, with an exit code of its own."""
+
+    exit_code = 10

@@ -13,6 +13,7 @@ was; a finished one replaces all of it, removing the previous report when this r
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from txmq.errors import ConfigError, ToolMissingError
+from txmq.files import replacing
 from txmq.sim.cli import add_workload_arguments, run_simulation, summary_lines
 from txmq.store.fileutil import fsync_dir
 
@@ -69,7 +71,9 @@ def _check_master_early(master: str | None) -> None:
 @contextmanager
 def _staged_outputs(out_dir: Path) -> Iterator[Path]:
     """A staging directory for one run's outputs; they replace the previous set when the block ends
-    normally. The staging directory is removed in every case."""
+    normally. The staging directory is removed in every case, and so is ``out_dir`` when this run created
+    it and leaves it empty (a run that failed on a full disk leaves no trace of itself)."""
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".run-", suffix=".tmp", dir=out_dir))
@@ -80,6 +84,8 @@ def _staged_outputs(out_dir: Path) -> Iterator[Path]:
         _swap_in(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:
@@ -99,8 +105,9 @@ def _swap_in(staging: Path, out_dir: Path) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
-def _model_check() -> tuple[str, int]:
-    """Model-check the CI-sized spec models when TLC is available; say how to get it when not."""
+def _model_check(tlc: dict[str, str]) -> tuple[str, int]:
+    """Model-check the CI-sized spec models when TLC is available; say how to get it when not. ``tlc``
+    receives which TLC ran and its verdict, for report.json."""
     from txmq.tla.jar import find_jar
     from txmq.tla.manifest import load_manifest, select
     from txmq.tla.runner import describe_tlc
@@ -108,9 +115,11 @@ def _model_check() -> tuple[str, int]:
 
     try:
         jar = find_jar()
-        _say(describe_tlc(jar))
+        tlc["tool"] = describe_tlc(jar)
+        _say(tlc["tool"])
     except ToolMissingError as exc:  # a job that could not model-check did not do its job
-        return f"TLA+ model checking: not run: {exc}", exc.exit_code
+        tlc["models"] = f"TLA+ model checking: not run: {exc}"
+        return tlc["models"], exc.exit_code
     entries = select(load_manifest(default_spec_dir()), [], False)
 
     def show(report: ModelReport) -> None:
@@ -123,6 +132,7 @@ def _model_check() -> tuple[str, int]:
             f"({states:,} distinct states)")
     if unexpected:
         line += f"; unexpected: {', '.join(unexpected)}"
+    tlc["models"] = line
     return line, 1 if unexpected else 0
 
 
@@ -149,7 +159,21 @@ def _tlc_trace(args: argparse.Namespace, staging: Path, out_dir: Path) -> tuple[
             f"{outcome.first_unexplained}; run `txmq spec validate-trace {trace}` for the spec's state"), 1
 
 
+def _record_tlc(staging: Path, tlc: dict[str, str]) -> None:
+    """Add which TLC ran, and what it said, to the staged report.json (written by the Spark step)."""
+    path = staging / REPORT
+    if not tlc or not path.exists():
+        return
+    report = json.loads(path.read_text(encoding="utf-8"))
+    report["tlc"] = tlc
+    with replacing(path) as tmp:
+        tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.tlc_transactions < 0:
+        raise ConfigError(f"--tlc-transactions must be at least 0 (0 skips TLC's trace validation), got "
+                          f"{args.tlc_transactions}")
     out_dir = Path(args.out_dir)
     if not args.skip_spark:
         _check_master_early(args.master)
@@ -160,6 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         result.trace_path = str(out_dir / TRACE)
         summary = summary_lines(result)
         status = 0
+        tlc: dict[str, str] = {}
         if args.skip_spark:
             summary.append("Spark validation: skipped (--skip-spark)")
         else:
@@ -175,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
             summary.append("TLA+ model checking: skipped (--skip-spec)")
         else:
             _say("3/4 model-checking the spec with TLC")
-            line, code = _model_check()
+            line, code = _model_check(tlc)
             summary.append(line)
             status = max(status, code)
         if args.skip_spec or args.tlc_transactions <= 0:
@@ -184,7 +209,9 @@ def _run(args: argparse.Namespace) -> int:
             _say("4/4 validating a trace of the same workload with TLC")
             line, code = _tlc_trace(args, staging, out_dir)
             summary.append(line)
+            tlc["trace_validation"] = line
             status = max(status, code)
+        _record_tlc(staging, tlc)
     print()
     print("== txmq run summary " + "=" * 50)
     print("\n".join(summary))

@@ -39,6 +39,14 @@ def test_missing_file(tmp_path: Path) -> None:
         open_trace(tmp_path / "absent.parquet")
 
 
+def test_a_directory_is_not_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #25: ``txmq validate /tmp`` said "no such file"."""
+    code = main([str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == errors.NotATraceError.exit_code
+    assert err.strip().splitlines()[-1].endswith(f"{tmp_path}: is a directory, not a trace file")
+
+
 def test_parquet_that_is_not_parquet(tmp_path: Path) -> None:
     path = tmp_path / "junk.parquet"
     path.write_bytes(b"\x00not parquet at all")

@@ -17,7 +17,7 @@ from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, VIOLATED, Report
 from spark_validation.tests.check_bound_cases import BROKEN, SEVERAL, count_above_max, repeated_check_count
 from spark_validation.tests.check_bound_cases import CASES as CHECK_BOUND_CASES
-from spark_validation.tests.tracebuilder import TOPIC, Trace, clean_trace, combine
+from spark_validation.tests.tracebuilder import GROUP, TOPIC, Trace, clean_trace, combine
 from txmq.trace import schema as S
 
 
@@ -66,15 +66,32 @@ def test_a_trace_without_subscriptions_owes_no_delivery(run_trace: Callable[...,
     assert reported(run_trace(trace)) == reported(delivered) == {}
 
 
+def _also_delivered_to(trace: Trace, group: str, txn: str) -> None:
+    delivery = dict(trace.find(S.DELIVER, txn), consumer_group=group)
+    trace.events.insert(trace.events.index(trace.find(S.DELIVER, txn)) + 1, delivery)
+
+
 def test_each_group_that_misses_a_position_is_one_violation(run_trace: Callable[..., Report]) -> None:
-    """A second subscribed group that never consumes anything: every judged position is owed to it too."""
+    """A second subscribed group that consumed to the end (it got t5) but never got t1 nor t3: every
+    judged position is owed to it too, and the samples name the groups."""
     trace = clean_trace()
     undelivered(trace)
     trace.config["consumer_groups"] = {**trace.config["consumer_groups"], "cg2": [TOPIC]}
+    _also_delivered_to(trace, "cg2", "t5")
     result = next(c for c in run_trace(trace).checks if c.id == "EventuallyDelivered")
     # cg1 misses t1; cg2 misses t1 and t3 (t5 is too young to judge): three (group, position) pairs.
     assert result.violations == 3
-    assert [s["key"] for s in result.samples] == ["txn:t1", "txn:t3"]
+    assert [s["key"] for s in result.samples] == ["txn:t1#not delivered to cg1,cg2",
+                                                  "txn:t3#not delivered to cg2"]
+
+
+def test_a_group_owes_nothing_after_it_stopped_consuming(run_trace: Callable[..., Report]) -> None:
+    """Issue #25: a served session's consumer group that stopped was held to every later message. cg2
+    consumed t1 and then stopped (an application shut down); cg3 subscribed and never consumed."""
+    trace = clean_trace()
+    trace.config["consumer_groups"] = {**trace.config["consumer_groups"], "cg2": [TOPIC], "cg3": [TOPIC]}
+    _also_delivered_to(trace, "cg2", "t1")
+    assert reported(run_trace(trace)) == {}
 
 
 def test_what_retention_deleted_is_owed_no_delivery_and_no_resolution(
@@ -288,6 +305,7 @@ STRICT_ONLY = [
     ("NoDuplicateReal", second_real),
     ("DiscardOnlyAtMax", real_after_discard),
     ("OpRefersToHalf", op_names_half_twice),
+    ("NoCheckAfterDurableOp", check_after_op),
 ]
 # CheckBound's verdicts as statuses, per mode.
 CHECK_BOUND_STATUS = {
@@ -394,9 +412,10 @@ def test_rocketmq_anomalies_alone_exit_zero(run_trace: Callable[..., Report]) ->
 def test_samples_are_limited_and_carry_the_transactions_events(run_trace: Callable[..., Report]) -> None:
     trace = clean_trace()
     undelivered(trace)
-    trace.events = [e for e in trace.events if e["event"] != S.DELIVER]
+    # the group still consumes (it gets t5 at the end), so it owes t1 and t3
+    trace.events = [e for e in trace.events if e["event"] != S.DELIVER or e["txn"] == "t5"]
     report = run_trace(trace, samples=1)
     result = next(c for c in report.checks if c.id == "EventuallyDelivered")
     assert result.violations == 2  # t1 and t3 (t5 is too young to judge)
-    assert [s["key"] for s in result.samples] == ["txn:t1"]
+    assert [s["key"] for s in result.samples] == [f"txn:t1#not delivered to {GROUP}"]
     assert {e["event"] for e in result.samples[0]["events"]} == {S.LOCAL_TX, S.HALF_PUT, S.END_TX, S.REAL_PUT}

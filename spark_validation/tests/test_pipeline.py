@@ -33,9 +33,11 @@ def test_run_validates_a_simulated_trace(spark: Any, tmp_path: Path, mode: str,
 
 def test_spec_step_says_how_to_get_tlc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TLA2TOOLS_JAR", str(tmp_path / "absent.jar"))
-    line, code = _model_check()
+    tlc: dict[str, str] = {}
+    line, code = _model_check(tlc)
     assert code == ToolMissingError.exit_code  # a run that could not model-check is not OK
     assert line.startswith("TLA+ model checking: not run") and "TLA2TOOLS_JAR" in line
+    assert tlc == {"models": line}  # report.json says that no TLC ran
 
 
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
@@ -57,3 +59,17 @@ def test_a_simulated_trace_with_retention_validates(spark: Any, tmp_path: Path, 
     assert len(expiries) > 3
     report = validate(str(trace), progress=lambda _: None)
     assert report.exit_code == 0, [(c.id, c.status) for c in report.checks if c.status != "holds"]
+
+
+def test_the_plot_leads_with_the_verdict(spark: Any, tmp_path: Path) -> None:
+    """Issue #25: the picture showed two histograms and no verdict."""
+    from spark_validation.job import validate
+    from spark_validation.plot import plot_report, verdict
+    from spark_validation.tests.tracebuilder import clean_trace
+
+    report = validate(str(clean_trace().write(tmp_path / "t.parquet")), progress=lambda _: None)
+    assert verdict(report) == f"PASS — {len(report.checks)} of {len(report.checks)} checks hold"
+    report.checks[0].status, report.checks[0].violations = "violated", 3
+    assert verdict(report).startswith(f"FAILED: {report.checks[0].id} — {len(report.checks) - 1} of ")
+    plot_report(report, tmp_path / "report.png")
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,21 +7,25 @@ Example::
     txmq audit 127.0.0.1:8081 --duration 30 --rate 5 --faults heavy --seed 7 --out audit-out \\
         --launch "txmq serve --store st --topic audit --port 8081 --flush sync"
 
-Writes DIR/history.jsonl, DIR/report.json and DIR/report.png; exit code 1 when a violation was found.
+Writes DIR/history.jsonl, DIR/report.json, DIR/report.png and DIR/client.log (the official client's
+logging); exit code 1 when a violation was found.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from txmq.audit import checkers, history, report
+from txmq.audit import checkers, history, report, timing
 from txmq.audit.nemesis import Launched, Nemesis, split_endpoint, wait_reachable
 from txmq.audit.workload import add_workload_arguments, seeded_plan
 from txmq.errors import ConfigError, ToolMissingError
+from txmq.files import check_output_path
 
 VIOLATION_EXIT = 1
 REACH_TIMEOUT_S = 5
@@ -31,13 +35,6 @@ def _progress(line: str) -> None:
     print(f"txmq audit: {line}", file=sys.stderr, flush=True)
 
 
-def _settle_s(args: argparse.Namespace) -> float:
-    """Long enough for a never-deciding transaction to be checked check-max times, plus a margin."""
-    if args.settle is not None:
-        return float(args.settle)
-    return args.transaction_timeout + (args.check_max + 1) * args.check_interval + 10
-
-
 def _heartbeat_s(args: argparse.Namespace) -> float | None:
     """Held to rocketmq mode, checks before the endpoint heard a producer group may be lost and count."""
     return float(args.heartbeat) if args.expect == "rocketmq" else None
@@ -45,17 +42,41 @@ def _heartbeat_s(args: argparse.Namespace) -> float | None:
 
 def _validate(args: argparse.Namespace) -> Path:
     split_endpoint(args.endpoint)
+    if args.quick:
+        args.duration = timing.QUICK_DURATION_S if args.duration is None else args.duration
+        args.launch = timing.quick_launch(args.launch) if args.launch else args.launch
+    args.duration = 30.0 if args.duration is None else args.duration
     for name in ("duration", "rate", "transaction_timeout", "check_interval", "heartbeat"):
-        if getattr(args, name) <= 0:
+        value = getattr(args, name)
+        if value is not None and value <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
-    if args.producers < 1 or args.consumers < 1 or args.check_max < 1 or args.invisible < 1:
+    if args.producers < 1 or args.consumers < 1 or args.invisible < 1 or (args.check_max or 1) < 1:
         raise ConfigError("--producers, --consumers, --check-max and --invisible must be at least 1")
     if args.settle is not None and args.settle < 0:
         raise ConfigError("--settle must not be negative")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a directory")
+    # Writable before minutes of workload, not after (a read-only --out was a traceback and exit code 1).
+    check_output_path(out / "report.json" if out.is_dir() else out, "--out")
     return out
+
+
+@contextmanager
+def _client_log(path: Path) -> Iterator[None]:
+    """The official client's logging (its heartbeat errors while the endpoint is down, among others), and
+    anything else logged, go to ``path`` rather than the terminal."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s [%(levelname)s] %(message)s"))
+    loggers = [logging.getLogger(), logging.getLogger("rocketmq-python-client")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+        handler.close()
 
 
 def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesis] | None = None) -> int:
@@ -69,7 +90,23 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
     except ImportError:
         raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
                                ) from None
+    endpoint = timing.endpoint_settings(args)
+    settle = timing.settle_s(endpoint, args.settle)
+    total = args.duration + settle + timing.START_STOP_S
+    _progress(f"endpoint settings from {endpoint.source}: transaction timeout "
+              f"{endpoint.transaction_timeout_s:g} s, check interval {endpoint.check_interval_s:g} s, "
+              f"check max {endpoint.check_max}")
+    _progress(f"expected at most {total / 60:.1f} min: {args.duration:g} s of workload, up to {settle:.0f} s "
+              f"for every transaction to resolve (less once all are), about {timing.START_STOP_S:.0f} s to "
+              "start, stop and judge")
     out.mkdir(parents=True, exist_ok=True)
+    with _client_log(out / "client.log"):
+        return _run(args, out, seed, plan, endpoint, settle, total, Driver, DriverSettings, nemesis)
+
+
+def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: timing.EndpointSettings,
+         settle: float, total: float, driver: Any, driver_settings: Any,
+         nemesis: Callable[[history.History], Nemesis] | None) -> int:
     recorder = history.History()
     launched: Nemesis | None = None
     if nemesis is None and args.launch:
@@ -80,21 +117,25 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
         wait_reachable(args.endpoint, REACH_TIMEOUT_S)
         launched = nemesis(recorder) if nemesis is not None else None
     options: dict[str, Any] = {k: v for k, v in vars(args).items() if k not in ("handler", "command")}
-    options["settle"] = _settle_s(args)
+    options.update(settle=settle, transaction_timeout=endpoint.transaction_timeout_s,
+                   check_interval=endpoint.check_interval_s, check_max=endpoint.check_max)
     header = {"seed": seed, "endpoint": args.endpoint, "options": options,
               "plan_sha256": plan.digest()}
-    settings = DriverSettings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
-                              options["settle"], args.check_max, heartbeat_s=_heartbeat_s(args),
-                              check_interval_s=args.check_interval)
+    settings = driver_settings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
+                               settle, endpoint.check_max, heartbeat_s=_heartbeat_s(args),
+                               check_interval_s=endpoint.check_interval_s)
+    bar = timing.ProgressBar(total)
     try:
-        Driver(plan, settings, recorder, launched, _progress).run()
+        driver(plan, settings, recorder, launched, bar.update).run()
     finally:
+        bar.close()
         if launched is not None:
             launched.stop()
-        history.write(out / "history.jsonl", header, recorder.records)
+        if any(r["ev"] == "send" and r["ok"] for r in recorder.records):  # else nothing to judge
+            history.write(out / "history.jsonl", header, recorder.records)
     records = recorder.records
-    expectations = checkers.Expectations(args.expect, args.transaction_timeout, args.check_max,
-                                         _heartbeat_s(args), args.check_interval)
+    expectations = checkers.Expectations(args.expect, endpoint.transaction_timeout_s, endpoint.check_max,
+                                         _heartbeat_s(args), endpoint.check_interval_s)
     findings = checkers.run_checks(records, expectations)
     result = report.build(header, records, findings, expectations)
     report.write_json(out / "report.json", result)
@@ -112,6 +153,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("endpoint", metavar="ENDPOINT", help="HOST:PORT of the endpoint (gRPC)")
     parser.add_argument("--out", required=True, help="directory for history.jsonl, report.json, report.png")
     add_workload_arguments(parser, "light", "client-side faults, and endpoint kills with --launch")
+    parser.set_defaults(duration=None)  # 30 s, or 20 s with --quick (see _validate)
+    parser.add_argument("--quick", action="store_true",
+                        help="a 20 s workload; a launched `txmq serve` without check settings of its own "
+                             "checks every 5 s up to 5 times: about 2 minutes in all")
     parser.add_argument("--launch", metavar="CMD",
                         help="start the endpoint with this command, and kill -9 / restart it at seeded "
                              "moments; it must listen on ENDPOINT")
@@ -122,12 +167,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a TRANSACTION topic of the endpoint (default audit)")
     parser.add_argument("--group", default="audit-consumers",
                         help="the consumer group (default audit-consumers)")
-    parser.add_argument("--transaction-timeout", type=float, default=6,
-                        help="the endpoint's transaction timeout, seconds (default 6, upstream's)")
-    parser.add_argument("--check-interval", type=float, default=30,
-                        help="the endpoint's check interval, seconds, for the default --settle (default 30)")
-    parser.add_argument("--check-max", type=int, default=15,
-                        help="the endpoint's check limit per transaction (default 15, upstream's)")
+    parser.add_argument("--transaction-timeout", type=float,
+                        help="the endpoint's transaction timeout, seconds (default: a launched txmq serve's, "
+                             "else 6, upstream's)")
+    parser.add_argument("--check-interval", type=float,
+                        help="the endpoint's check interval, seconds, for the default --settle (default: a "
+                             "launched txmq serve's, else 30, upstream's)")
+    parser.add_argument("--check-max", type=int,
+                        help="the endpoint's check limit per transaction (default: a launched txmq serve's, "
+                             "else 15, upstream's)")
     parser.add_argument("--heartbeat", type=float, default=20,
                         help="with --expect rocketmq: the endpoint's transaction heartbeat period, seconds "
                              "(upstream's transactionHeartbeatPeriodSecond, default 20); checks before a "
@@ -136,5 +184,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="invisible time of each receive, seconds (default 10)")
     parser.add_argument("--settle", type=float,
                         help="seconds to wait after the workload for every transaction to resolve "
-                             "(default: timeout + (check-max + 1) x check interval + 10)")
+                             "(default: timeout + (check-max + 1) x check interval + 10, from the endpoint's "
+                             "settings)")
     parser.set_defaults(handler=_audit)

@@ -389,8 +389,10 @@ class Driver:
         sends = [r for r in self.history.records if r["ev"] == "send"]
         failed = [r for r in sends if not r["ok"]]
         if len(failed) >= _FAILED_SENDS_BEFORE_GIVING_UP and len(failed) == len(sends):
-            raise BrokerUnavailableError(f"no transaction could be sent to {self.settings.endpoint} (topic "
-                                         f"{self.settings.topic}): {_one_line(failed[0]['error'])[:240]}")
+            raise BrokerUnavailableError(
+                f"no transaction could be sent to {self.settings.endpoint} (topic {self.settings.topic}): "
+                f"{_one_line(failed[0]['error'])[:200]}; is {self.settings.topic} a TRANSACTION topic there? "
+                "name one with --topic")
 
     def _nemesis(self, started: float) -> None:
         """Kill and restart the launched endpoint at the plan's moments, one restart at a time (a kill

@@ -68,26 +68,23 @@ class ServeSession:
         self.remoting: RemotingServer | None = None
 
     def start(self) -> ServeSession:
-        """Open the store, start the timed services, bind and serve; ``port`` is the bound port."""
+        """Bind, open the store, start the timed services and serve; ``port`` is the bound port. A port
+        that cannot be had is refused before the store directory or the trace is created."""
+        server = self._bind()
         if self.trace is not None:
             header = TraceHeader(mode=self.broker_config.mode, config=self._header_config())
             self._sink = open_sink(self.trace, header)
         try:
             self.broker = Broker(self.store, self.broker_config, SystemClock(), self._sink)
-            self._serve(self.broker)
+            self._serve(self.broker, server)
         except BaseException:
+            server.stop(None)
             self._close_broker(publish=False)  # a session that never served leaves no trace
             raise
         return self
 
-    def _serve(self, broker: Broker) -> None:
-        cfg = self.config
-        index = TransactionIndex(broker.clock.now_ms, expiring=not self.broker_config.strict,
-                                 expire_ms=cfg.transaction_data_expire_ms,
-                                 max_per_key=cfg.transaction_data_max_num,
-                                 log_start=broker.admin.commitlog_min_offset)
-        if self.broker_config.strict:
-            index.rebuild(half_records(broker.admin))
+    def _bind(self) -> grpc.Server:
+        """The gRPC server, bound to the requested port (not started)."""
         # grpc shares a port between processes by default (SO_REUSEPORT): a second server on a busy port
         # would silently take half of its connections. One server per port.
         server = grpc.server(ThreadPoolExecutor(max_workers=RPC_WORKERS, thread_name_prefix="txmq-rpc"),
@@ -99,6 +96,16 @@ class ServeSession:
         if self.port == 0:
             raise ConfigError(f"cannot listen on {self.host}:{self.requested_port} "
                               "(in use, or not an address of this machine)")
+        return server
+
+    def _serve(self, broker: Broker, server: grpc.Server) -> None:
+        cfg = self.config
+        index = TransactionIndex(broker.clock.now_ms, expiring=not self.broker_config.strict,
+                                 expire_ms=cfg.transaction_data_expire_ms,
+                                 max_per_key=cfg.transaction_data_max_num,
+                                 log_start=broker.admin.commitlog_min_offset)
+        if self.broker_config.strict:
+            index.rebuild(half_records(broker.admin))
         host, port = self.advertise or (self.host, self.port)
         registration = (ImmediateRegistration(broker) if self.broker_config.strict
                         else HeartbeatGate(broker, cfg.transaction_heartbeat_period_ms))

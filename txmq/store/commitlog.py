@@ -13,6 +13,7 @@ serialises calls.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -252,7 +253,7 @@ class CommitLog:
         pos = self._write_pos
         try:
             if os.write(fd, frame) != n:
-                raise OSError(f"short write of a {n}-byte record (disk full?)")
+                raise OSError(errno.ENOSPC, f"short write of a {n}-byte record (disk full?)")
             if self.sync:
                 os.fsync(fd)
         except OSError:

@@ -49,14 +49,15 @@ class PutResult:
     commitlog_offset: int
     queue_offset: int
     reason: str = ""
+    os_errno: int | None = None  # the errno of a write the file system refused
 
     @property
     def ok(self) -> bool:
         return self.status is PutStatus.PUT_OK
 
 
-def failure(status: PutStatus, reason: str) -> PutResult:
-    return PutResult(status, -1, -1, reason)
+def failure(status: PutStatus, reason: str, os_errno: int | None = None) -> PutResult:
+    return PutResult(status, -1, -1, reason, os_errno)
 
 
 def next_begin_offset(offset: int, min_offset: int, max_offset: int) -> int:

@@ -215,11 +215,11 @@ class MessageStore:
                     self._checkpoint(clean=False)
                 except OSError as exc:
                     reason = f"the checkpoint before this record failed: {exc}"
-                    return failure(PutStatus.UNKNOWN_ERROR, reason)
+                    return failure(PutStatus.UNKNOWN_ERROR, reason, exc.errno)
             try:
                 offset = self._log.append(frame)
             except OSError as exc:
-                return failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}")
+                return failure(PutStatus.UNKNOWN_ERROR, f"writing the commit log failed: {exc}", exc.errno)
             if queue is not None:
                 queue.append(offset, len(frame), tags_code(msg.properties.get(PROPERTY_TAGS)))
             msg.store_timestamp = now

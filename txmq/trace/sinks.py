@@ -163,6 +163,7 @@ class ParquetSink(TraceSink):
             self._tmp.unlink()
             raise
         self._row_group_size = row_group_size
+        self._refused: OSError | None = None  # the write the file system refused, if one was
         # Three flat lists rather than a tuple per event: a tuple holding a dict is an object the garbage
         # collector tracks, and a few hundred thousand of them made every full collection crawl.
         self._ts: list[int] = []
@@ -190,7 +191,13 @@ class ParquetSink(TraceSink):
             *fields,
         ]
         assert self._writer is not None, "emit after close"
-        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        if self._refused is not None:  # pyarrow closes its file after a failed write: say why again
+            raise self._refused
+        try:
+            self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        except OSError as exc:  # e.g. no space left; a caller that swallows it must not see "closed file"
+            self._refused = exc
+            raise
         self._ts.clear()
         self._events.clear()
         self._fields.clear()

@@ -9,7 +9,7 @@ strict mode's live-copy index never miss one; end-transaction looks halves up he
 from __future__ import annotations
 
 from txmq.clock import Clock
-from txmq.errors import StoreError
+from txmq.errors import REFUSED_WRITES, StoreError, WriteRefusedError
 from txmq.store.interface import Store
 from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
@@ -40,7 +40,8 @@ class HalfLog:
         """Append a half record; cache it and track its transaction's live copy."""
         put = self._store.put_message(half)
         if not put.ok:
-            raise StoreError(f"the store refused a half record: {put.status.name} {put.reason}")
+            refused = WriteRefusedError if put.os_errno in REFUSED_WRITES else StoreError
+            raise refused(f"the store refused a half record: {put.status.name} {put.reason}")
         if self._cache is not None:
             self._cache.put(half)
         if self._resolution is not None:

@@ -30,6 +30,7 @@ before the checkpoint's offset.
 from __future__ import annotations
 
 import enum
+import errno
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -127,6 +128,9 @@ class ResolutionIndex:
                 db.close()
                 raise
         except sqlite3.DatabaseError as exc:
+            refused = _refused_write(exc, path)
+            if refused is not None:
+                raise refused from None
             raise StoreError(
                 f"{path} is not a usable resolution index ({exc}); restore it from a backup"
             ) from None
@@ -217,8 +221,11 @@ class ResolutionIndex:
             )
             db.execute("UPDATE meta SET value = ? WHERE key = 'applied'", (applied_offset,))
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             db.execute("ROLLBACK")
+            refused = _refused_write(exc, self.path) if isinstance(exc, sqlite3.Error) else None
+            if refused is not None:  # the store's callers handle a refused write as an OSError
+                raise refused from exc
             raise
         self._dirty.clear()
         self.applied_offset = applied_offset
@@ -245,6 +252,17 @@ class ResolutionIndex:
         shutdown whose store checkpoint already flushed them)."""
         self._dirty.clear()
         self._db.close()
+
+
+def _refused_write(exc: sqlite3.Error, path: str) -> OSError | None:
+    """SQLite's "database or disk is full" and "readonly database" as the OSError the file system gave,
+    so that a full or read-only disk is reported as one (``txmq.errors.REFUSED_WRITES``)."""
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF  # the primary code of an extended one
+    if code == sqlite3.SQLITE_FULL:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+    if code == sqlite3.SQLITE_READONLY:
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+    return None
 
 
 def open_for_store(directory: str, store: Store) -> ResolutionIndex:
