@@ -78,40 +78,73 @@ def _assert_store_verdicts(report: Report) -> None:
     assert report.exit_code == 0
 
 
+class Example:
+    """Upstream's transaction example, started again when it dies before sending (its 4.x client gives up
+    when the name server answers its first route query slowly, as on a loaded machine): at most
+    ``STARTS`` times."""
+
+    STARTS = 3
+
+    def __init__(self, cluster: UpstreamCluster, workdir: Path) -> None:
+        self.env = os.environ | {"NAMESRV_ADDR": cluster.namesrv_addr, "RMQ_LOG_DIR": str(workdir / "logs"),
+                                 "JAVA_OPT_EXT": f"-Duser.home={workdir}"}
+        self.argv = [str(cluster.home / "bin" / "tools.sh"), EXAMPLE]
+        self.out = workdir / "example.out"
+        self.starts = 0
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def ensure_running(self) -> None:
+        if self.child is not None and self.child.poll() is None:
+            return
+        assert self.starts < self.STARTS, f"the example died {self.starts} times: {self.tail()}"
+        self.starts += 1
+        with open(self.out, "ab") as log:
+            self.child = proc.popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+
+    def tail(self) -> str:
+        return self.out.read_text(errors="replace")[-1500:] if self.out.exists() else ""
+
+    def stop(self) -> None:
+        if self.child is not None:
+            self.child.kill()
+            self.child.wait()
+
+
+def _wait_for_discards(cluster: UpstreamCluster, example: Example, poll: Path) -> None:
+    """Until the example's UNKNOWN transactions are discarded (three of its ten), at most ``WAIT_S``."""
+    deadline = time.monotonic() + WAIT_S
+    discards = 0
+    while discards < 3 and time.monotonic() < deadline:
+        example.ensure_running()
+        time.sleep(5)
+        shutil.rmtree(poll, ignore_errors=True)
+        try:
+            _import(_snapshot(cluster, poll), poll.with_suffix(".parquet"))
+        except StoreError:  # no segment yet: the broker creates its first at its first record
+            continue
+        events = _example_events(poll.with_suffix(".parquet"))
+        discards = sum(e["event"] == "DISCARD" for e in events)
+    assert discards >= 3, f"no discards within {WAIT_S} s; the example said: {example.tail()}"
+
+
 def test_import_of_upstream_stores_validates(upstream: UpstreamCluster, tmp_path: Path) -> None:
     upstream.create_topic(EXAMPLE_TOPIC, "TRANSACTION")
-    env = os.environ | {"NAMESRV_ADDR": upstream.namesrv_addr, "RMQ_LOG_DIR": str(tmp_path / "logs"),
-                        "JAVA_OPT_EXT": f"-Duser.home={tmp_path}"}
-    log = open(tmp_path / "example.out", "wb")
-    example = proc.popen([str(upstream.home / "bin" / "tools.sh"), EXAMPLE], env=env, stdout=log,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    example = Example(upstream, tmp_path)
     try:
-        deadline = time.monotonic() + WAIT_S
-        discards = 0
-        while discards < 3 and time.monotonic() < deadline:
-            time.sleep(5)
-            shutil.rmtree(tmp_path / "poll", ignore_errors=True)
-            try:
-                _import(_snapshot(upstream, tmp_path / "poll"), tmp_path / "poll.parquet")
-            except StoreError:  # no segment yet: the broker creates its first at its first record
-                continue
-            events = _example_events(tmp_path / "poll.parquet")
-            discards = sum(e["event"] == "DISCARD" for e in events)
+        _wait_for_discards(upstream, example, tmp_path / "poll")
         example_store = _snapshot(upstream, tmp_path / "example")
         upstream.restart_broker()  # kill -9 of broker and proxy, then both start again
         time.sleep(3 * SESSION_BROKER["transactionCheckInterval"] / 1000)
     finally:
-        example.kill()
-        example.wait()
-        log.close()
+        example.stop()
     crashed_store = _snapshot(upstream, tmp_path / "crashed")
 
     _import(example_store, tmp_path / "example.parquet")
     events = _example_events(tmp_path / "example.parquet")
     kinds = [e["event"] for e in events]
-    print("example:", (tmp_path / "example.out").read_text(errors="replace")[-2000:])
     # The ten halves, their checks' copies, three or four commits, and the UNKNOWN ones discarded at 15.
-    assert kinds.count("HALF_PUT") == 10 and kinds.count("REAL_PUT") >= 3, kinds
+    assert kinds.count("HALF_PUT") >= 10 and kinds.count("REAL_PUT") >= 3, kinds
     assert kinds.count("DISCARD") >= 3 and kinds.count("HALF_RENEW") >= 3 * 15, kinds
     assert all(e["check_count"] == 15 for e in events if e["event"] == "DISCARD")
     example_report = _validate(tmp_path / "example.parquet")

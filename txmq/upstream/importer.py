@@ -55,8 +55,83 @@ class ImportStats:
     by_event: dict[str, int] = field(default_factory=dict)
 
 
+Fields = dict[str, Any]
+
+
+def txn_of(record: L.Record) -> str:
+    """The transaction id: the producer's ``UNIQ_KEY``, else ``__transactionId__``."""
+    props = record.properties
+    return props.get(L.PROP_UNIQ_KEY) or props.get(L.PROP_TRANSACTION_ID) or f"@{record.physical_offset}"
+
+
+def _half_event(record: L.Record) -> tuple[str, Fields]:
+    props = record.properties
+    fields: Fields = {"txn": txn_of(record), "producer_group": props.get(L.PROP_PRODUCER_GROUP),
+                      "half_offset": record.queue_offset}
+    times = props.get(L.PROP_CHECK_TIMES)
+    if times is None and L.PROP_PREPARED_QUEUE_OFFSET not in props:
+        fields.update(topic=props.get(L.PROP_REAL_TOPIC),
+                      queue_id=get_int(props.get(L.PROP_REAL_QUEUE_ID, "-1")),
+                      body_crc=zlib.crc32(record.body), born_ts=record.born_ts,
+                      immunity=props.get(L.PROP_CHECK_IMMUNITY))
+        return ev.HALF_PUT, fields
+    count = get_int(times) if times is not None else 0
+    fields.update(check_count=count, prev_half_offset=None, result=(
+        ev.RENEW_IMMUNITY if L.PROP_PREPARED_QUEUE_OFFSET in props
+        else ev.RENEW_RESUME if count == 0 else ev.RENEW_FOR_CHECK))
+    return ev.HALF_RENEW, fields
+
+
+def _op_event(record: L.Record) -> tuple[str, Fields]:
+    offsets: list[int] = []
+    if record.properties.get(L.PROP_TAGS) == L.OP_REMOVE_TAG:
+        text = record.body.decode(errors="replace")
+        offsets = [get_long(part) for part in text.split(L.OP_SEPARATOR) if part]
+    return ev.OP_PUT, {"op_offset": record.queue_offset, "queue_id": record.queue_id, "half_offsets": offsets}
+
+
+def _discard_event(record: L.Record, file_reserved_ms: int) -> tuple[str, Fields]:
+    props = record.properties
+    times = props.get(L.PROP_CHECK_TIMES)
+    # TransactionalMessageServiceImpl.needSkip discards a half older than fileReservedTime, counted one
+    # more; needDiscard one that carries transactionCheckMax checks.
+    past_retention = record.store_ts - record.born_ts > file_reserved_ms
+    return ev.DISCARD, {"txn": txn_of(record), "producer_group": props.get(L.PROP_PRODUCER_GROUP),
+                        "half_offset": None, "check_count": get_int(times) if times is not None else 0,
+                        "topic": L.CHECK_MAX_TOPIC,
+                        "result": ev.DISCARD_RETENTION if past_retention else ev.DISCARD_CHECK_MAX}
+
+
+def event_of(record: L.Record, file_reserved_ms: int) -> tuple[str, Fields] | None:
+    """The event a record shows, with its columns, but for the copies it refers to (``prev_half_offset``
+    of a renewal, ``half_offset`` of a discard or real message: None here, filled by the linking); None
+    for a record of a system topic that is not transactional."""
+    topic = record.topic
+    if topic == L.HALF_TOPIC:
+        event, fields = _half_event(record)
+    elif topic == L.OP_TOPIC:
+        event, fields = _op_event(record)
+    elif topic == L.CHECK_MAX_TOPIC:
+        event, fields = _discard_event(record, file_reserved_ms)
+    elif topic.startswith(L.SYSTEM_TOPIC_PREFIX) or topic in L.SYSTEM_TOPICS:
+        return None
+    elif record.tx_type == L.TX_COMMIT:
+        event, fields = ev.REAL_PUT, {"txn": txn_of(record),
+                                      "producer_group": record.properties.get(L.PROP_PRODUCER_GROUP),
+                                      "half_offset": None, "topic": topic, "queue_id": record.queue_id,
+                                      "queue_offset": record.queue_offset,
+                                      "body_crc": zlib.crc32(record.body)}
+    else:
+        event, fields = ev.PLAIN_PUT, {"topic": topic, "queue_id": record.queue_id,
+                                       "queue_offset": record.queue_offset,
+                                       "body_crc": zlib.crc32(record.body)}
+    fields["commitlog_offset"] = record.physical_offset
+    return event, fields
+
+
 class StoreImporter:
-    """Turns records into trace events; ``feed`` every record in order, then ``finish``."""
+    """Turns records into trace events (``event_of``) and links them to the copies they refer to;
+    ``feed`` every record in order, then ``finish``."""
 
     def __init__(self, sink: TraceSink, check_max: int, file_reserved_ms: int) -> None:
         self.sink = sink
@@ -69,25 +144,21 @@ class StoreImporter:
         self._next = {L.HALF_TOPIC: 0, L.OP_TOPIC: 0}
         self.end_offset = 0
         self.last_ts = 0
-        self._handlers: dict[str, Callable[[L.Record], None]] = {
-            L.HALF_TOPIC: self._half, L.OP_TOPIC: self._op, L.CHECK_MAX_TOPIC: self._discard}
 
     def feed(self, records: Iterable[L.Record]) -> None:
         for record in records:
             self.stats.records += 1
             self.end_offset = record.physical_offset + record.size
             self.last_ts = max(self.last_ts, record.store_ts)
-            handler = self._handlers.get(record.topic)
-            if handler is not None:
-                self._next[record.topic] = max(self._next.get(record.topic, 0), record.queue_offset + 1)
-                handler(record)
-            elif record.topic.startswith(L.SYSTEM_TOPIC_PREFIX) or record.topic in L.SYSTEM_TOPICS:
+            found = event_of(record, self.file_reserved_ms)
+            if found is None:
                 self.stats.system_records += 1
-            elif record.tx_type == L.TX_COMMIT:
-                self._real(record)
-            else:
-                self._emit(ev.PLAIN_PUT, record, topic=record.topic, queue_id=record.queue_id,
-                           queue_offset=record.queue_offset, body_crc=zlib.crc32(record.body))
+                continue
+            event, fields = found
+            if record.topic in self._next:
+                self._next[record.topic] = max(self._next[record.topic], record.queue_offset + 1)
+            self._link(event, fields, record.prepared_offset)
+            self.sink.record(event, record.store_ts, fields)
 
     def finish(self) -> None:
         """The ``END`` event: where the half and Op queues and the log end."""
@@ -95,56 +166,52 @@ class StoreImporter:
                        op_offset=self._next[L.OP_TOPIC], commitlog_offset=self.end_offset)
         self.stats.by_event = dict(self.sink.counts)
 
-    # ------------------------------------------------------------------ records
-    def _emit(self, event: str, record: L.Record, **fields: Any) -> None:
-        fields["commitlog_offset"] = record.physical_offset
-        self.sink.record(event, record.store_ts, fields)
-
-    @staticmethod
-    def _txn(record: L.Record) -> str:
-        props = record.properties
-        return props.get(L.PROP_UNIQ_KEY) or props.get(L.PROP_TRANSACTION_ID) or f"@{record.physical_offset}"
+    # ------------------------------------------------------------------ linking
+    def _link(self, event: str, fields: Fields, prepared_offset: int) -> None:
+        if event in (ev.HALF_PUT, ev.HALF_RENEW):
+            self._copy(event, fields)
+        elif event == ev.OP_PUT:
+            for offset in fields["half_offsets"]:
+                txn = self._by_half.get(offset)
+                copies = self._open.get(txn) if txn is not None else None
+                if txn is not None and copies and copies[-1].half_offset == offset:
+                    self._close(txn)
+        elif event == ev.DISCARD:
+            count = fields["check_count"]
+            fields["half_offset"] = self._predecessor(fields["txn"], lambda c: c.count in (count, count - 1))
+            self._close(fields["txn"])
+        elif event == ev.REAL_PUT:
+            # EndTransactionProcessor sets the real message's prepared offset to the committed copy's.
+            copies = self._copies(fields["txn"]) or []
+            fields["half_offset"] = next((c.half_offset for c in copies
+                                          if c.commitlog_offset == prepared_offset), None)
 
     def _copies(self, txn: str) -> list[Copy] | None:
         found = self._open.get(txn)
         return found if found is not None else self._resolved.get(txn)
 
-    def _half(self, record: L.Record) -> None:
-        props, txn = record.properties, self._txn(record)
+    def _copy(self, event: str, fields: Fields) -> None:
+        txn = fields["txn"]
+        count = fields.get("check_count") or 0
+        if event == ev.HALF_RENEW:
+            resume = fields["result"] == ev.RENEW_RESUME
+            fields["prev_half_offset"] = self._predecessor(
+                txn, (lambda c: False) if resume else (lambda c: c.count == count - 1))
         copies = self._copies(txn)
-        times = props.get(L.PROP_CHECK_TIMES)
-        if times is None and L.PROP_PREPARED_QUEUE_OFFSET not in props:
-            self._emit(ev.HALF_PUT, record, txn=txn, producer_group=props.get(L.PROP_PRODUCER_GROUP),
-                       half_offset=record.queue_offset, topic=props.get(L.PROP_REAL_TOPIC),
-                       queue_id=get_int(props.get(L.PROP_REAL_QUEUE_ID, "-1")),
-                       body_crc=zlib.crc32(record.body),
-                       born_ts=record.born_ts, immunity=props.get(L.PROP_CHECK_IMMUNITY))
-            count = 0
-        else:
-            count = get_int(times) if times is not None else 0
-            result = (ev.RENEW_IMMUNITY if L.PROP_PREPARED_QUEUE_OFFSET in props
-                      else ev.RENEW_RESUME if count == 0 else ev.RENEW_FOR_CHECK)
-            previous = self._predecessor(copies, count if result != ev.RENEW_RESUME else None)
-            self._emit(ev.HALF_RENEW, record, txn=txn, producer_group=props.get(L.PROP_PRODUCER_GROUP),
-                       half_offset=record.queue_offset, prev_half_offset=previous, check_count=count,
-                       result=result)
-        copy = Copy(record.queue_offset, count, record.physical_offset)
         if txn in self._resolved:
             copies = self._resolved.pop(txn)
+        copy = Copy(fields["half_offset"], count, fields["commitlog_offset"])
         self._open.setdefault(txn, copies if copies is not None else []).append(copy)
-        self._by_half[record.queue_offset] = txn
+        self._by_half[copy.half_offset] = txn
 
-    def _predecessor(self, copies: list[Copy] | None, count: int | None) -> int:
-        """The copy a renewal (``count``) or a discard or resume (None: the latest) came from; -1 if the
-        store holds no earlier copy of the transaction."""
+    def _predecessor(self, txn: str, preferred: Callable[[Copy], bool]) -> int:
+        """The copy a renewal, discard or resume came from: the latest earlier copy of the transaction
+        that is ``preferred``, else its latest copy; -1 if the store holds no earlier copy of it."""
+        copies = self._copies(txn)
         if not copies:
             self.stats.unlinked += 1
             return -1
-        if count is not None:
-            for copy in reversed(copies):
-                if copy.count == count - 1:
-                    return copy.half_offset
-        return copies[-1].half_offset
+        return next((c.half_offset for c in reversed(copies) if preferred(c)), copies[-1].half_offset)
 
     def _close(self, txn: str) -> None:
         """A transaction whose latest copy an Op record or a discard settled: keep its copies a while."""
@@ -156,44 +223,3 @@ class StoreImporter:
         self._resolved[txn] = copies
         if len(self._resolved) > RESOLVED_KEPT:
             self._resolved.popitem(last=False)
-
-    def _op(self, record: L.Record) -> None:
-        offsets: list[int] = []
-        if record.properties.get(L.PROP_TAGS) == L.OP_REMOVE_TAG:
-            text = record.body.decode(errors="replace")
-            offsets = [get_long(part) for part in text.split(L.OP_SEPARATOR) if part]
-        self._emit(ev.OP_PUT, record, op_offset=record.queue_offset, queue_id=record.queue_id,
-                   half_offsets=offsets)
-        for offset in offsets:
-            txn = self._by_half.get(offset)
-            copies = self._open.get(txn) if txn is not None else None
-            if txn is not None and copies and copies[-1].half_offset == offset:
-                self._close(txn)
-
-    def _discard(self, record: L.Record) -> None:
-        props, txn = record.properties, self._txn(record)
-        times = props.get(L.PROP_CHECK_TIMES)
-        count = get_int(times) if times is not None else 0
-        copies = self._copies(txn)
-        discarded = -1
-        if copies:
-            discarded = next((c.half_offset for c in reversed(copies) if c.count in (count, count - 1)),
-                             copies[-1].half_offset)
-        else:
-            self.stats.unlinked += 1
-        # TransactionalMessageServiceImpl.needSkip discards a half older than fileReservedTime, counted
-        # one more; needDiscard one that carries transactionCheckMax checks.
-        past_retention = record.store_ts - record.born_ts > self.file_reserved_ms
-        self._emit(ev.DISCARD, record, txn=txn, producer_group=props.get(L.PROP_PRODUCER_GROUP),
-                   half_offset=discarded, check_count=count, topic=L.CHECK_MAX_TOPIC,
-                   result=ev.DISCARD_RETENTION if past_retention else ev.DISCARD_CHECK_MAX)
-        self._close(txn)
-
-    def _real(self, record: L.Record) -> None:
-        props, txn = record.properties, self._txn(record)
-        copies = self._copies(txn) or []
-        # EndTransactionProcessor sets the real message's prepared offset to the committed copy's.
-        half = next((c.half_offset for c in copies if c.commitlog_offset == record.prepared_offset), None)
-        self._emit(ev.REAL_PUT, record, txn=txn, producer_group=props.get(L.PROP_PRODUCER_GROUP),
-                   half_offset=half, topic=record.topic, queue_id=record.queue_id,
-                   queue_offset=record.queue_offset, body_crc=zlib.crc32(record.body))
