@@ -35,7 +35,7 @@ EXAMPLE_TOPIC = "TopicTest1234"  # the example's own topic (TransactionProducer.
 EXAMPLE_GROUP = "please_rename_unique_group_name"
 SETTINGS = {"transaction_timeout_ms": SESSION_BROKER["transactionTimeOut"],
             "check_interval_ms": SESSION_BROKER["transactionCheckInterval"], "check_max": 15}
-WAIT_S = 150
+WAIT_S = 240
 
 
 def _snapshot(cluster: UpstreamCluster, into: Path) -> Path:
@@ -83,7 +83,7 @@ class Example:
     when the name server answers its first route query slowly, as on a loaded machine): at most
     ``STARTS`` times."""
 
-    STARTS = 3
+    STARTS = 5
 
     def __init__(self, cluster: UpstreamCluster, workdir: Path) -> None:
         self.env = os.environ | {"NAMESRV_ADDR": cluster.namesrv_addr, "RMQ_LOG_DIR": str(workdir / "logs"),

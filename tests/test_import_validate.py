@@ -12,6 +12,7 @@ import pytest
 from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, VIOLATED, Report
 from txmq.catalogue import CATALOGUE
+from txmq.trace.reader import read_events
 from txmq.upstream.import_cli import DEFAULTS, import_store
 from txmq.upstream.storewriter import StoreWriter, append_duplicate_real, synthetic_store
 
@@ -41,6 +42,19 @@ def test_a_duplicate_real_message_is_flagged_in_strict_and_expected_in_rocketmq(
         assert duplicate.violations == 1 and duplicate.samples[0]["key"] == f"txn:{txn}"
         for cid, got in statuses.items():  # the rest holds; what a store cannot show is not judged
             assert got == (HOLDS if CATALOGUE[cid].from_store else NOT_JUDGED), (cid, got)
+
+
+def test_the_spark_import_writes_the_same_events_as_the_local_one(tmp_path: Path) -> None:
+    from spark_validation.tests.conftest import small_trace_session
+
+    small_trace_session()
+    synthetic_store(tmp_path / "store", 400, seed=4, segment_size=1 << 16)  # a dozen segments: tasks
+    append_duplicate_real(tmp_path / "store")
+    local = import_store(tmp_path / "store", tmp_path / "local.ndjson", "rocketmq", dict(DEFAULTS), 72)
+    spark = import_store(tmp_path / "store", tmp_path / "spark.ndjson", "rocketmq", dict(DEFAULTS), 72,
+                         master="local[2]")
+    assert spark["records"] == local["records"] and spark["events"] == local["events"]
+    assert list(read_events(tmp_path / "spark.ndjson")[1]) == list(read_events(tmp_path / "local.ndjson")[1])
 
 
 def test_what_upstream_never_writes_is_a_violation_in_rocketmq_mode(tmp_path: Path) -> None:

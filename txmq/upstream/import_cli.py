@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,9 @@ from txmq.catalogue import STORE_ABSENT_EVENTS
 from txmq.errors import ConfigError
 from txmq.files import check_output_path
 from txmq.trace.schema import TraceHeader
-from txmq.trace.sinks import open_sink
+from txmq.trace.sinks import TraceSink, open_sink
 from txmq.upstream.importer import StoreImporter
-from txmq.upstream.segments import TornTail, commitlog_segments, read_segment
+from txmq.upstream.segments import Segment, TornTail, commitlog_segments, read_segment
 
 # Upstream's defaults (BrokerConfig.transactionTimeOut, transactionCheckInterval, transactionCheckMax;
 # MessageStoreConfig.fileReservedTime in hours).
@@ -31,34 +32,46 @@ FILE_RESERVED_HOURS = 72
 
 
 def import_store(store: Path, out: Path, mode: str, settings: dict[str, int], file_reserved_hours: int,
-                 progress: bool = False) -> dict[str, Any]:
-    """Import ``store`` into the trace ``out``; returns what the header's ``import`` entry says."""
+                 progress: bool = False, master: str | None = None) -> dict[str, Any]:
+    """Import ``store`` into the trace ``out`` (in this process, or as a Spark job on ``master``);
+    returns what the header's ``import`` entry says."""
     segments = commitlog_segments(store)
     header = TraceHeader(mode=mode, config={
         "mode": mode, **settings, "consumer_groups": {}, "source": "upstream-store",
         "absent_events": list(STORE_ABSENT_EVENTS)})
     started = time.perf_counter()
-    torn: list[TornTail] = []
+    reserved_ms = file_reserved_hours * 3_600_000
     with open_sink(out, header) as sink:
-        importer = StoreImporter(sink, settings["check_max"], file_reserved_hours * 3_600_000)
-        bar = tqdm(total=len(segments), unit="segment", disable=not progress, file=sys.stderr)
-        for i, segment in enumerate(segments):
-            importer.feed(read_segment(segment, i == len(segments) - 1, torn))
-            bar.update()
-        bar.close()
-        importer.finish()
-        wall = time.perf_counter() - started
+        if master is None:
+            figures = _import_here(segments, sink, settings["check_max"], reserved_ms, progress)
+        else:
+            from spark_validation.store_import import import_with_spark
+
+            with tempfile.TemporaryDirectory(prefix=".txmq-import-", dir=out.parent) as parts:
+                figures = import_with_spark(segments, sink, reserved_ms, master, Path(parts) / "events")
+        header.config["end_ts"] = figures.pop("end_ts")
         summary: dict[str, Any] = {
             "store": str(store), "segments": len(segments), "segment_size": segments[0].size,
-            "first_offset": segments[0].base, "end_offset": importer.end_offset,
-            "records": importer.stats.records, "system_records": importer.stats.system_records,
-            "unlinked": importer.stats.unlinked,
-            "torn_tail": [{"offset": t.offset, "reason": t.reason} for t in torn],
-            "events": importer.stats.by_event, "wall_s": round(wall, 3),
-        }
-        header.config["end_ts"] = importer.last_ts
+            "first_offset": segments[0].base, **figures, "events": dict(sink.counts),
+            "wall_s": round(time.perf_counter() - started, 3)}
         header.config["import"] = summary
     return summary
+
+
+def _import_here(segments: list[Segment], sink: TraceSink, check_max: int, reserved_ms: int,
+                 progress: bool) -> dict[str, Any]:
+    """The import in this process, one segment after another."""
+    torn: list[TornTail] = []
+    importer = StoreImporter(sink, check_max, reserved_ms)
+    bar = tqdm(total=len(segments), unit="segment", disable=not progress, file=sys.stderr)
+    for i, segment in enumerate(segments):
+        importer.feed(read_segment(segment, i == len(segments) - 1, torn))
+        bar.update()
+    bar.close()
+    importer.finish()
+    return {"end_offset": importer.end_offset, "end_ts": importer.last_ts, "records": importer.stats.records,
+            "system_records": importer.stats.system_records, "unlinked": importer.stats.unlinked,
+            "torn_tail": [{"offset": t.offset, "reason": t.reason} for t in torn]}
 
 
 def _positive(text: str) -> int:
@@ -79,15 +92,15 @@ def _import(args: argparse.Namespace) -> int:
     settings = {"transaction_timeout_ms": args.transaction_timeout_ms,
                 "check_interval_ms": args.check_interval_ms, "check_max": args.check_max}
     summary = import_store(Path(args.store), out, args.mode, settings, args.file_reserved_hours,
-                           progress=not args.no_progress)
+                           progress=not args.no_progress, master=args.master)
     records, wall, events = summary["records"], summary["wall_s"], summary["events"]
     rate = records / wall if wall else float("inf")
     print(f"txmq import: {records:,} records from {summary['segments']} segment(s) in {wall:.1f} s "
           f"({rate:,.0f} records/s)")
     print("events:   " + ", ".join(f"{k} {v:,}" for k, v in sorted(events.items())))
-    for cut in summary["torn_tail"]:
+    for cut in summary.get("torn_tail", []):
         print(f"torn tail cut at offset {cut['offset']}: {cut['reason']}")
-    if summary["unlinked"]:
+    if summary.get("unlinked"):
         print(f"{summary['unlinked']:,} renewal(s) or discard(s) of transactions with no earlier copy in "
               "the store (its first segments deleted?)")
     print(f"trace: {out}")
@@ -114,5 +127,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--file-reserved-hours", type=_positive, default=FILE_RESERVED_HOURS,
                         help="the broker's fileReservedTime: older halves are discarded for retention "
                         "(default 72)")
+    parser.add_argument("--master", default=None,
+                        help="run the import as a Spark job on this master (local[*], spark://host:7077...), "
+                        "one commit-log segment per task; txmq must be installed on the workers")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_import)
