@@ -25,9 +25,11 @@ from upstreamkit import SESSION_BROKER
 from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, Report
 from txmq.catalogue import CATALOGUE
+from txmq.errors import CorruptStoreError
 from txmq.trace.reader import read_events
 from txmq.upstream import UpstreamCluster
 from txmq.upstream.import_cli import import_store
+from txmq.upstream.segments import commitlog_segments, read_commitlog
 from txmq.upstream.storewriter import append_duplicate_real
 
 TOPIC = "import-example"
@@ -38,9 +40,19 @@ WAIT_S = 240
 
 
 def _snapshot(cluster: UpstreamCluster, into: Path) -> Path:
-    """A copy of the broker's commit log (the broker keeps writing its own)."""
-    shutil.copytree(cluster.store_dir / "commitlog", into / "commitlog")
-    return into
+    """A consistent copy of the running broker's commit log. A copy made while the broker appends can
+    hold a record caught half-written followed by whole ones written while the copy went on, which the
+    import rightly refuses; then copy again (at most five times, a second apart)."""
+    for _ in range(5):
+        shutil.rmtree(into, ignore_errors=True)
+        shutil.copytree(cluster.store_dir / "commitlog", into / "commitlog")
+        try:
+            for _record in read_commitlog(commitlog_segments(into), []):
+                pass
+            return into
+        except CorruptStoreError:
+            time.sleep(1)
+    raise AssertionError(f"no consistent copy of {cluster.store_dir} in five tries")
 
 
 def _import(store: Path, out: Path, mode: str = "rocketmq") -> dict[str, int]:
@@ -107,7 +119,6 @@ def _wait_for_discards(cluster: UpstreamCluster, poll: Path) -> None:
     discards = 0
     while discards < 3 and time.monotonic() < deadline:
         time.sleep(5)
-        shutil.rmtree(poll, ignore_errors=True)
         _import(_snapshot(cluster, poll), poll.with_suffix(".parquet"))
         discards = sum(e["event"] == "DISCARD" for e in _workload_events(poll.with_suffix(".parquet")))
     assert discards >= 3, f"no discards within {WAIT_S} s"
