@@ -25,7 +25,7 @@ from upstreamkit import SESSION_BROKER
 from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, Report
 from txmq.catalogue import CATALOGUE
-from txmq.errors import CorruptStoreError
+from txmq.errors import BrokerUnavailableError, CorruptStoreError
 from txmq.trace.reader import read_events
 from txmq.upstream import UpstreamCluster
 from txmq.upstream.import_cli import import_store
@@ -103,14 +103,29 @@ def _send_workload(client: ClientProcess) -> None:
 
 
 def _half(client: ClientProcess, body: str) -> dict[str, object]:
-    """Send a half; while the new topic's route has not reached the proxy, again (at most 60 s)."""
-    deadline = time.monotonic() + 60
+    """Send a half; while the new topic's route has not reached the proxy, again with a new producer
+    (at most 90 s)."""
+    deadline = time.monotonic() + 90
     while True:
         answer = client.call("half", producer="p", topic=TOPIC, body=body)
         if "error" not in answer or "route" not in str(answer["error"]) or time.monotonic() > deadline:
             assert "error" not in answer, answer
             return answer
-        time.sleep(2)
+        time.sleep(3)
+        client.ok("shutdown", name="p")
+        client.ok("producer", name="p", topics=[TOPIC])
+
+
+def _await_route(cluster: UpstreamCluster) -> None:
+    """Until the name server has the new topic's route (the broker registers it after mqadmin)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            cluster.mqadmin("topicRoute", "-t", TOPIC)
+            return
+        except BrokerUnavailableError:
+            assert time.monotonic() < deadline, f"no route for {TOPIC} within 60 s"
+            time.sleep(2)
 
 
 def _wait_for_discards(cluster: UpstreamCluster, poll: Path) -> None:
@@ -126,6 +141,7 @@ def _wait_for_discards(cluster: UpstreamCluster, poll: Path) -> None:
 
 def test_import_of_upstream_stores_validates(upstream: UpstreamCluster, tmp_path: Path) -> None:
     upstream.create_topic(TOPIC, "TRANSACTION")
+    _await_route(upstream)
     client = ClientProcess(upstream.proxy_endpoint, tmp_path / "client")
     try:
         _send_workload(client)
