@@ -198,6 +198,14 @@ def test_a_torn_tail_is_cut_and_reported(tmp_path: Path, capsys: pytest.CaptureF
     assert [e["event"] for e in _events_of(tmp_path / "t.ndjson")] == [ev.HALF_PUT, ev.END]
 
 
+def test_a_preallocated_next_segment_is_not_part_of_the_log(tmp_path: Path) -> None:
+    with StoreWriter(tmp_path, SMALL_SEGMENT) as w:
+        w.half("a", "orders", b"a")
+    with open(tmp_path / "commitlog" / f"{SMALL_SEGMENT:020d}", "wb") as f:  # as AllocateMappedFileService
+        f.truncate(SMALL_SEGMENT)
+    assert [e["event"] for e in _events(tmp_path)] == [ev.HALF_PUT, ev.END]
+
+
 def _events_of(trace: Path) -> list[dict[str, Any]]:
     return list(read_events(trace)[1])
 

@@ -8,7 +8,8 @@ What is not an upstream store, or is damaged, is refused with one line (``StoreE
 txmq's own store refuses it: a missing or foreign directory, a txmq store, file names that are not
 offsets, segments of different sizes or with a gap between them, and a record that fails its checks. The
 one damage accepted is a torn tail: in the last segment, a record cut short by a crash with nothing but
-zeros after it. ``CommitLog.recoverAbnormally`` truncates such a tail too; the import says so.
+zeros after it. ``CommitLog.recoverAbnormally`` truncates such a tail too; the import says so. The
+segments after the last written one, preallocated by ``AllocateMappedFileService``, are left out.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from txmq.errors import CorruptStoreError, StoreError
-from txmq.upstream.layout import HEAD_SIZE, Record, RecordError, decode
+from txmq.upstream.layout import BLANK_SIZE, HEAD_SIZE, Record, RecordError, decode
 
 _SEGMENT_NAME = re.compile(r"\d{20}")
 _ZERO_CHUNK = 1 << 20
@@ -60,7 +61,16 @@ def commitlog_segments(store_dir: Path) -> list[Segment]:
         if after.base != before.base + size:
             raise CorruptStoreError(f"{log_dir}: segment {after.path.name} follows {before.path.name} "
                                     f"({size} bytes): a segment is missing between them")
+    # AllocateMappedFileService creates the next segment before it is needed: trailing segments whose first
+    # bytes are zeros hold nothing yet, and the log ends in the one before them.
+    while len(segments) > 1 and _unwritten(segments[-1]):
+        segments.pop()
     return segments
+
+
+def _unwritten(segment: Segment) -> bool:
+    with open(segment.path, "rb") as f:
+        return not any(f.read(BLANK_SIZE))
 
 
 @dataclass
