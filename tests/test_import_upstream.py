@@ -40,7 +40,7 @@ WAIT_S = 240
 
 
 def _snapshot(cluster: UpstreamCluster, into: Path) -> Path:
-    """A consistent copy of the running broker's commit log. A copy made while the broker appends can
+    """A consistent copy of the running broker's commit log. A copy made while the broker appends may
     hold a record caught half-written followed by whole ones written while the copy went on, which the
     import rightly refuses; then copy again (at most five times, a second apart)."""
     for _ in range(5):
