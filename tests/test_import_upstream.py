@@ -7,10 +7,10 @@ COMMIT, one in three ROLLBACK and one in three UNKNOWN until the check limit dis
 the official Python 5.x client and the proxy, plus one transaction committed at once. (The example itself
 runs with ``ROCKETMQ_HOME/bin/tools.sh``, but its 4.x client gives up at start when the name server's
 first answer takes over a second, as it did on the loaded machine these tests were written on.) It gives
-three stores: a copy once the discards are in the store, a copy after a kill -9 of the broker and a
-restart, and the first copy with a duplicate real message appended in upstream's layout. Bounded: the
-workload waits for its discards (about 15 check intervals of 2 s after its sends), at most 240 s. The
-verdicts are printed (``-s``) for the record.
+three stores: a copy once the discards are in the store, a copy after three more transactions were
+sent, checked and left undecided, the broker killed with SIGKILL and restarted; and the first copy with a
+duplicate real message appended in upstream's layout. Bounded: the workload waits for its discards
+(about 15 check intervals of 2 s after its sends), at most 240 s. The verdicts are printed (``-s``).
 """
 
 from __future__ import annotations
@@ -147,6 +147,9 @@ def test_import_of_upstream_stores_validates(upstream: UpstreamCluster, tmp_path
         _send_workload(client)
         _wait_for_discards(upstream, tmp_path / "poll")
         example_store = _snapshot(upstream, tmp_path / "example")
+        for i in range(3):  # in flight when the broker dies: checked, never decided
+            client.ok("decide", message_id=_half(client, f"in flight {i}")["message_id"], answers=["UNKNOWN"])
+        time.sleep(2 * SESSION_BROKER["transactionCheckInterval"] / 1000)
         upstream.restart_broker()  # kill -9 of broker and proxy, then both start again
         time.sleep(3 * SESSION_BROKER["transactionCheckInterval"] / 1000)
     finally:
