@@ -55,6 +55,12 @@ class TraceInput:
             "check_interval_ms")
 
     @property
+    def absent_events(self) -> list[str]:
+        """Events the trace's source could not show (an imported store's header lists them): the checks
+        that need them are not judged."""
+        return list(self.header.config.get("absent_events") or [])
+
+    @property
     def consumer_groups(self) -> dict[str, list[str]]:
         return {g: list(t) for g, t in (self.header.config.get("consumer_groups") or {}).items()}
 
@@ -121,6 +127,9 @@ def open_trace(path: str | Path) -> TraceInput:
     groups = header.config.get("consumer_groups") or {}
     if not isinstance(groups, dict) or not all(isinstance(t, list) for t in groups.values()):
         raise TraceColumnsError(f"{path}: header config consumer_groups must map group -> list of topics")
+    absent = header.config.get("absent_events") or []
+    if not isinstance(absent, list) or not all(name in schema.EVENTS for name in absent):
+        raise TraceColumnsError(f"{path}: header config absent_events must list trace event names")
     return TraceInput(path=path, kind=kind, header=header)
 
 

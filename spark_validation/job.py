@@ -136,6 +136,7 @@ def validate(
                 {"key": k, "expected": k not in t.failing, "events": found.get(k, [])}
                 for k in t.samples(limit)
             ],
+            trace.absent_events,
         )
         for cid, t in tallies.items()
     ]
@@ -167,6 +168,7 @@ def validate(
             "events_per_s": round(stats.events / job_s) if job_s else 0.0,
         },
         spark={"master": spark.sparkContext.master, "version": spark.version},
+        absent_events=trace.absent_events,
     )
 
 

@@ -18,6 +18,7 @@ from txmq.files import replacing
 HOLDS = "holds"
 VIOLATED = "violated"
 EXPECTED = "expected in rocketmq mode"
+NOT_JUDGED = "not judged"  # the trace lacks events the invariant needs (header ``absent_events``)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     spark: dict[str, str] = field(default_factory=dict)  # where it ran: master URL and Spark version
     notes: list[str] = field(default_factory=lambda: [LIVENESS_HORIZON, COUNT_UNIT])
+    absent_events: list[str] = field(default_factory=list)  # events the trace's source could not show
 
     @property
     def failed(self) -> list[CheckResult]:
@@ -97,6 +99,10 @@ class Report:
                 lines.append(f"{c.id} sample {_sample_line(c.samples[0])}")
         if self.timings:
             lines.append("timings (s): " + "  ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))
+        unjudged = [c.id for c in self.checks if c.status == NOT_JUDGED]
+        if unjudged:
+            lines.append(f"not judged ({len(unjudged)}): the trace lacks events they need (header "
+                         f"absent_events: {', '.join(self.absent_events)})")
         verdict = "FAILED: " + ", ".join(c.id for c in self.failed) if self.failed else "OK"
         lines.append(verdict)
         return "\n".join(lines)
@@ -128,8 +134,12 @@ def _fmt(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def check_result(cid: str, violations: int, expected: int, samples: list[dict[str, Any]]) -> CheckResult:
-    """A check's result with its status: expected-only violations do not fail the run."""
+def check_result(cid: str, violations: int, expected: int, samples: list[dict[str, Any]],
+                 absent: list[str] | None = None) -> CheckResult:
+    """A check's result with its status: expected-only violations do not fail the run; a check the trace
+    cannot judge (it lacks events the invariant needs: ``absent``) is not judged, whatever it counted."""
     check = BY_ID[cid]
+    if not check.judgeable(absent or ()):
+        return CheckResult(cid, check.kind.value, NOT_JUDGED, 0, 0, check.meaning)
     status = HOLDS if violations == 0 else EXPECTED if violations == expected else VIOLATED
     return CheckResult(cid, check.kind.value, status, violations, expected, check.meaning, samples)

@@ -81,7 +81,7 @@ def test_strict_mode_with_heavy_faults_and_the_nemesis_has_no_violation(tmp_path
     assert header["seed"] == 61
     assert {"send", "end", "check", "deliver", "ack", "nemesis"} <= {r["ev"] for r in records}
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
-        ["endpoint.log", "history.jsonl", "report.json", "report.png"]
+        ["client.log", "endpoint.log", "history.jsonl", "report.json", "report.png"]
     # every endpoint process the audit launched is gone
     for pid in (r["pid"] for r in records if r["ev"] == "nemesis" and r["action"] == "start"):
         with pytest.raises(ProcessLookupError):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import enum
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -50,6 +50,9 @@ class Layer(enum.Flag):
 
 
 SAFETY, LIVENESS = Kind.SAFETY, Kind.LIVENESS
+# The trace events a broker's store cannot show (``txmq import`` writes them into its header's
+# ``absent_events``): requests and answers that leave no record, deliveries, producers, check runs, crashes.
+STORE_ABSENT_EVENTS = ("LOCAL_TX", "END_TX", "CHECK", "DELIVER", "PRODUCER", "CHECKPOINT", "CRASH", "RESTART")
 BOTH, PART, STRICT = Modes.BOTH, Modes.PART, Modes.STRICT
 SPEC, MODEL, SPARK = Layer.SPEC, Layer.MODEL, Layer.SPARK
 
@@ -72,6 +75,7 @@ class Invariant:
     strict_part: str = ""
     rocketmq: str = ""
     not_in_spec: str = ""
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.modes is PART) != bool(self.strict_part):
@@ -81,6 +85,15 @@ class Invariant:
                              "break it")
         if (SPEC in self.layers) == bool(self.not_in_spec):
             raise ValueError(f"{self.name}: give not_in_spec exactly when the spec does not state it")
+
+    def judgeable(self, absent: Iterable[str]) -> bool:
+        """Whether a trace lacking the events ``absent`` can judge this invariant."""
+        return SPARK in self.layers and not set(self.needs) & set(absent)
+
+    @property
+    def from_store(self) -> bool:
+        """Whether what a broker's store shows is enough to judge it (``txmq import``)."""
+        return self.judgeable(STORE_ABSENT_EVENTS)
 
     @property
     def expected_in_rocketmq(self) -> bool:
@@ -99,19 +112,21 @@ ENTRIES: tuple[Invariant, ...] = (
         "NoUncommittedVisible", SAFETY, BOTH, SPEC | MODEL | SPARK,
         "A transaction's REAL_PUT comes after an END_TX COMMIT of it with result OK, and the first DELIVER "
         "of a position (topic, queue_id, queue_offset) to a group after the REAL_PUT (or a plain message's "
-        "PLAIN_PUT) there: nothing uncommitted is visible."),
+        "PLAIN_PUT) there: nothing uncommitted is visible.",
+        needs=("END_TX",)),
     Invariant(
         "CommitMatchesLocal", SAFETY, BOTH, SPEC | MODEL | SPARK,
         "A transaction's first REAL_PUT comes after a LOCAL_TX of it with action COMMIT (its producer's "
-        "own decision or a check answer)."),
+        "own decision or a check answer).", needs=("LOCAL_TX",)),
     Invariant(
         "RollbackNeverVisible", SAFETY, BOTH, SPEC | MODEL | SPARK,
         "A transaction whose producer side declared ROLLBACK (a LOCAL_TX, own decision or check answer) "
-        "has no REAL_PUT."),
+        "has no REAL_PUT.", needs=("LOCAL_TX",)),
     Invariant(
         "SingleResolution", SAFETY, STRICT, SPEC | MODEL | SPARK,
         "A transaction is resolved at most once: at most one END_TX of it has result OK.",
-        rocketmq="a duplicate or conflicting END_TX is applied again (S5, S6, S7; #5574, #8158, #2694)"),
+        rocketmq="a duplicate or conflicting END_TX is applied again (S5, S6, S7; #5574, #8158, #2694)",
+        needs=("END_TX",)),
     Invariant(
         "NoDuplicateReal", SAFETY, STRICT, SPEC | MODEL | SPARK,
         "A transaction has at most one REAL_PUT.",
@@ -130,7 +145,8 @@ ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "CheckAfterTimeout", SAFETY, BOTH, SPEC | MODEL | SPARK,
         "No CHECK of a transaction comes before its first HALF_PUT is more than transaction_timeout_ms old "
-        "(transactions with an IMMUNITY renewal are exempt: their window is not in the trace)."),
+        "(transactions with an IMMUNITY renewal are exempt: their window is not in the trace).",
+        needs=("CHECK",)),
     Invariant(
         "NoCheckAfterDurableOp", SAFETY, STRICT, SPEC | MODEL | SPARK,
         "No CHECK comes after an OP_PUT that lists the copy it checks or the copy that copy renewed.",
@@ -138,7 +154,8 @@ ENTRIES: tuple[Invariant, ...] = (
         "half old enough without reading it again (TransactionalMessageServiceImpl.check, isNeedCheck "
         "once fillOpRemoveMap found no Op), while TransactionalOpBatchService keeps writing Op records: "
         "an Op written during the run, e.g. of a late or duplicate commit, does not stop its half's "
-        "check (S41)"),
+        "check (S41)",
+        needs=("CHECK",)),
     Invariant(
         "DiscardOnlyAtMax", SAFETY, PART, SPEC | MODEL | SPARK,
         "A DISCARD happens only to a copy carrying check_max checks (result CHECK_MAX) or past retention "
@@ -156,7 +173,7 @@ ENTRIES: tuple[Invariant, ...] = (
         "body_crc), and per consumer group and queue the first deliveries come in queue-offset order; later "
         "deliveries of a position are redeliveries (a pop consumer's attempt 2, 3, ...), expected under "
         "at-least-once delivery.",
-        not_in_spec=_DELIVERY_BELOW_SPEC),
+        not_in_spec=_DELIVERY_BELOW_SPEC, needs=("DELIVER",)),
     Invariant(
         "QueueContiguity", SAFETY, BOTH, MODEL | SPARK,
         "The REAL_PUT and PLAIN_PUT queue offsets of each (topic, queue_id) are 0, 1, 2, ... without gaps "
@@ -169,18 +186,18 @@ ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "RefusedOnlyWhenResolved", SAFETY, STRICT, SPEC | MODEL,
         "An END_TX is refused ALREADY_RESOLVED only when its transaction is resolved: an END_TX of it had "
-        "result OK, or it was discarded and not resumed since."),
+        "result OK, or it was discarded and not resumed since.", needs=("END_TX",)),
     Invariant(
         "EventuallyResolved", LIVENESS, BOTH, SPEC | SPARK,
         "Every transaction whose half was stored ends with an END_TX OK (COMMIT or ROLLBACK) or a DISCARD, "
         "unless an EXPIRE lists one of its halves among those deleted unresolved (it can no longer resolve); "
-        "over a trace, every transaction old enough to judge."),
+        "over a trace, every transaction old enough to judge.", needs=("END_TX",)),
     Invariant(
         "EventuallyDelivered", LIVENESS, BOTH, SPARK,
         "Every REAL_PUT reaches every consumer group subscribed to its topic, unless its commitlog_offset is "
         "below the last EXPIRE's (retention deleted it before that group read it); over a trace, every "
         "REAL_PUT old enough to judge.",
-        not_in_spec=_DELIVERY_BELOW_SPEC + ", and consumers are not modelled"),
+        not_in_spec=_DELIVERY_BELOW_SPEC + ", and consumers are not modelled", needs=("DELIVER",)),
 )
 
 CATALOGUE: dict[str, Invariant] = {entry.name: entry for entry in ENTRIES}
@@ -248,6 +265,12 @@ def _rocketmq_cell(entry: Invariant) -> str:
     return "not claimed" if entry.modes is STRICT else "holds"
 
 
+def _store_cell(entry: Invariant) -> str:
+    if entry.from_store:
+        return "yes"
+    return "no: needs " + ", ".join(entry.needs) if entry.needs else "no"
+
+
 def render_markdown() -> str:
     """The catalogue as the Markdown page ``docs/invariants.md``."""
     lines = [
@@ -267,14 +290,19 @@ def render_markdown() -> str:
         "S-numbers are the scenarios of [rocketmq-behaviour.md](rocketmq-behaviour.md#scenarios);",
         "#-numbers are issues of apache/rocketmq.",
         "",
-        "| invariant | kind | modes | " + " | ".join(h for _, h in _LAYER_HEADINGS) + " | rocketmq mode |",
-        "|---|---|---|" + "---|" * len(_LAYER_HEADINGS) + "---|",
+        "*From a store*: whether a trace imported from a broker's store (`txmq import`, which shows no",
+        "END_TX, LOCAL_TX, CHECK or DELIVER) can judge it; `txmq validate` reports the others as not judged",
+        "on such a trace ([import.md](import.md)).",
+        "",
+        "| invariant | kind | modes | " + " | ".join(h for _, h in _LAYER_HEADINGS)
+        + " | rocketmq mode | from a store |",
+        "|---|---|---|" + "---|" * len(_LAYER_HEADINGS) + "---|---|",
     ]
     for e in ENTRIES:
         cells = ["yes" if layer in e.layers else ("trace only" if layer is SPEC else "-")
                  for layer, _ in _LAYER_HEADINGS]
         lines.append(f"| [`{e.name}`](#{e.name.lower()}) | {e.kind.value} | {e.modes.value} | "
-                     + " | ".join(cells) + f" | {_rocketmq_cell(e)} |")
+                     + " | ".join(cells) + f" | {_rocketmq_cell(e)} | {_store_cell(e)} |")
     lines += ["", "`TypeOK` in the spec is a type check of its variables, not a guarantee: not listed.", ""]
     lines += ["Upstream facts that break no invariant but that a client sees (the audit reports each as the",
               "figure named; it is never a violation): "

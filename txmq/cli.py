@@ -1,4 +1,5 @@
-"""The ``txmq`` command: the pipeline, simulate, validate, check the spec, serve, audit, run upstream.
+"""The ``txmq`` command: the pipeline, simulate, validate, check the spec, serve, audit, run upstream and
+import its stores.
 
 Each sub-command lives with the code it drives; this module only wires them up and turns user errors
 into one-line messages with their exit codes, and Ctrl-C (or SIGTERM) into one line and exit code 130
@@ -26,6 +27,7 @@ _COMMAND_MODULES = (
     "txmq.audit.cli",
     "txmq.diff.cli",
     "txmq.upstream.cli",
+    "txmq.upstream.import_cli",
 )
 
 
