@@ -105,13 +105,27 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int,
         F.last(F.when(first_delivery, c("queue_offset")), ignorenulls=True)
         .over(in_order).alias("prev_first"),
     )
+    flagged = _flag(judged, trace, stats, first_put, first_delivery, has_put)
+    # EventuallyDelivered counts (group, position) pairs: a position two groups never got is two records.
+    extra = F.when((c("mask").bitwiseAND(BIT["EventuallyDelivered"]) != 0) & (c("missing") > 1),
+                   c("missing") - 1).otherwise(0)
+    records = flagged.select("key", "mask", "emask", extra.alias("more_missing"))
+    return tally(records, c("key"), limit, more_records={"EventuallyDelivered": "more_missing"})[1]
+
+
+def _flag(judged: Any, trace: TraceInput, stats: TraceStats, first_put: Any, first_delivery: Any,
+          has_put: Any) -> Any:
+    """Each walked row with the key of its sample and the checks it fails (``masks``)."""
+    from pyspark.sql import functions as F
+
+    c = F.col
     gap = c("queue_offset") - F.coalesce(c("prev_put_offset"), F.lit(-1)) - 1
     expired = F.lit(False) if stats.expired_before is None else F.coalesce(
         c("commitlog_offset") < F.lit(stats.expired_before), F.lit(False))
     # The sample of an undelivered position names the groups that never got it.
     key = F.when(c("missing") > 0, txn_key_noting(c("txn"), F.concat(F.lit("not delivered to "),
                                                                      c("missing_groups"))))
-    flagged = judged.select(
+    return judged.select(
         F.coalesce(key, txn_key(c("txn"))).alias("key"),
         *masks(
             {
@@ -126,8 +140,3 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int,
         ),
         c("missing"),
     )
-    # EventuallyDelivered counts (group, position) pairs: a position two groups never got is two records.
-    extra = F.when((c("mask").bitwiseAND(BIT["EventuallyDelivered"]) != 0) & (c("missing") > 1),
-                   c("missing") - 1).otherwise(0)
-    records = flagged.select("key", "mask", "emask", extra.alias("more_missing"))
-    return tally(records, c("key"), limit, more_records={"EventuallyDelivered": "more_missing"})[1]

@@ -28,8 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from txmq.broker import Broker
-from txmq.protocol import MessageExt
+from txmq.protocol import Message, MessageExt
+from txmq.serve.convert import user_properties
 from txmq.serve.errors import ServeError
+from txmq.serve.requests import DLQ_PREFIX
+from txmq.transaction.constants import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, RESERVED_PROPERTIES
 
 HANDLE_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR
 NORMAL_TOPIC_TYPE = "0"  # ReceiptHandle.NORMAL_TOPIC
@@ -254,3 +257,13 @@ class PopService:
             state.committed += 1
         if state.committed != before:
             self.broker.commit_consumer_offset(group, topic, queue_id, state.committed)
+
+
+def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
+    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id;
+    the properties only a broker sets, such as a committed message's ``__transactionId__``, stay behind)."""
+    props = ext.properties
+    kept = {k: v for k, v in user_properties(props).items() if k not in RESERVED_PROPERTIES}
+    copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
+                   keys=props.get(PROPERTY_KEYS), properties=kept)
+    broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))

@@ -31,11 +31,12 @@ from txmq.errors import ConfigError
 from txmq.runtime import BrokerRuntime
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
+from txmq.serve.context import BROKER_NAME, ServeContext
 from txmq.serve.heartbeat import HeartbeatGate, ImmediateRegistration
-from txmq.serve.pop import PopService
+from txmq.serve.pop import PopService, dead_letter
 from txmq.serve.remoting.server import RemotingServer
 from txmq.serve.requests import TopicTable
-from txmq.serve.service import BROKER_NAME, MessagingService, ServeContext, dead_letter
+from txmq.serve.service import MessagingService
 from txmq.serve.transactions import TransactionIndex, half_records
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import TraceSink, open_sink

@@ -14,7 +14,6 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
@@ -22,16 +21,13 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc
 
-from txmq.broker import Broker
-from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
-from txmq.serve.clients import ClientRegistry, TelemetryStream, merged_settings
-from txmq.serve.config import ServeConfig
-from txmq.serve.convert import SERVED_TYPES, inbound, outbound, user_properties
+from txmq.protocol import EndTransactionRequest, LocalTransactionState
+from txmq.serve.clients import TelemetryStream, merged_settings
+from txmq.serve.context import BROKER_NAME, ServeContext
+from txmq.serve.convert import SERVED_TYPES, inbound, outbound
 from txmq.serve.errors import ServeError
-from txmq.serve.pop import Popped, PopService
+from txmq.serve.pop import Popped, dead_letter
 from txmq.serve.requests import (
-    DLQ_PREFIX,
-    TopicTable,
     polling_ms,
     tag_filter,
     validate_group,
@@ -39,15 +35,7 @@ from txmq.serve.requests import (
     validate_topic_and_group,
     validate_topic_name,
 )
-from txmq.serve.transactions import TransactionIndex
-from txmq.transaction.constants import (
-    PROPERTY_KEYS,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_KEY,
-    RESERVED_PROPERTIES,
-)
 
-BROKER_NAME = "txmq"
 CLIENT_ID = "x-mq-client-id"
 CLIENT_VERSION = "x-mq-client-version"
 MAX_POP_BATCH = 32  # PopMessageProcessor refuses larger batches
@@ -60,20 +48,6 @@ R = TypeVar("R")
 def status(code: str, message: str | None = None) -> Any:
     """``ResponseBuilder.buildStatus(code, message)``: the message defaults to the code's name."""
     return pb.Status(code=pb.Code.Value(code), message=message or code)
-
-
-@dataclass
-class ServeContext:
-    """Everything the RPCs share."""
-
-    broker: Broker
-    config: ServeConfig
-    topics: TopicTable
-    pop: PopService
-    transactions: TransactionIndex
-    clients: ClientRegistry
-    host: str
-    port: int
 
 
 class MessagingService(service_pb2_grpc.MessagingServiceServicer):
@@ -403,16 +377,6 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             self.ctx.pop.notify()
             return spb.ForwardMessageToDeadLetterQueueResponse(status=status("OK"))
         return self._answer(spb.ForwardMessageToDeadLetterQueueResponse, context, work)
-
-
-def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:
-    """Store a message in its group's dead-letter topic ``%DLQ%<group>`` (a plain message, same id;
-    the properties only a broker sets, such as a committed message's ``__transactionId__``, stay behind)."""
-    props = ext.properties
-    kept = {k: v for k, v in user_properties(props).items() if k not in RESERVED_PROPERTIES}
-    copy = Message(topic=DLQ_PREFIX + group, body=ext.body, tags=props.get(PROPERTY_TAGS),
-                   keys=props.get(PROPERTY_KEYS), properties=kept)
-    broker.send_message(copy, props.get(PROPERTY_UNIQ_KEY, str(ext.commitlog_offset)))
 
 
 def _log_unexpected(exc: BaseException) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from txmq.errors import TxmqError
 from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, SendResult
+from txmq.serve.context import BROKER_NAME, ServeContext
 from txmq.serve.remoting import codes
 from txmq.serve.remoting.clients import RemotingClients
 from txmq.serve.remoting.connection import Connection
@@ -29,7 +30,6 @@ from txmq.serve.remoting.message import (
     message_id,
     parse_properties,
 )
-from txmq.serve.service import BROKER_NAME, ServeContext
 from txmq.store.message import (
     TRANSACTION_COMMIT,
     TRANSACTION_MASK,

@@ -19,13 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from txmq.errors import ConfigError, TxmqError
+from txmq.serve.context import ServeContext
 from txmq.serve.remoting import codes, consumer, producer
 from txmq.serve.remoting.clients import RemotingClients
 from txmq.serve.remoting.connection import Connection
 from txmq.serve.remoting.consumer import PullHold
 from txmq.serve.remoting.frame import Command
 from txmq.serve.remoting.producer import Refusal, RemotingContext
-from txmq.serve.service import ServeContext
 
 WORKERS = 16
 _POOLED = frozenset({codes.SEND_MESSAGE, codes.SEND_MESSAGE_V2, codes.SEND_BATCH_MESSAGE,
