@@ -19,16 +19,8 @@ import time
 from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 
-from model_tests.linearizability import (
-    RESOLVED_STATE,
-    Operation,
-    OpKind,
-    Outcome,
-    Resolution,
-    State,
-    Verdict,
-    check_history,
-)
+from txmq.checks.linearizability import check_history
+from txmq.checks.register import RESOLVED_STATE, Operation, OpKind, Outcome, Resolution, State, Verdict
 
 _LOST_RATE = 0.01
 _READ_RATE = 0.4

@@ -16,15 +16,8 @@ from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from model_tests.linearizability import (
-    Operation,
-    OpKind,
-    Outcome,
-    Resolution,
-    State,
-    Verdict,
-    check_history,
-)
+from txmq.checks.linearizability import check_history
+from txmq.checks.register import Operation, OpKind, Outcome, Resolution, State, Verdict
 
 FORMAT = "txmq-register-history"
 

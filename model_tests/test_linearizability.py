@@ -16,15 +16,8 @@ from itertools import combinations, permutations
 
 import pytest
 
-from model_tests.linearizability import (
-    MalformedHistoryError,
-    Operation,
-    Outcome,
-    Resolution,
-    State,
-    Verdict,
-    check_history,
-)
+from txmq.checks.linearizability import check_history
+from txmq.checks.register import MalformedHistoryError, Operation, Outcome, Resolution, State, Verdict
 
 SEED = int(os.environ.get("TXMQ_TEST_SEED", "20240611"))
 RANDOM_HISTORIES = 6000

@@ -30,8 +30,9 @@ from hypothesis import settings
 
 from model_tests.history import Recorder, save
 from model_tests.invariants import CATALOGUE, check, observe
-from model_tests.linearizability import Outcome, Resolution, State, Verdict, check_history
 from txmq.broker import Broker
+from txmq.checks.linearizability import check_history
+from txmq.checks.register import Outcome, Resolution, State, Verdict
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.config import BrokerConfig

@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from model_tests.linearizability import Operation, Outcome, Resolution, State, Verdict, check_history
 from txmq.audit.blind import Window, checks_lost, checks_lost_unheard, closing_windows, unheard_windows
 from txmq.audit.history import Record, at
 from txmq.catalogue import CATALOGUE
+from txmq.checks.linearizability import check_history
+from txmq.checks.register import Operation, Outcome, Resolution, State, Verdict
 
 DECISIONS = ("COMMIT", "ROLLBACK")
 
@@ -306,7 +307,7 @@ def check_resolved(tx: Tx, expectations: Expectations) -> list[Finding]:
 
 # ----------------------------------------------------------------------------------------- linearizability
 def register_operations(tx: Tx) -> tuple[list[Operation], list[Operation]]:
-    """The transaction as operations on the write-once register of ``model_tests.linearizability``:
+    """The transaction as operations on the write-once register of ``txmq.checks.register``:
     (completed resolves, every other operation). A COMMIT/ROLLBACK sent (own or check answer) is a resolve
     (lost when its call failed: it may or may not have arrived); a delivery is a read that saw COMMITTED
     during its receive call."""

@@ -37,165 +37,13 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from itertools import accumulate, repeat
 from operator import attrgetter, lt, or_
 from typing import TypeGuard
 
-from txmq.errors import TraceError
+from txmq.checks.register import MalformedHistoryError, Operation, Transitions, Verdict, valid_shapes
 
-
-class MalformedHistoryError(TraceError):
-    """An operation is not one the register model knows (bad response for its kind, return before call)."""
-
-
-class OpKind(StrEnum):
-    """The two operations on a transaction's register."""
-
-    RESOLVE = "RESOLVE"
-    READ = "READ"
-
-
-class Resolution(StrEnum):
-    """What a ``resolve`` asks the register to become."""
-
-    COMMIT = "COMMIT"
-    ROLLBACK = "ROLLBACK"
-    DISCARD = "DISCARD"
-
-
-class State(StrEnum):
-    """Values of the register; also the response of a ``read``."""
-
-    PENDING = "PENDING"
-    COMMITTED = "COMMITTED"
-    ROLLED_BACK = "ROLLED_BACK"
-    DISCARDED = "DISCARDED"
-
-
-class Outcome(StrEnum):
-    """Response of a ``resolve``: it resolved the register, or the register already held a value."""
-
-    OK = "OK"
-    ALREADY_RESOLVED = "ALREADY_RESOLVED"
-
-
-class Verdict(StrEnum):
-    """Result for a partition or a whole history."""
-
-    OK = "ok"
-    ILLEGAL = "illegal"
-    UNKNOWN = "unknown"
-
-
-RESOLVED_STATE: dict[Resolution, State] = {
-    Resolution.COMMIT: State.COMMITTED,
-    Resolution.ROLLBACK: State.ROLLED_BACK,
-    Resolution.DISCARD: State.DISCARDED,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Operation:
-    """One invocation on one transaction's register, with its response and real-time interval.
-
-    ``response`` is an ``Outcome`` for a resolve and a ``State`` for a read; ``held`` optionally carries
-    the value an ``ALREADY_RESOLVED`` resolve found. ``returned`` is ``None`` (or ``inf``) when the response
-    never came; ``response`` is then ignored. Times are any comparable numbers on one clock.
-    """
-
-    client: Hashable
-    txn: Hashable
-    kind: OpKind
-    arg: Resolution | None
-    response: Outcome | State | None
-    invoked: float
-    returned: float | None
-    held: State | None = None
-
-    @classmethod
-    def resolve(
-        cls,
-        client: Hashable,
-        txn: Hashable,
-        resolution: Resolution,
-        outcome: Outcome | None,
-        invoked: float,
-        returned: float | None,
-        held: State | None = None,
-    ) -> Operation:
-        """A resolve (end-transaction, check answer, discard); ``outcome=None`` with ``returned=None``."""
-        return cls(client, txn, OpKind.RESOLVE, resolution, outcome, invoked, returned, held)
-
-    @classmethod
-    def read(
-        cls, client: Hashable, txn: Hashable, observed: State | None, invoked: float, returned: float | None
-    ) -> Operation:
-        """A read of the register (``transaction_state``, or a consumer observing visibility)."""
-        return cls(client, txn, OpKind.READ, None, observed, invoked, returned)
-
-    @property
-    def lost(self) -> bool:
-        """True when the response never came, so the operation may or may not have taken effect."""
-        return self.returned is None or self.returned == math.inf
-
-    def describe(self) -> str:
-        """One line for violation reports: ``client c: RESOLVE(COMMIT) -> OK  [3, 7]``."""
-        call = f"{self.kind}({self.arg})" if self.arg is not None else f"{self.kind}()"
-        if self.lost:
-            return f"client {self.client}: {call} -> (lost)  [{self.invoked}, -]"
-        held = f" (held {self.held})" if self.held is not None else ""
-        return f"client {self.client}: {call} -> {self.response}{held}  [{self.invoked}, {self.returned}]"
-
-
-def spec_step(state: State, op: Operation) -> State | None:
-    """The sequential specification: the state after ``op`` runs alone in ``state``, or None if its
-    response is impossible there. A lost operation's response is unknown, so any response is accepted."""
-    if op.kind == OpKind.READ:
-        return state if op.lost or op.response == state else None
-    assert op.arg is not None
-    if state is State.PENDING:
-        new, expected = RESOLVED_STATE[op.arg], Outcome.OK
-    else:
-        new, expected = state, Outcome.ALREADY_RESOLVED
-    if op.lost:
-        return new
-    if op.response != expected or (op.held is not None and op.held != state):
-        return None
-    return new
-
-
-# The search runs on ints: state i is _STATES[i], and each operation becomes a 4-tuple "next state index
-# from state i, or -1 if illegal", derived from spec_step once so the model is stated in one place only.
-_STATES: tuple[State, ...] = tuple(State)
-_INDEX = {s: i for i, s in enumerate(_STATES)}
-_Transitions = tuple[int, int, int, int]
-
-
-def _transitions(op: Operation) -> _Transitions:
-    nexts = [spec_step(s, op) for s in _STATES]
-    return tuple(-1 if n is None else _INDEX[n] for n in nexts)  # type: ignore[return-value]
-
-
-def _valid_shapes() -> tuple[dict[tuple, _Transitions], dict[tuple, _Transitions]]:
-    """Every well-formed (kind, arg, response, held) of a completed op, and (kind, arg) of a lost one.
-    A lost read comes out legal everywhere and changing nothing: it constrains nothing."""
-    completed: dict[tuple, _Transitions] = {}
-    lost: dict[tuple, _Transitions] = {
-        (OpKind.READ, None): _transitions(Operation.read(0, 0, None, 0, None))
-    }
-    for s in State:
-        completed[(OpKind.READ, None, s, None)] = _transitions(Operation.read(0, 0, s, 0, 0))
-    for r in Resolution:
-        lost[(OpKind.RESOLVE, r)] = _transitions(Operation.resolve(0, 0, r, None, 0, None))
-        for outcome, helds in ((Outcome.OK, [None]), (Outcome.ALREADY_RESOLVED, [None, *_STATES[1:]])):
-            for h in helds:
-                op = Operation.resolve(0, 0, r, outcome, 0, 0, h)
-                completed[(OpKind.RESOLVE, r, outcome, h)] = _transitions(op)
-    return completed, lost
-
-
-_COMPLETED, _LOST = _valid_shapes()
+_COMPLETED, _LOST = valid_shapes()
 _BY_INVOCATION = attrgetter("invoked")
 # The clock is read once per this many operations' worth of search work, so that checking is cheap and,
 # for a given history, where a timeout can strike is deterministic.
@@ -275,7 +123,7 @@ def _partition(ops: Iterable[Operation]) -> dict[Hashable, list[Operation]]:
     return groups
 
 
-_Encoded = tuple[list[float], list[float], list[_Transitions], int]
+_Encoded = tuple[list[float], list[float], list[Transitions], int]
 
 
 def _encode(ops: list[Operation]) -> _Encoded:
@@ -316,7 +164,7 @@ def _encode_slowly(ops: list[Operation], invs: list[float], rets: list, trans: l
 def _search(
     invs: Sequence[float],
     rets: Sequence[float],
-    trans: Sequence[_Transitions],
+    trans: Sequence[Transitions],
     completed: int,
     deadline: _Deadline,
 ) -> bool | None:
@@ -376,7 +224,7 @@ def _completed_mask(rets: Sequence[float]) -> int:
 
 
 def _core(
-    invs: Sequence[float], rets: Sequence[float], trans: Sequence[_Transitions], deadline: _Deadline
+    invs: Sequence[float], rets: Sequence[float], trans: Sequence[Transitions], deadline: _Deadline
 ) -> list[int]:
     """Positions, in a non-linearizable partition, of a smaller witness (see ``Violation``): drop
     non-mutating operations one at a time while the rest stays non-linearizable. Gives up shrinking,
