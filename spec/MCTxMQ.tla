@@ -95,6 +95,11 @@ LocalCommitNotDiscarded == ~(local[t1] = "commit" /\ discardLog[t1] # << >> /\ n
 \* clock is still negative: strict_future_born_checked must find such a check.
 NoCheckWhileBornInFuture == \A t \in Txns : \A j \in DOMAIN checks[t] : checks[t][j].age >= 0
 
+\* The CI models reach two broker crashes and two admin resumes (the controls built on strict_two_crashes
+\* and strict_two_resumes must violate these).
+AtMostOneCrash == crashes <= 1
+AtMostOneResume == resumes <= 1
+
 \* Without the check service's fairness nothing forces a check: liveness is not a consequence of the rest.
 SpecWithoutScanFairness == Init /\ [][Next]_vars /\ WF_vars(\E t2x \in Times : Tick(t2x))
 

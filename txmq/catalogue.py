@@ -322,7 +322,7 @@ def render_markdown() -> str:
         if e.not_in_spec:
             lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
         if e.assumes:
-            lines += [f"- The spec guarantees it under {e.assumes}; only the models that give it check it.", ""]
+            lines += [f"- The spec guarantees it under {e.assumes}; only models giving that check it.", ""]
         lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS
                   for unchecked, why in e.unchecked if unchecked is layer]
         lines += [""] if e.unchecked else []
