@@ -115,6 +115,16 @@ def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
     return problems
 
 
+def CommitWritesReal(obs: Observation, strict: bool = True) -> list[str]:
+    """Counted per transaction over the trace so far (the broker traces a commit's REAL_PUT right after
+    its END_TX); a REAL_PUT without a commit is NoUncommittedVisible's."""
+    commits = Counter(e["txn"] for e in obs.events
+                      if e["event"] == ev.END_TX and e["result"] == ev.OK and e["action"] == ev.COMMIT)
+    reals = Counter(e["txn"] for e in obs.events if e["event"] == ev.REAL_PUT)
+    return [f"{txn}: {n} END_TX COMMIT OK, {reals[txn]} REAL_PUT" for txn, n in sorted(commits.items())
+            if reals[txn] != n]
+
+
 def CommitMatchesLocal(obs: Observation, strict: bool = True) -> list[str]:
     """Also: anything a consumer received is of a transaction a producer decided to commit."""
     problems = []

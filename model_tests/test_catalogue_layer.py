@@ -6,6 +6,7 @@ import inspect
 
 from model_tests import invariants
 from txmq.catalogue import MODEL, names
+from txmq.trace import schema as ev
 
 
 def test_model_tests_check_exactly_their_layer_by_name() -> None:
@@ -14,3 +15,14 @@ def test_model_tests_check_exactly_their_layer_by_name() -> None:
               if inspect.isfunction(f) and f.__module__ == invariants.__name__ and name[:1].isupper()}
     assert checks == set(names(MODEL))
     assert list(invariants.CATALOGUE) == list(names(MODEL))
+
+
+def test_commit_writes_real_counts_commits_against_real_messages() -> None:
+    commit = {"event": ev.END_TX, "txn": "t1", "result": ev.OK, "action": ev.COMMIT, "seq": 0}
+    real = {"event": ev.REAL_PUT, "txn": "t1", "seq": 1}
+    def judged(*events: dict[str, object]) -> list[str]:
+        return invariants.CommitWritesReal(invariants.Observation(events, 15, 6000))
+    assert judged(commit) == ["t1: 1 END_TX COMMIT OK, 0 REAL_PUT"]
+    assert judged(commit, real) == []
+    assert judged(commit, real, commit) == ["t1: 2 END_TX COMMIT OK, 1 REAL_PUT"]
+    assert judged(commit, real, commit, real) == []  # rocketmq's duplicate commit writes its duplicate

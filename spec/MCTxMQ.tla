@@ -13,6 +13,8 @@ CONSTANTS t1, t2, p1, p2,
 OwnerP1 == [t \in Txns |-> p1]
 OwnerSplit == [t \in Txns |-> IF t = t1 THEN p1 ELSE p2]
 OneGroup == [p \in Producers |-> "g1"]
+\* p1 and p2 belong to different producer groups: a check of p1's transaction must never reach p2.
+TwoGroups == [p \in Producers |-> IF p = p1 THEN "g1" ELSE "g2"]
 
 ClockToHorizon == 0..Horizon
 
@@ -71,6 +73,11 @@ SlowLocalTransaction ==
 \* the group runs afterwards.
 OwnerDiesAfterCommit == pcrashes' > pcrashes => local[t1] = "commit" /\ ~ownEndDone[t1]
 
+\* The owner's END_TX reaches the broker before the check service examines another record: the bound
+\* under which EndTxResolves is a guarantee (with TimelyOwnEnd and no loss).  Op records may still be
+\* slow, and check answers late.
+OwnEndFirst == (cursor' > cursor) => ~\E m \in net : m.type = "end" /\ ~m.chk
+
 \* The local transaction has ended before the first check, so every check has an answer to give.
 DecidedBeforeChecks == checks' # checks => local[t1] \in Actions
 
@@ -83,6 +90,15 @@ DecidedBeforeChecks == checks' # checks => local[t1] \in Actions
 \* checks the invariants of a state even when the step into it breaks an action constraint, so the
 \* witness asks for a quiet network: a discard that merely overtook an answer in flight does not count.
 LocalCommitNotDiscarded == ~(local[t1] = "commit" /\ discardLog[t1] # << >> /\ net = {})
+
+\* A half born in the broker's future (no immunity) is checked at once, while its age on the broker's
+\* clock is still negative: strict_future_born_checked must find such a check.
+NoCheckWhileBornInFuture == \A t \in Txns : \A j \in DOMAIN checks[t] : checks[t][j].age >= 0
+
+\* The CI models reach two broker crashes and two admin resumes (the controls built on strict_two_crashes
+\* and strict_two_resumes must violate these).
+AtMostOneCrash == crashes <= 1
+AtMostOneResume == resumes <= 1
 
 \* Without the check service's fairness nothing forces a check: liveness is not a consequence of the rest.
 SpecWithoutScanFairness == Init /\ [][Next]_vars /\ WF_vars(\E t2x \in Times : Tick(t2x))

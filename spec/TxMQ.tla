@@ -90,7 +90,9 @@ VARIABLES
     ownEndDone,   \* [Txns -> BOOLEAN]: the owner sent (or, crashing, can no longer send) its END_TX
     alive,        \* [Producers -> BOOLEAN]: running and registered with the broker
     \* --- broker, durable ---
-    half,         \* the half queue: Seq of [t, n (check count), born (producer clock)]
+    half,         \* the half queue: Seq of [t, n (check count), born (producer clock), and two fields the
+                  \*   broker never reads: put (the broker's clock at the original's HALF_PUT) and from
+                  \*   (the offset of the copy this one renews; 0 for an original or a resumed copy)]
     latest,       \* [Txns -> Nat]: offset of t's newest half record (0: none)
     covered,      \* half offsets listed by Op records in the Op queue
     opRecords,    \* how many Op records the Op queue holds
@@ -108,9 +110,16 @@ VARIABLES
     \* --- network of one-way messages ---
     net,          \* END_TX and check messages in flight
     \* --- history, for the invariants ---
-    ends,         \* [Txns -> Seq([act, res, resolved, discarded])]: every END_TX applied, in order
-    checks,       \* [Txns -> Seq([kind, n, age, covered, life])]: every check sent and every immunity
-                  \*   re-put (both spend the check budget), in order, with what held when it was made
+    ends,         \* [Txns -> Seq([act, res, resolved, discarded, life, chk, age])]: every END_TX applied, in
+                  \*   order.  Recorded only where an invariant reads them (so that they add no states
+                  \*   elsewhere): chk, whether it answered a check, for a half with immunity or a STORE_ERROR;
+                  \*   age, for a half with immunity (END_TRANSACTION reads no other's age), on the broker's
+                  \*   clock from put and Skew, not from the stamp (else 0)
+    delivered,    \* [Txns -> Nat]: how many END_TX messages of t were delivered to the broker
+    checks,       \* [Txns -> Seq([kind, n, age, covered, renewedCovered, life])]: every check sent and
+                  \*   every immunity re-put (both spend the check budget), in order, with what held when it
+                  \*   was made (age on the broker's clock, from put and Skew; whether an Op record lists
+                  \*   the copy, or a copy it renews)
     discardLog,   \* [Txns -> Seq([n, why, expired, life])]: every discard
     opDup,        \* some half offset was listed by two Op entries
     \* --- perturbation counters ---
@@ -119,7 +128,7 @@ VARIABLES
 producerVars == <<local, said, sent, ownEndDone, alive>>
 durableVars == <<half, latest, covered, opRecords, reals, lives, durable, cursorDurable>>
 volatileVars == <<opBuf, cache, cursor, index, opRead>>
-historyVars == <<ends, checks, discardLog, opDup>>
+historyVars == <<ends, delivered, checks, discardLog, opDup>>
 budgetVars == <<crashes, pcrashes, losses, dups, retries, storeErrors, resumes>>
 vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budgetVars>>
 
@@ -131,6 +140,15 @@ On(guard) == Strict /\ guard
 
 Range(s) == {s[j] : j \in DOMAIN s}
 Age(i) == now - half[i].born
+
+\* What the invariants measure an age with: the broker's clock minus the half's birth as the producer's clock
+\* really had it (the broker's clock at the original's HALF_PUT plus the producer's skew), not the stamp the
+\* broker acts on, so that a wrong stamp or a wrong subtraction is seen.
+TrueAge(i) == now - (half[i].put + Skew[half[i].t])
+
+\* Offset i and the copies it renews, back to its original (or resumed) record.
+RECURSIVE Lineage(_)
+Lineage(i) == IF half[i].from = 0 THEN {i} ELSE {i} \cup Lineage(half[i].from)
 Resolution(t) == IF Strict THEN index[t] ELSE None
 
 \* Running producers of t's group: the broker may send t's check to any of them (ProducerManager).
@@ -148,8 +166,8 @@ CacheInsert(c, o) ==
 CacheDelete(c, o) == IF o \in Range(c) THEN SelectSeq(c, LAMBDA x : x # o) ELSE c
 
 \* The broker appends a half record (original, renewed copy or resumed copy) for t.
-AppendHalf(t, n, born) ==
-    /\ half' = Append(half, [t |-> t, n |-> n, born |-> born])
+AppendHalf(t, n, born, put, from) ==
+    /\ half' = Append(half, [t |-> t, n |-> n, born |-> born, put |-> put, from |-> from])
     /\ latest' = [latest EXCEPT ![t] = Len(half) + 1]
 
 EndMsg(t, off, act, chk, p) ==
@@ -182,6 +200,7 @@ Init ==
     /\ now = 0
     /\ net = {}
     /\ ends = [t \in Txns |-> << >>]
+    /\ delivered = [t \in Txns |-> 0]
     /\ checks = [t \in Txns |-> << >>]
     /\ discardLog = [t \in Txns |-> << >>]
     /\ opDup = FALSE
@@ -202,7 +221,7 @@ SendHalf(t) ==
     /\ alive[Owner[t]]
     /\ local' = [local EXCEPT ![t] = "unknown"]
     /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
-    /\ AppendHalf(t, 0, now + Skew[t])
+    /\ AppendHalf(t, 0, now + Skew[t], now, 0)
     /\ cache' = CacheInsert(cache, Len(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
                    opBuf, cursor, index, opRead, now, net, historyVars, budgetVars>>
@@ -218,7 +237,7 @@ ResendHalf(t) ==
     /\ ~ownEndDone[t]
     /\ alive[Owner[t]]
     /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
-    /\ AppendHalf(t, 0, now + Skew[t])
+    /\ AppendHalf(t, 0, now + Skew[t], now, 0)
     /\ cache' = CacheInsert(cache, Len(half) + 1)
     /\ retries' = retries + 1
     /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
@@ -296,7 +315,9 @@ ApplyEnd(m, rest) ==
                            \/ On(GuardDiscardFinal) /\ index[t] = "discard"
         writes == m.act = "commit" \/ On(GuardDurableRollback)   \* a durable record is written
         entry(res) == [act |-> m.act, res |-> res, resolved |-> Resolution(t) # None,
-                       discarded |-> Resolution(t) = "discard", life |-> lives[t]]
+                       discarded |-> Resolution(t) = "discard", life |-> lives[t],
+                       chk |-> m.chk /\ (Immunity[t].has \/ res = "STORE_ERROR"),
+                       age |-> IF Immunity[t].has THEN TrueAge(m.off) ELSE 0]
         refuse(res) == /\ ends' = [ends EXCEPT ![t] = Append(@, entry(res))]
                        /\ UNCHANGED <<reals, durable, opBuf, index, storeErrors>>
     IN /\ cache' = CacheDelete(cache, m.off)
@@ -337,10 +358,14 @@ AnswerCheck(m, rest) ==
 Handle(m, rest) ==
     IF m.type = "end" THEN ApplyEnd(m, rest) ELSE AnswerCheck(m, rest)
 
+\* An END_TX reaching the broker is counted here, outside the handler: each must leave an entry in ends.
+Delivered(m) == IF m.type = "end" THEN [delivered EXCEPT ![m.t] = @ + 1] ELSE delivered
+
 \* One delivery of a message in flight.
 Deliver(m) ==
     /\ m \in net
     /\ Handle(m, net \ {m})
+    /\ delivered' = Delivered(m)
     /\ UNCHANGED <<crashes, pcrashes, losses, dups, retries, resumes>>
 
 \* A delivery that leaves the message in flight, so that it is delivered again later.
@@ -348,6 +373,7 @@ DeliverDup(m) ==
     /\ dups < MaxDup
     /\ m \in net
     /\ Handle(m, net)
+    /\ delivered' = Delivered(m)
     /\ dups' = dups + 1
     /\ UNCHANGED <<crashes, pcrashes, losses, retries, resumes>>
 
@@ -376,7 +402,7 @@ FlushOps(k) ==
     /\ opBuf' = SubSeq(opBuf, k + 1, Len(opBuf))
     /\ opRecords' = opRecords + 1
     /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
-                   opRead, now, net, ends, checks, discardLog, budgetVars>>
+                   opRead, now, net, ends, delivered, checks, discardLog, budgetVars>>
 
 (***************************************************************************)
 (* The check service (TransactionalMessageServiceImpl.check) examines the *)
@@ -440,8 +466,8 @@ DueForCheck(i) ==
     ELSE Age(i) > TimeoutT \/ Age(i) < 0
 
 Spent(kind) ==   \* the check-budget history entry of the record examined
-    [kind |-> kind, n |-> Rec.n + 1, age |-> Age(Next1), covered |-> Next1 \in covered,
-     life |-> lives[Rec.t]]
+    [kind |-> kind, n |-> Rec.n + 1, age |-> TrueAge(Next1), covered |-> Next1 \in covered,
+     renewedCovered |-> (Lineage(Next1) \ {Next1}) \cap covered # {}, life |-> lives[Rec.t]]
 
 (***************************************************************************)
 (* DISCARD (needDiscard, needSkip, resolveDiscardMsg): a copy carrying    *)
@@ -459,9 +485,9 @@ ScanDiscard ==
           /\ index' = IF Strict THEN [index EXCEPT ![t] = "discard"] ELSE index
           /\ discardLog' = [discardLog EXCEPT ![t] =
                               Append(@, [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
-                                         expired |-> Age(Next1) > RetentionT, life |-> lives[t]])]
+                                         expired |-> TrueAge(Next1) > RetentionT, life |-> lives[t]])]
     /\ Examined
-    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, net, ends, checks, opDup>>
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, net, ends, delivered, checks, opDup>>
 
 NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
 
@@ -475,10 +501,10 @@ NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
 ScanImmunity ==
     /\ Unsettled /\ NotDiscarded
     /\ Immunity[Rec.t].has /\ Age(Next1) <= Immunity[Rec.t].scan
-    /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born)
+    /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
     /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("reput"))]
     /\ Examined
-    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, net, ends, discardLog, opDup>>
+    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, net, ends, delivered, discardLog, opDup>>
 
 (***************************************************************************)
 (* Renew, then check (putBackHalfMsgQueue, then                           *)
@@ -492,10 +518,10 @@ ScanImmunity ==
 CheckRecord ==
     /\ Unsettled /\ NotDiscarded
     /\ DueForCheck(Next1)
-    /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born)
+    /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
     /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("check"))]
     /\ Examined
-    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, discardLog, opDup>>
+    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, delivered, discardLog, opDup>>
 
 \* The check goes to p, a running producer of the group.
 ScanCheck(p) ==
@@ -527,7 +553,7 @@ Resume(t) ==
     /\ resumes < MaxResume
     /\ discardLog[t] # << >>
     /\ Strict => index[t] = "discard"
-    /\ AppendHalf(t, 0, half[latest[t]].born)
+    /\ AppendHalf(t, 0, half[latest[t]].born, half[latest[t]].put, 0)
     /\ durable' = IF Strict THEN [durable EXCEPT ![t] = None] ELSE durable
     /\ index' = IF Strict THEN [index EXCEPT ![t] = None] ELSE index
     /\ lives' = [lives EXCEPT ![t] = @ + 1]
@@ -590,6 +616,8 @@ Fairness ==
 
 Spec == Init /\ [][Next]_vars /\ Fairness
 SafetySpec == Init /\ [][Next]_vars
+\* ... and fairness for the network: a message that stays deliverable is delivered (it may be lost first).
+SpecFairDelivery == Spec /\ WF_vars(DeliverSome)
 
 -----------------------------------------------------------------------------
 (* Invariants (names from the project's invariant catalogue,              *)
@@ -602,10 +630,11 @@ TypeOK ==
     /\ said \in [Txns -> SUBSET Actions]
     /\ ownEndDone \in [Txns -> BOOLEAN]
     /\ alive \in [Producers -> BOOLEAN]
-    /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat
+    /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat /\ half[i].from \in 0..(i - 1)
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
-    /\ covered \subseteq 1..Len(half)
+    /\ covered \subseteq Nat
     /\ opRead \subseteq covered
+    /\ delivered \in [Txns -> Nat]
     /\ Range(opBuf) \subseteq 1..Len(half)
     /\ cursor \in 0..Len(half) /\ cursorDurable \in 0..cursor
     /\ index \in [Txns -> {None, "discard"} \cup Actions]
@@ -637,16 +666,21 @@ CheckBound ==
            /\ c.n = IF j = 1 \/ checks[t][j - 1].life # c.life THEN 1 ELSE checks[t][j - 1].n + 1
 
 \* No check of a half younger than its timeout (or its immunity), but for a half born in the broker's
-\* future without immunity, which upstream checks at once.
+\* future without immunity, which upstream checks at once.  The age is the one the history recorded from
+\* the broker's clock and the producer's real skew (TrueAge), not the stamp the check service read.
 CheckAfterTimeout ==
     \A t \in Txns : \A j \in DOMAIN checks[t] :
         LET c == checks[t][j]
         IN c.kind = "check" =>
               IF Immunity[t].has THEN c.age > Immunity[t].scan ELSE c.age > TimeoutT \/ c.age < 0
 
-\* No check of a half copy that an Op record in the Op queue already covered.
+\* No check of a half copy that an Op record in the Op queue already covered; strict: nor of a copy
+\* renewing one an Op record covered (a late END_TX of an earlier copy resolved the transaction).  The
+\* first part restates the check service's own skip, so only the trace layers judge it independently;
+\* the second is kept by another guard (GuardSkipResolved), and rocketmq mode does not claim it.
 NoCheckAfterDurableOp ==
-    \A t \in Txns : \A j \in DOMAIN checks[t] : checks[t][j].kind = "check" => ~checks[t][j].covered
+    \A t \in Txns : \A j \in DOMAIN checks[t] :
+        checks[t][j].kind = "check" => ~checks[t][j].covered /\ (Strict => ~checks[t][j].renewedCovered)
 
 \* Discards happen at the check max or past retention; strict: a transaction is either resolved by an
 \* END_TX or discarded, never both (until an admin resume gives it a new life), and discarded once.
@@ -660,7 +694,8 @@ DiscardOnlyAtMax ==
                 /\ \A e \in DOMAIN ends[t] : ends[t][e].res = "OK" => ends[t][e].life # discardLog[t][j].life
                 /\ \A j2 \in DOMAIN discardLog[t] : j2 # j => discardLog[t][j2].life # discardLog[t][j].life
 
-\* Op records list half offsets that were put; strict: each half offset in at most one Op entry.
+\* Op records list half offsets that were put; strict: each half offset in at most one Op entry.  (TypeOK
+\* only says that they are numbers.)
 OpRefersToHalf ==
     /\ covered \subseteq 1..Len(half)
     /\ Strict => ~opDup
@@ -678,12 +713,64 @@ RefusedOnlyWhenResolved ==
     \A t \in Txns : \A j \in DOMAIN ends[t] :
         ends[t][j].res = "ALREADY_RESOLVED" => Strict /\ ends[t][j].resolved
 
+\* An END_TX COMMIT applied with result OK has written its real message: a transaction has as many real
+\* messages as OK commits, rocketmq's duplicates included (NoUncommittedVisible bounds them from above).
+CommitWritesReal == \A t \in Txns : reals[t] = Cardinality(OKs(t, "commit"))
+
+\* Every END_TX delivered to the broker is applied or refused with a named result: none is dropped.
+EndTxAnswered ==
+    \A t \in Txns :
+        /\ Len(ends[t]) = delivered[t]
+        /\ \A j \in DOMAIN ends[t] :
+              ends[t][j].res \in {"OK", "ALREADY_RESOLVED", "IMMUNITY_REJECTED", "STORE_ERROR"}
+
+\* A check goes only to a producer of its transaction's group, and only such a producer answers one.
+CheckToOwnGroup == \A m \in net : Group[m.p] = Group[Owner[m.t]]
+
+\* Every half record carries its original's birth on its producer's clock: the broker's clock at the
+\* HALF_PUT plus that producer's skew (renewed and resumed copies keep it), so every age the broker
+\* computes is the broker's clock minus the producer's real birth.
+AgeOnBrokerClock == \A i \in DOMAIN half : half[i].born = half[i].put + Skew[half[i].t]
+
+\* IMMUNITY_REJECTED answers exactly the producer's own END_TX for a half with check immunity that is
+\* older than the immunity END_TRANSACTION reads, never a check answer; an immunity re-put happens only
+\* within the scanner's window.
+ImmunityWindow ==
+    \A t \in Txns :
+        /\ \A j \in DOMAIN ends[t] :
+              LET e == ends[t][j]
+              IN (e.res = "IMMUNITY_REJECTED") <=> (~e.chk /\ Immunity[t].has /\ e.age > Immunity[t].end)
+        /\ \A j \in DOMAIN checks[t] :
+              checks[t][j].kind = "reput" => Immunity[t].has /\ checks[t][j].age <= Immunity[t].scan
+
+\* A discard at the check max ends a life in which the transaction was checked (or re-put) CheckMax
+\* times: a resumed half is checked up to the limit again before it is discarded again.
+FullLifeBeforeDiscard ==
+    \A t \in Txns : \A j \in DOMAIN discardLog[t] :
+        discardLog[t][j].why = "max" =>
+            Cardinality({k \in DOMAIN checks[t] : checks[t][k].life = discardLog[t][j].life}) >= CheckMax
+
 -----------------------------------------------------------------------------
 (* Liveness *)
 
-Resolved(t) == OKs(t, None) # {} \/ discardLog[t] # << >>
+\* Resolved in its current life: an admin resume re-opens a transaction, which must be resolved again.
+Resolved(t) ==
+    \/ \E j \in DOMAIN ends[t] : ends[t][j].res = "OK" /\ ends[t][j].life = lives[t]
+    \/ \E j \in DOMAIN discardLog[t] : discardLog[t][j].life = lives[t]
 
-\* Every transaction whose half was stored ends committed, rolled back or discarded.
+\* Every transaction whose half was stored ends committed, rolled back or discarded (after a resume, again).
 EventuallyResolved == \A t \in Txns : (local[t] # None) ~> Resolved(t)
+
+\* The owner's END_TX of t is in flight; t is resolved by an END_TX with result OK, or the owner's END_TX
+\* was refused in a way that leaves t to the check service (late for its immunity, or the store refused it).
+OwnEndInFlight(t) == \E m \in net : m.type = "end" /\ m.t = t /\ ~m.chk
+ResolvedByEndTx(t) ==
+    \/ OKs(t, None) # {}
+    \/ \E j \in DOMAIN ends[t] : ~ends[t][j].chk /\ ends[t][j].res \in {"IMMUNITY_REJECTED", "STORE_ERROR"}
+
+\* Under fair delivery, a transaction whose owner sent its END_TX is resolved by an END_TX, not by a
+\* discard (a model gives the bound that makes this a guarantee: the END_TX is not lost, and it reaches
+\* the broker before the check service looks at the half, see OwnEndFirst in MCTxMQ.tla).
+EndTxResolves == \A t \in Txns : OwnEndInFlight(t) ~> ResolvedByEndTx(t)
 
 =============================================================================

@@ -17,6 +17,7 @@ import pytest
 from spark_validation.catalogue import CHECK_IDS
 from txmq import catalogue
 from txmq.catalogue import (
+    AUDIT,
     BOTH,
     CATALOGUE,
     ENTRIES,
@@ -27,6 +28,7 @@ from txmq.catalogue import (
     SPARK,
     SPEC,
     SPEC_TYPE_CHECKS,
+    TRACE,
     Invariant,
     names,
     render_markdown,
@@ -95,10 +97,23 @@ def drift(spec_dir: Path) -> list[str]:
             elif entry.expect.violates not in checked:
                 problems.append(f"{entry.name}: expected to violate {entry.expect.violates}, which {where} "
                                 "does not check")
-        elif mode is not None and mode.group(1) == "strict":
-            problems += [f"{where}: a passing strict model, but it does not check {n}"
-                         for n in names(SPEC) if n not in checked]
+        elif mode is not None:
+            problems += [f"{where}: a passing {mode.group(1)} model, but it does not check {n}"
+                         for n in _claimed(mode.group(1)) if n not in checked]
+    for name in names(SPEC):
+        if CATALOGUE[name].assumes and not any(
+                entry.ci and entry.expect.violates is None
+                and name in config_properties(entry.config.read_text(encoding="utf-8"))
+                for entry in load_manifest(spec_dir)):
+            problems.append(f"{name}: no passing CI model gives what it assumes and checks it")
     return problems
+
+
+def _claimed(mode: str) -> list[str]:
+    """What every passing model of ``mode`` must check: the spec's invariants the mode claims, but those
+    that assume a fairness or bound only some models give."""
+    return [e.name for e in ENTRIES if SPEC in e.layers and not e.assumes
+            and (mode == "strict" or (e.modes is BOTH and not e.expected_in_rocketmq))]
 
 
 # ----------------------------------------------------------------------------- the spec and its models
@@ -158,6 +173,18 @@ def test_a_passing_strict_model_that_skips_an_invariant_is_drift(spec_copy: Path
                                 "HalfCacheBounded"]
 
 
+def test_a_passing_rocketmq_model_that_skips_what_rocketmq_claims_is_drift(spec_copy: Path) -> None:
+    _edit(spec_copy / "models" / "rocketmq_faults.cfg", "    CommitWritesReal\n", "")
+    assert drift(spec_copy) == ["models/rocketmq_faults.cfg: a passing rocketmq model, but it does not check "
+                                "CommitWritesReal"]
+
+
+def test_a_property_no_model_gives_the_assumptions_of_is_drift(spec_copy: Path) -> None:
+    for model in ("strict_end_resolves", "rocketmq_no_faults"):
+        _edit(spec_copy / "models" / f"{model}.cfg", "    EndTxResolves\n", "")
+    assert drift(spec_copy) == ["EndTxResolves: no passing CI model gives what it assumes and checks it"]
+
+
 def test_a_control_expecting_an_unknown_or_unchecked_invariant_is_drift(spec_copy: Path) -> None:
     _edit(spec_copy / "models.json", '"violates CheckBound"', '"violates CheckBounds"')
     _edit(spec_copy / "models" / "rocketmq_duplicate_commit.cfg", "    SingleResolution\n", "")
@@ -206,11 +233,25 @@ def test_the_issue_list_of_fourteen_is_there_plus_the_spec_extras() -> None:
     ({"rocketmq": "duplicates"}, "cannot be expected to break it"),
     ({"layers": MODEL}, "give not_in_spec exactly"),
     ({"not_in_spec": "why"}, "give not_in_spec exactly"),
+    ({"unchecked": ((SPEC, "why"),)}, "for a layer that does"),
 ])
 def test_inconsistent_entries_are_refused(fields: dict[str, object], message: str) -> None:
     values: dict[str, object] = {"name": "X", "kind": SAFETY, "modes": BOTH, "layers": SPEC, "meaning": "M."}
     with pytest.raises(ValueError, match=message):
         Invariant(**{**values, **fields})  # type: ignore[arg-type]
+
+
+def test_the_entries_that_give_reasons_give_one_for_every_layer_that_does_not_check_them() -> None:
+    every = SPEC | TRACE | MODEL | SPARK | AUDIT
+    explained = [e for e in ENTRIES if e.unchecked]
+    assert {"CommitWritesReal", "EndTxAnswered", "CheckToOwnGroup", "AgeOnBrokerClock", "ImmunityWindow",
+            "FullLifeBeforeDiscard", "EndTxResolves"} <= {e.name for e in explained}
+    for e in explained:
+        covered = e.layers
+        for layer, why in e.unchecked:
+            covered |= layer
+            assert why and not why.endswith("."), (e.name, layer)
+        assert covered == every, e.name
 
 
 # ----------------------------------------------------------------------------- the generated page
@@ -227,7 +268,8 @@ def test_the_page_has_a_row_and_a_section_per_invariant() -> None:
         assert f"\n## {e.name}\n" in page
     assert "| `NoDuplicateReal`" not in page  # every name links to its section
     row = next(line for line in page.splitlines() if line.startswith("| [`QueueContiguity`]"))
-    assert [cell.strip() for cell in row.strip("|").split("|")][3:7] == ["trace only", "yes", "yes", "holds"]
+    assert [cell.strip() for cell in row.strip("|").split("|")][3:9] == [
+        "trace only", "-", "yes", "yes", "-", "holds"]
 
 
 def test_the_command_prints_the_page_or_a_list(capsys: pytest.CaptureFixture[str]) -> None:

@@ -58,6 +58,18 @@ def test_every_action_is_reached(reports: dict[str, ModelReport]) -> None:
     assert not never, f"no CI model reaches: {', '.join(never)}"
 
 
+def test_the_ci_models_reach_groups_crashes_resumes_and_faulty_rocketmq() -> None:
+    """Issue #24: two producer groups, two crashes, two resumes (each shown reachable by a control that
+    must find a behaviour with two), a future-born half checked at once, and a rocketmq model with faults
+    that must pass."""
+    ci = {e.name: e for e in CI}
+    assert {"strict_two_groups", "strict_two_crashes", "strict_two_resumes", "strict_end_resolves"} <= set(ci)
+    assert ci["two_crashes_reached"].expect.violates == "AtMostOneCrash"
+    assert ci["two_resumes_reached"].expect.violates == "AtMostOneResume"
+    assert ci["strict_future_born_checked"].expect.violates == "NoCheckWhileBornInFuture"
+    assert ci["rocketmq_faults"].expect.violates is None
+
+
 def test_commit_after_rollback_control_shows_rollback_then_commit() -> None:
     # Run again with one worker, whose search order is fixed: with two, TLC sometimes reports another
     # violation of SingleResolution as short as this one (a check's ROLLBACK applied twice; 3 runs in 28).

@@ -37,6 +37,11 @@ def test_the_required_mutants_are_there() -> None:
             "renewal_keeps_count"} <= names
     guards = {m.name for m in MUTANTS if m.name.startswith("revert_Guard")}
     assert len(guards) == 6
+    issue_24 = {"ok_commit_without_real", "end_dropped_when_not_cached", "resume_keeps_count",
+                "check_to_other_group", "skew_wrong_sign", "immunity_refusal_inverted",
+                "immunity_refuses_check_answers", "future_born_waits"}
+    assert issue_24 <= names
+    assert len(names) >= 19 + len(issue_24) + 10  # the first round's, the issue's seven mistakes, ten more
 
 
 def test_a_mutant_that_no_longer_applies_is_a_clear_error(tmp_path: Path) -> None:

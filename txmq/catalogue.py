@@ -45,8 +45,10 @@ class Layer(enum.Flag):
     """Where an invariant is checked, always under its catalogue name."""
 
     SPEC = enum.auto()  # an operator of spec/TxMQ.tla, checked by the TLC models that list it
+    TRACE = enum.auto()  # trace validation rejects a trace breaking it: the steps that would are not TxMQ's
     MODEL = enum.auto()  # a function of model_tests/invariants.py, checked against a live broker
     SPARK = enum.auto()  # a check of spark_validation, over a whole trace
+    AUDIT = enum.auto()  # a finding of txmq audit, from what clients of an endpoint observe
 
 
 SAFETY, LIVENESS = Kind.SAFETY, Kind.LIVENESS
@@ -54,7 +56,7 @@ SAFETY, LIVENESS = Kind.SAFETY, Kind.LIVENESS
 # ``absent_events``): requests and answers that leave no record, deliveries, producers, check runs, crashes.
 STORE_ABSENT_EVENTS = ("LOCAL_TX", "END_TX", "CHECK", "DELIVER", "PRODUCER", "CHECKPOINT", "CRASH", "RESTART")
 BOTH, PART, STRICT = Modes.BOTH, Modes.PART, Modes.STRICT
-SPEC, MODEL, SPARK = Layer.SPEC, Layer.MODEL, Layer.SPARK
+SPEC, TRACE, MODEL, SPARK, AUDIT = Layer.SPEC, Layer.TRACE, Layer.MODEL, Layer.SPARK, Layer.AUDIT
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,9 @@ class Invariant:
     ``strict_part``: for ``PART``, the part only strict mode keeps. ``rocketmq``: the upstream anomalies
     that make rocketmq mode violate it by design ("expected in rocketmq mode"); empty when rocketmq mode
     keeps it too. ``not_in_spec``: why the spec does not state it (required exactly when ``SPEC`` is not
-    among the layers); such an invariant is checked over traces only.
+    among the layers); such an invariant is checked over traces only. ``unchecked``: for layers that do not
+    check it, why not (given for every such layer by the entries of issue #24). ``assumes``: the fairness
+    or bound a TLC model must give for the spec to guarantee it; only models that give it check it.
     """
 
     name: str
@@ -76,6 +80,8 @@ class Invariant:
     rocketmq: str = ""
     not_in_spec: str = ""
     needs: tuple[str, ...] = ()
+    unchecked: tuple[tuple[Layer, str], ...] = ()
+    assumes: str = ""
 
     def __post_init__(self) -> None:
         if (self.modes is PART) != bool(self.strict_part):
@@ -85,6 +91,8 @@ class Invariant:
                              "break it")
         if (SPEC in self.layers) == bool(self.not_in_spec):
             raise ValueError(f"{self.name}: give not_in_spec exactly when the spec does not state it")
+        if any(layer in self.layers for layer, _ in self.unchecked):
+            raise ValueError(f"{self.name}: a reason why a layer does not check it, for a layer that does")
 
     def judgeable(self, absent: Iterable[str]) -> bool:
         """Whether a trace lacking the events ``absent`` can judge this invariant."""
@@ -107,33 +115,45 @@ _DELIVERY_BELOW_SPEC = (
     "written (the DELIVER step of spec/TxMQTrace.tla)"
 )
 
+_NOT_YET_OVER_TRACE = (
+    "not yet: the trace carries what it needs, but this layer does not implement it (issue #24 stated it in "
+    "the spec, where trace validation enforces it)"
+)
+_NO_EVENT = "a request the broker dropped leaves no event, so a trace cannot show what is missing"
+_ONE_WAY = "END_TRANSACTION is one-way: a client never sees its result"
+_SKEW_NOT_IN_EVENTS = (
+    "the events carry born and ts, but the producer's real skew is only in the trace header that trace "
+    "validation reads"
+)
+_IMMUNITY_NOT_IN_EVENTS = "the trace does not carry a half's immunity window (see CheckAfterTimeout)"
+
 ENTRIES: tuple[Invariant, ...] = (
     Invariant(
-        "NoUncommittedVisible", SAFETY, BOTH, SPEC | MODEL | SPARK,
+        "NoUncommittedVisible", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction's REAL_PUT comes after an END_TX COMMIT of it with result OK, and the first DELIVER "
         "of a position (topic, queue_id, queue_offset) to a group after the REAL_PUT (or a plain message's "
         "PLAIN_PUT) there: nothing uncommitted is visible.",
         needs=("END_TX",)),
     Invariant(
-        "CommitMatchesLocal", SAFETY, BOTH, SPEC | MODEL | SPARK,
+        "CommitMatchesLocal", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction's first REAL_PUT comes after a LOCAL_TX of it with action COMMIT (its producer's "
         "own decision or a check answer).", needs=("LOCAL_TX",)),
     Invariant(
-        "RollbackNeverVisible", SAFETY, BOTH, SPEC | MODEL | SPARK,
+        "RollbackNeverVisible", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction whose producer side declared ROLLBACK (a LOCAL_TX, own decision or check answer) "
         "has no REAL_PUT.", needs=("LOCAL_TX",)),
     Invariant(
-        "SingleResolution", SAFETY, STRICT, SPEC | MODEL | SPARK,
+        "SingleResolution", SAFETY, STRICT, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction is resolved at most once: at most one END_TX of it has result OK.",
         rocketmq="a duplicate or conflicting END_TX is applied again (S5, S6, S7; #5574, #8158, #2694)",
         needs=("END_TX",)),
     Invariant(
-        "NoDuplicateReal", SAFETY, STRICT, SPEC | MODEL | SPARK,
+        "NoDuplicateReal", SAFETY, STRICT, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction has at most one REAL_PUT.",
         rocketmq="a second commit of the same half or of another copy: duplicate END_TX, a late commit "
         "after a renewal, a re-check after a lost Op buffer (S5, S20, S21, S30, S31; #5574, #2117)"),
     Invariant(
-        "CheckBound", SAFETY, PART, SPEC | MODEL | SPARK,
+        "CheckBound", SAFETY, PART, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "Every HALF_RENEW's check count is one more than that of the copy it renews (an original half, "
         "and a copy an admin RESUME re-appends, count 0: resume restarts the count by design), no count "
         "exceeds check_max, and a CHECK carries the count of the copy it checks.",
@@ -143,12 +163,12 @@ ENTRIES: tuple[Invariant, ...] = (
         "(S32: a crash before the checkpoint was persisted), both halves of a retried send (S33), a "
         "second admin resume of the same discarded record"),
     Invariant(
-        "CheckAfterTimeout", SAFETY, BOTH, SPEC | MODEL | SPARK,
+        "CheckAfterTimeout", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "No CHECK of a transaction comes before its first HALF_PUT is more than transaction_timeout_ms old "
         "(transactions with an IMMUNITY renewal are exempt: their window is not in the trace).",
         needs=("CHECK",)),
     Invariant(
-        "NoCheckAfterDurableOp", SAFETY, STRICT, SPEC | MODEL | SPARK,
+        "NoCheckAfterDurableOp", SAFETY, STRICT, SPEC | TRACE | MODEL | SPARK,
         "No CHECK comes after an OP_PUT that lists the copy it checks or the copy that copy renewed.",
         rocketmq="a check run reads the Op queue until it finds it drained and then checks every later "
         "half old enough without reading it again (TransactionalMessageServiceImpl.check, isNeedCheck "
@@ -157,13 +177,13 @@ ENTRIES: tuple[Invariant, ...] = (
         "check (S41)",
         needs=("CHECK",)),
     Invariant(
-        "DiscardOnlyAtMax", SAFETY, PART, SPEC | MODEL | SPARK,
+        "DiscardOnlyAtMax", SAFETY, PART, SPEC | TRACE | MODEL | SPARK,
         "A DISCARD happens only to a copy carrying check_max checks (result CHECK_MAX) or past retention "
         "(result RETENTION, taken on trust: the trace does not carry the retention time).",
         strict_part="no REAL_PUT of a transaction after its DISCARD, unless an admin RESUME came in between",
         rocketmq="a late commit is applied after the discard, as the half is still readable"),
     Invariant(
-        "OpRefersToHalf", SAFETY, PART, SPEC | MODEL | SPARK,
+        "OpRefersToHalf", SAFETY, PART, SPEC | TRACE | MODEL | SPARK,
         "Every half offset an OP_PUT lists was put earlier by a HALF_PUT or a HALF_RENEW.",
         strict_part="no half offset is listed by two Op entries",
         rocketmq="a duplicate or conflicting END_TX queues a second Op entry for the same half (S5, S7)"),
@@ -184,20 +204,78 @@ ENTRIES: tuple[Invariant, ...] = (
         "The half cache (txmq's RIP-50 extension) holds at most its capacity of distinct original halves; "
         "the trace does not show its contents, so only the spec checks it."),
     Invariant(
-        "RefusedOnlyWhenResolved", SAFETY, STRICT, SPEC | MODEL,
+        "RefusedOnlyWhenResolved", SAFETY, STRICT, SPEC | TRACE | MODEL,
         "An END_TX is refused ALREADY_RESOLVED only when its transaction is resolved: an END_TX of it had "
         "result OK, or it was discarded and not resumed since.", needs=("END_TX",)),
     Invariant(
-        "EventuallyResolved", LIVENESS, BOTH, SPEC | SPARK,
+        "CommitWritesReal", SAFETY, BOTH, SPEC | TRACE | MODEL,
+        "Every END_TX COMMIT with result OK writes its REAL_PUT: a transaction has as many REAL_PUTs as "
+        "END_TX COMMITs with result OK (rocketmq mode's duplicate commits write duplicate real messages, and "
+        "count as such).",
+        unchecked=((SPARK, _NOT_YET_OVER_TRACE),
+                   (AUDIT, _ONE_WAY + "; what a client sees of it, a committed message delivered, is "
+                    "EventuallyDelivered"))),
+    Invariant(
+        "EndTxAnswered", SAFETY, BOTH, SPEC,
+        "Every END_TRANSACTION request that reaches the broker leaves an END_TX with a named result (OK, "
+        "ALREADY_RESOLVED, IMMUNITY_REJECTED, STORE_ERROR): none is dropped silently.",
+        unchecked=((TRACE, _NO_EVENT), (SPARK, _NO_EVENT),
+                   (MODEL, "not yet: the machines send END_TRANSACTION themselves and could count their "
+                    "requests against END_TX events, but invariants.py does not keep the requests"),
+                   (AUDIT, _ONE_WAY))),
+    Invariant(
+        "CheckToOwnGroup", SAFETY, BOTH, SPEC | TRACE,
+        "Every CHECK goes to a producer of the producer group of the transaction's HALF_PUT, and only such "
+        "a producer answers it.",
+        unchecked=((MODEL, _NOT_YET_OVER_TRACE), (SPARK, _NOT_YET_OVER_TRACE),
+                   (AUDIT, "not yet: the audit's producers share one group, so a check to another group "
+                    "cannot happen there"))),
+    Invariant(
+        "AgeOnBrokerClock", SAFETY, BOTH, SPEC | TRACE,
+        "A half's born is its producer's clock when it sent the half: the broker's ts of the HALF_PUT plus "
+        "that producer's clock skew; renewed and resumed copies keep it, so every age the broker acts on "
+        "(timeout, immunity, retention) is the broker's clock minus the producer's real birth.",
+        unchecked=((MODEL, _SKEW_NOT_IN_EVENTS), (SPARK, _SKEW_NOT_IN_EVENTS),
+                   (AUDIT, "a client cannot see the broker's clock"))),
+    Invariant(
+        "ImmunityWindow", SAFETY, BOTH, SPEC | TRACE,
+        "An END_TX is refused IMMUNITY_REJECTED exactly when it is the producer's own request (not a check "
+        "answer) for a half with check immunity older than its immunity as END_TRANSACTION reads it (the "
+        "larger of the immunity and transaction_timeout_ms); an IMMUNITY renewal happens only to a half "
+        "with immunity, within its window.",
+        unchecked=((MODEL, _IMMUNITY_NOT_IN_EVENTS), (SPARK, _IMMUNITY_NOT_IN_EVENTS), (AUDIT, _ONE_WAY))),
+    Invariant(
+        "FullLifeBeforeDiscard", SAFETY, BOTH, SPEC | TRACE,
+        "A DISCARD with result CHECK_MAX comes after check_max CHECKs and IMMUNITY renewals of the "
+        "transaction since its last admin RESUME (or its HALF_PUT): each life of a resumed half is checked "
+        "up to the limit before it is discarded again.",
+        unchecked=((MODEL, _NOT_YET_OVER_TRACE), (SPARK, _NOT_YET_OVER_TRACE),
+                   (AUDIT, "the audit never resumes a half"))),
+    Invariant(
+        "EventuallyResolved", LIVENESS, BOTH, SPEC | SPARK | AUDIT,
         "Every transaction whose half was stored ends with an END_TX OK (COMMIT or ROLLBACK) or a DISCARD, "
         "unless an EXPIRE lists one of its halves among those deleted unresolved (it can no longer resolve); "
-        "over a trace, every transaction old enough to judge.", needs=("END_TX",)),
+        "over a trace, every transaction old enough to judge. The spec asks it again of each life an admin "
+        "RESUME starts; Spark and the audit judge the first life.", needs=("END_TX",)),
     Invariant(
-        "EventuallyDelivered", LIVENESS, BOTH, SPARK,
+        "EventuallyDelivered", LIVENESS, BOTH, SPARK | AUDIT,
         "Every REAL_PUT reaches every consumer group subscribed to its topic, unless its commitlog_offset is "
         "below the last EXPIRE's (retention deleted it before that group read it); over a trace, every "
         "REAL_PUT old enough to judge.",
         not_in_spec=_DELIVERY_BELOW_SPEC + ", and consumers are not modelled", needs=("DELIVER",)),
+    Invariant(
+        "EndTxResolves", LIVENESS, BOTH, SPEC,
+        "A transaction whose producer sent its own END_TX is resolved by an END_TX with result OK (or that "
+        "END_TX is refused IMMUNITY_REJECTED or STORE_ERROR, which leave it to the checks), not by a "
+        "DISCARD, when the END_TX is not lost and reaches the broker before the check service looks at the "
+        "half.",
+        assumes="fair delivery (SpecFairDelivery) and the bound OwnEndFirst with TimelyOwnEnd, in a model "
+        "without losses",
+        unchecked=((TRACE, "a trace is finite and does not show the producer's send"),
+                   (MODEL, "the model tests check safety after every step, not liveness"),
+                   (SPARK, "a trace does not show that the producer sent an END_TX that was not delivered"),
+                   (AUDIT, "not yet: the audit knows which END_TX it sent, but not which were delivered, and "
+                    "its faults lose them"))),
 )
 
 CATALOGUE: dict[str, Invariant] = {entry.name: entry for entry in ENTRIES}
@@ -254,7 +332,8 @@ def names(layer: Layer | None = None, kind: Kind | None = None) -> tuple[str, ..
 
 
 # ----------------------------------------------------------------------------- docs/invariants.md
-_LAYER_HEADINGS = ((SPEC, "spec"), (MODEL, "model tests"), (SPARK, "Spark"))
+_LAYER_HEADINGS = ((SPEC, "spec"), (TRACE, "trace validation"), (MODEL, "model tests"), (SPARK, "Spark"),
+                   (AUDIT, "audit"))
 _MODES_IN_WORDS = {BOTH: "both modes", PART: "both modes, a part strict mode only",
                    STRICT: "strict mode only"}
 
@@ -282,7 +361,10 @@ def render_markdown() -> str:
         "",
         "Every invariant has one name in every layer: a TLA+ operator in `spec/TxMQ.tla` (checked by the",
         "TLC models that list it), a function in `model_tests/invariants.py` (checked after every step of",
-        "the Hypothesis state machines) and a check in `spark_validation` (checked over a whole trace).",
+        "the Hypothesis state machines), a check in `spark_validation` (checked over a whole trace) and a",
+        "finding of `txmq audit` (judged from what an endpoint's clients observe). *Trace validation*",
+        "(`txmq spec validate-trace`) evaluates no operator: it accepts a trace only as a behaviour of the",
+        "spec, so it rejects a trace that breaks an invariant the spec's steps keep (a `yes` there).",
         "Meanings are stated over the trace (`docs/trace-events.md`). *Modes*: `both` holds in strict and",
         "rocketmq mode; `strict` only in strict mode; `both, part strict` holds in both except a part only",
         "strict keeps. *rocketmq mode*: whether upstream behaviour breaks it by design; a validator reports",
@@ -316,6 +398,11 @@ def render_markdown() -> str:
             lines += [f"- Expected in rocketmq mode: {e.rocketmq}.", ""]
         if e.not_in_spec:
             lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
+        if e.assumes:
+            lines += [f"- The spec guarantees it under {e.assumes}; only models giving that check it.", ""]
+        lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS
+                  for unchecked, why in e.unchecked if unchecked is layer]
+        lines += [""] if e.unchecked else []
     for fact in UPSTREAM_FACTS:
         heading = f"*Upstream fact, audit figure `{fact.figure}`.*"
         lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",
