@@ -28,7 +28,7 @@ from txmq.errors import TraceError
 from txmq.protocol import LocalTransactionState, Message
 from txmq.sim.runner import simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
-from txmq.tla.trace_steps import coverage
+from txmq.tla.trace_input import coverage
 from txmq.tla.trace_validation import Validation, validate
 from txmq.trace.reader import read_events
 from txmq.trace.sinks import MemorySink
@@ -47,7 +47,7 @@ def _simulate_and_validate(seed: int, mode: str, directory: Path) -> Validation:
     simulate(workload, seed, BrokerConfig(mode=mode), out=out)
     header, events = read_events(out)
     count_tlc("traces")
-    return validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR, explain_rejection=False)
+    return validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
 
 
 # Step variants the batch must also reach, beyond one count per action: the faults themselves.
@@ -164,5 +164,5 @@ def test_sixteenth_check_is_rejected_at_its_renewal(mode: str, tmp_path: Path) -
     events[discard:discard + 1] = [sixteenth, {**check, "half_offset": sixteenth["half_offset"],
                                                "check_count": sixteenth["check_count"]}]
     events = renumber(events)
-    outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR, explain_rejection=False)
+    outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR)
     assert outcome.first_unexplained is not None and outcome.first_unexplained.source == events[discard]
