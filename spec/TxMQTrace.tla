@@ -10,7 +10,7 @@
 (* through a check answer (DECIDE), the check service passing a record by *)
 (* (SKIP).  Each step is one TxMQ action, named, and every field of the   *)
 (* event is compared with what the spec holds: the step's conditions      *)
-(* (Conds) are named, and so is the TxMQ action it takes.  REAL_PUT must  *)
+(* (CondsOf) are named, and so is the TxMQ action it takes.  REAL_PUT must  *)
 (* follow its END_TX and CHECK its HALF_RENEW (owed); the end marker      *)
 (* (FINISH) is checked against what the spec's broker holds at the end.   *)
 (* So every step the cursor ti passes is a step of Next, and the trace is *)
@@ -20,9 +20,9 @@
 (* trace: TLC checks it, step by step (the view is the cursor alone, see  *)
 (* TraceView).  Python's placement can only make a valid trace be         *)
 (* rejected, never an invalid one accepted: every state TLC reaches is    *)
-(* reached by steps of Next.  When a step cannot be taken, Diagnose names *)
-(* its first condition (or TxMQ sub-action) that fails, with the state of *)
-(* the transaction the step is about, in the same TLC run.                *)
+(* reached by steps of Next.  When a step's conditions do not hold,       *)
+(* Diagnose names the first that fails, with the state of the transaction *)
+(* the step is about, in the same TLC run.                                *)
 (***************************************************************************)
 EXTENDS TxMQ, TLC
 
@@ -50,38 +50,51 @@ Keep == UNCHANGED vars
 
 -----------------------------------------------------------------------------
 (* The conditions a step checks besides its TxMQ action, each named: a     *)
-(* sequence of <<name, holds, what the spec holds instead>>.               *)
+(* sequence of <<name, holds>>, or with d (a rejection's diagnosis) of     *)
+(* <<name, holds, what the spec holds instead>>; TLC passes operator       *)
+(* arguments unevaluated, so the last is computed only for a diagnosis.    *)
 
-C(name, holds, instead) == <<name, holds, instead>>
+C(d, name, holds, instead) == IF d THEN <<name, holds, instead>> ELSE <<name, holds>>
 AllHold(conds) == \A j \in DOMAIN conds : conds[j][2]
 
 \* Nothing is owed: the previous step was not an END_TX OK COMMIT or a HALF_RENEW for a check.
-NothingOwed == C("NothingOwed", Owes("NONE"), owed)
+NothingOwed(d) == C(d, "NothingOwed", Owes("NONE"), owed)
 
 \* The message fields of an event carrying transaction t's message are those of t's half.
-SameMessage(t, prefix) ==
-    << C(prefix \o "TopicIsTheHalfs", Ev.topic = HalfMsg[t].topic /\ Ev.q = HalfMsg[t].q,
+SameMessage(d, t, prefix) ==
+    << C(d, prefix \o "TopicIsTheHalfs", Ev.topic = HalfMsg[t].topic /\ Ev.q = HalfMsg[t].q,
          <<HalfMsg[t].topic, HalfMsg[t].q>>),
-       C(prefix \o "BodyIsTheHalfs", Ev.crc = HalfMsg[t].crc, HalfMsg[t].crc) >>
+       C(d, prefix \o "BodyIsTheHalfs", Ev.crc = HalfMsg[t].crc, HalfMsg[t].crc) >>
 
-\* The copy a step appends is at the end of the half queue, with the count the event names.
-AppendedAt(n) == C("HalfOffsetIsNext", Ev.off = Len(half) + 1, Len(half) + 1)
+\* The copy a step appends is at the end of the half queue.
+AppendedAt(d) == C(d, "HalfOffsetIsNext", Ev.off = Len(half) + 1, Len(half) + 1)
 
 \* The record the check service examines is the one the event names, of the event's transaction.
-ExaminesRecord ==
-    << C("RecordIsNextExamined", cursor + 1 = Ev.i, cursor + 1),
-       C("Examinable", Examinable, Len(half)),
-       C("RecordOfTheTransaction", Examinable /\ Rec.t = Ev.t, IF Examinable THEN Rec.t ELSE 0) >>
+ExaminesRecord(d) ==
+    << C(d, "RecordIsNextExamined", cursor + 1 = Ev.i, cursor + 1),
+       C(d, "Examinable", Examinable, Len(half)),
+       C(d, "RecordOfTheTransaction", Examinable /\ Rec.t = Ev.t, IF Examinable THEN Rec.t ELSE 0) >>
 
 \* The copy a renewal or re-put appends carries one more check than the record examined.
-RenewedCount == C("CountIsOneMore", Examinable /\ Ev.n = Rec.n + 1, IF Examinable THEN Rec.n + 1 ELSE 0)
+RenewedCount(d) == C(d, "CountIsOneMore", Ev.n = Rec.n + 1, Rec.n + 1)
+
+UnsettledRecord(d) ==
+    C(d, "Unsettled", Unsettled, [covered |-> Next1 \in covered, settled |-> Settled(Next1)])
 
 \* The spec's results of an END_TX delivery (the diagnosis of a wrong one).
 EndResults(A(_)) == {r \in {"OK", "STORE_ERROR", "ALREADY_RESOLVED", "IMMUNITY_REJECTED"} : ENABLED A(r)}
 
+\* Between two traces validated in one run (txmq.tla.trace_batch), the next trace's broker starts on an
+\* empty store at time 0.  Its transactions, producers and groups have names of their own, still in their
+\* initial state, so nothing of the previous trace can explain a step of the next.
+Reset ==
+    /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
+    /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE
+    /\ UNCHANGED <<producerVars, latest, reals, lives, durable, index, ends, checks, discardLog, budgetVars>>
+
 -----------------------------------------------------------------------------
-(* The steps.  Each kind has its conditions (Conds), checked before the   *)
-(* TxMQ action (Act) it takes.                                             *)
+(* The steps.  Each kind has its conditions (CondsOf), checked before    *)
+(* the TxMQ action (Act) it takes.                                         *)
 
 EndMsgOfEv == EndMsg(Ev.t, Ev.off, Ev.act, Ev.chk, Ev.p)
 CheckMsgOfEv == CheckMsg(Ev.t, Ev.off, Ev.p)
@@ -91,71 +104,95 @@ DeliverEnd(res) ==
     /\ IF Ev.dup THEN DeliverDup(EndMsgOfEv) ELSE Deliver(EndMsgOfEv)
     /\ Len(ends'[Ev.t]) > 0 /\ Last(ends'[Ev.t]).res = res
 
+\* DISCARD: the record discarded with the count and reason the event names.
+DiscardEv == ScanDiscard /\ Last(discardLog'[Ev.t]).n = Ev.n /\ Last(discardLog'[Ev.t]).why = Ev.why
+
 \* A check delivered to producer Ev.p, and its answer (none for UNKNOW) leaving for the broker.
 AnswerEv ==
     /\ Deliver(CheckMsgOfEv)
     /\ IF Ev.act = None THEN net' = net \ {CheckMsgOfEv}
        ELSE EndMsg(Ev.t, Ev.off, Ev.act, TRUE, Ev.p) \in net'
 
-Conds ==
-    CASE Ev.e = "SEND" ->
-            << NothingOwed, AppendedAt(0), C("BornIsProducerClock", Ev.born = now + Skew[Ev.t], now + Skew[Ev.t])
-            >> \o SameMessage(Ev.t, "Half")
-      [] Ev.e = "RESEND" ->
-            << NothingOwed, AppendedAt(0), C("BornIsProducerClock", Ev.born = now + Skew[Ev.t], now + Skew[Ev.t])
-            >> \o SameMessage(Ev.t, "Half")
-      [] Ev.e = "DECIDE" -> << NothingOwed, C("DecisionIsPossible", Ev.act \in Decisions, Decisions) >>
+\* A TxMQ action whose guards are its own (no operator of TxMQ names them): named by the action.
+Enabled(d, name, enabled) == C(d, name, enabled, "not enabled")
+
+CondsOf(d) ==
+    CASE Ev.e \in {"SEND", "RESEND"} ->
+            << NothingOwed(d), AppendedAt(d),
+               C(d, "BornIsProducerClock", Ev.born = now + Skew[Ev.t], now + Skew[Ev.t]) >>
+            \o SameMessage(d, Ev.t, "Half") \o
+            << IF Ev.e = "SEND" THEN Enabled(d, "SendHalf", ENABLED SendHalf(Ev.t))
+               ELSE Enabled(d, "ResendHalf", ENABLED ResendHalf(Ev.t)) >>
+      [] Ev.e = "DECIDE" ->
+            << NothingOwed(d), C(d, "DecisionIsPossible", Ev.act \in Decisions, Decisions),
+               Enabled(d, "Decide", ENABLED Decide(Ev.t)) >>
+      [] Ev.e = "PEND" -> << NothingOwed(d), Enabled(d, "ProducerEnd", ENABLED ProducerEnd(Ev.t)) >>
+      [] Ev.e = "UP" -> << NothingOwed(d), Enabled(d, "ProducerStart", ENABLED ProducerStart(Ev.p)) >>
+      [] Ev.e = "DOWN" -> << NothingOwed(d), Enabled(d, "ProducerCrash", ENABLED ProducerCrash(Ev.p)) >>
+      [] Ev.e = "TICK" -> << NothingOwed(d), Enabled(d, "Tick", ENABLED Tick(Ev.ts)) >>
+      [] Ev.e = "CRASH" -> << NothingOwed(d), Enabled(d, "CrashRestart", ENABLED CrashRestart(Ev.i)) >>
+      [] Ev.e = "RESUME" -> << NothingOwed(d), AppendedAt(d), Enabled(d, "Resume", ENABLED Resume(Ev.t)) >>
+      [] Ev.e = "ANSWER" ->
+            << NothingOwed(d),
+               C(d, "Deliver(check) and AnswerCheck", ENABLED AnswerEv,
+                 [inFlight |-> CheckMsgOfEv \in net, local |-> local[Ev.t]]) >>
+      [] Ev.e = "END" ->
+            << NothingOwed(d),
+               C(d, "ApplyEndResult", ENABLED DeliverEnd(Ev.res),
+                 [inFlight |-> EndMsgOfEv \in net, results |-> EndResults(DeliverEnd)]) >>
       [] Ev.e = "REAL" ->
-            << C("OwedRealPut", Owes("REAL") /\ owed.t = Ev.t /\ owed.off = Ev.off, owed),
-               C("RealPutAtItsEndTxTime", Ev.ts = now, now) >> \o SameMessage(Ev.t, "Real")
+            << C(d, "OwedRealPut", Owes("REAL") /\ owed.t = Ev.t /\ owed.off = Ev.off, owed),
+               C(d, "RealPutAtItsEndTxTime", Ev.ts = now, now) >> \o SameMessage(d, Ev.t, "Real")
       [] Ev.e = "CHECK" ->
-            << C("OwedCheck", Owes("CHECK") /\ owed.t = Ev.t /\ owed.off = Ev.off /\ owed.n = Ev.n
-                              /\ owed.p = Ev.p, owed),
-               C("CheckAtItsRenewalTime", Ev.ts = now, now) >>
+            << C(d, "OwedCheck", Owes("CHECK") /\ owed.t = Ev.t /\ owed.off = Ev.off /\ owed.n = Ev.n
+                                 /\ owed.p = Ev.p, owed),
+               C(d, "CheckAtItsRenewalTime", Ev.ts = now, now) >>
       [] Ev.e = "OP" ->
-            << NothingOwed,
-               C("OpListsOldestBuffered", Len(Ev.offs) <= Len(opBuf) /\ SubSeq(opBuf, 1, Len(Ev.offs)) = Ev.offs,
-                 opBuf) >>
+            << NothingOwed(d),
+               C(d, "OpListsOldestBuffered",
+                 Ev.offs # << >> /\ Len(Ev.offs) <= Len(opBuf) /\ SubSeq(opBuf, 1, Len(Ev.offs)) = Ev.offs, opBuf) >>
+      [] Ev.e = "SKIP" ->
+            << NothingOwed(d), C(d, "Examinable", Examinable, Len(half)),
+               C(d, "CoveredOrSettled", Next1 \in covered \/ Settled(Next1), Rec) >>
       [] Ev.e = "RENEW" ->
-            << NothingOwed >> \o ExaminesRecord \o
-            << C("Unsettled", Unsettled, [covered |-> Next1 \in covered, settled |-> Settled(Next1)]),
-               C("NotDiscarded", NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]),
-               C("DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), immunity |-> Immunity[Rec.t]]),
-               IF Ev.p = "nobody" THEN C("RecipientsEmpty", Recipients(Rec.t) = {}, Recipients(Rec.t))
-               ELSE C("CheckRecipientIsInRecipients", Ev.p \in Recipients(Rec.t), Recipients(Rec.t)),
-               AppendedAt(Ev.n), RenewedCount >>
+            << NothingOwed(d) >> \o ExaminesRecord(d) \o
+            << UnsettledRecord(d),
+               C(d, "NotDiscarded", NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]),
+               C(d, "DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), immunity |-> Immunity[Rec.t]]),
+               IF Ev.p = "nobody" THEN C(d, "RecipientsEmpty", Recipients(Rec.t) = {}, Recipients(Rec.t))
+               ELSE C(d, "CheckRecipientIsInRecipients", Ev.p \in Recipients(Rec.t), Recipients(Rec.t)),
+               AppendedAt(d), RenewedCount(d) >>
       [] Ev.e = "IMMUNITY" ->
-            << NothingOwed >> \o ExaminesRecord \o
-            << C("Unsettled", Unsettled, [covered |-> Next1 \in covered, settled |-> Settled(Next1)]),
-               C("NotDiscarded", NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]),
-               AppendedAt(Ev.n), RenewedCount >>
+            << NothingOwed(d) >> \o ExaminesRecord(d) \o
+            << UnsettledRecord(d), AppendedAt(d), RenewedCount(d),
+               Enabled(d, "ScanImmunity", ENABLED ScanImmunity) >>
       [] Ev.e = "DISCARD" ->
-            << NothingOwed >> \o ExaminesRecord \o
-            << C("Unsettled", Unsettled, [covered |-> Next1 \in covered, settled |-> Settled(Next1)]),
-               C("DiscardedAtMaxOrPastRetention", ~NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]) >>
-      [] Ev.e = "RESUME" -> << NothingOwed, AppendedAt(0) >>
-      [] Ev.e = "CHECKPOINT" -> << NothingOwed, C("CheckpointIsCursor", cursor = Ev.i, cursor) >>
+            << NothingOwed(d) >> \o ExaminesRecord(d) \o
+            << UnsettledRecord(d),
+               C(d, "ScanDiscard", ENABLED DiscardEv, [n |-> Rec.n, age |-> Age(Next1), max |-> Rec.n >= CheckMax]) >>
+      [] Ev.e = "CHECKPOINT" -> << NothingOwed(d), C(d, "CheckpointIsCursor", cursor = Ev.i, cursor) >>
       [] Ev.e = "DELIVER" ->
-            << NothingOwed,
-               IF Ev.t = 0 THEN C("PlainMessageStored", Ev.k \in 1..plainsStored, plainsStored)
-               ELSE C("RealMessageStored", Ev.k \in 1..reals[Ev.t], reals[Ev.t]),
-               C("GroupSubscribesTopic", Ev.g \in DOMAIN Subscribed => Ev.topic \in Subscribed[Ev.g],
+            << NothingOwed(d),
+               IF Ev.t = 0 THEN C(d, "PlainMessageStored", Ev.k \in 1..plainsStored, plainsStored)
+               ELSE C(d, "RealMessageStored", Ev.k \in 1..reals[Ev.t], reals[Ev.t]),
+               C(d, "GroupSubscribesTopic", Ev.g \in DOMAIN Subscribed => Ev.topic \in Subscribed[Ev.g],
                  IF Ev.g \in DOMAIN Subscribed THEN Subscribed[Ev.g] ELSE {}) >> \o
             IF Ev.t = 0
             THEN IF Ev.k \in 1..plainsStored
-                 THEN << C("DeliverTopicIsThePlains", Ev.topic = PlainMsg[Ev.k].topic /\ Ev.q = PlainMsg[Ev.k].q,
+                 THEN << C(d, "DeliverTopicIsThePlains",
+                           Ev.topic = PlainMsg[Ev.k].topic /\ Ev.q = PlainMsg[Ev.k].q,
                            <<PlainMsg[Ev.k].topic, PlainMsg[Ev.k].q>>),
-                         C("DeliverBodyIsThePlains", Ev.crc = PlainMsg[Ev.k].crc, PlainMsg[Ev.k].crc) >>
+                         C(d, "DeliverBodyIsThePlains", Ev.crc = PlainMsg[Ev.k].crc, PlainMsg[Ev.k].crc) >>
                  ELSE << >>
-            ELSE SameMessage(Ev.t, "Deliver")
+            ELSE SameMessage(d, Ev.t, "Deliver")
       \* The end marker: what the broker still holds is what the spec's broker holds.  A strict broker
       \* flushes its Op buffer when it shuts down cleanly (Broker.close), so it drops no entry.
       [] Ev.e = "FINISH" ->
-            << NothingOwed, C("StrictShutdownDropsNoOpEntry", Strict => Ev.offs = << >>, << >>),
-               C("ShutdownOpBufferIsTheSpecs", opBuf = Ev.offs, opBuf),
-               C("HalfQueueLength", Len(half) = Ev.halves, Len(half)),
-               C("OpRecordCount", opRecords = Ev.ops, opRecords) >>
-      [] OTHER -> << NothingOwed >>
+            << NothingOwed(d), C(d, "StrictShutdownDropsNoOpEntry", Strict => Ev.offs = << >>, << >>),
+               C(d, "ShutdownOpBufferIsTheSpecs", opBuf = Ev.offs, opBuf),
+               C(d, "HalfQueueLength", Len(half) = Ev.halves, Len(half)),
+               C(d, "OpRecordCount", opRecords = Ev.ops, opRecords) >>
+      [] OTHER -> << NothingOwed(d) >>
 
 \* The TxMQ action each kind takes, with the fields only its next state shows.
 Act ==
@@ -172,11 +209,11 @@ Act ==
       [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved
       [] Ev.e = "RENEW" -> IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)
       [] Ev.e = "IMMUNITY" -> ScanImmunity
-      [] Ev.e = "DISCARD" ->
-            ScanDiscard /\ Last(discardLog'[Ev.t]).n = Ev.n /\ Last(discardLog'[Ev.t]).why = Ev.why
+      [] Ev.e = "DISCARD" -> DiscardEv
       [] Ev.e = "RESUME" -> Resume(Ev.t)
       [] Ev.e = "CRASH" -> CrashRestart(Ev.i)
       [] Ev.e = "PLAIN" -> Keep /\ plainsStored' = plainsStored + 1
+      [] Ev.e = "RESET" -> Reset
       [] OTHER -> Keep   \* REAL, CHECK, CHECKPOINT, DELIVER, FINISH: checked by their conditions alone
 
 \* What is owed after the step.
@@ -186,44 +223,21 @@ OwedAfter ==
       [] OTHER -> Nothing
 
 Explain ==
-    /\ AllHold(Conds)
     /\ Act
     /\ owed' = OwedAfter
     /\ ti' = ti + 1
     /\ Ev.e # "PLAIN" => UNCHANGED plainsStored
 
 -----------------------------------------------------------------------------
-(* A rejection, explained: the first condition that fails, else the TxMQ   *)
-(* action that cannot be taken, else what only its next state shows.      *)
-
-ActName ==
-    CASE Ev.e = "TICK" -> "Tick" [] Ev.e = "UP" -> "ProducerStart" [] Ev.e = "DOWN" -> "ProducerCrash"
-      [] Ev.e = "SEND" -> "SendHalf" [] Ev.e = "RESEND" -> "ResendHalf" [] Ev.e = "DECIDE" -> "Decide"
-      [] Ev.e = "PEND" -> "ProducerEnd" [] Ev.e = "ANSWER" -> "Deliver(check)"
-      [] Ev.e = "END" -> IF Ev.dup THEN "DeliverDup(end)" ELSE "Deliver(end)"
-      [] Ev.e = "OP" -> "FlushOps" [] Ev.e = "SKIP" -> "ScanSkipCovered or ScanSkipResolved"
-      [] Ev.e = "RENEW" -> IF Ev.p = "nobody" THEN "ScanCheckNobody" ELSE "ScanCheck"
-      [] Ev.e = "IMMUNITY" -> "ScanImmunity" [] Ev.e = "DISCARD" -> "ScanDiscard" [] Ev.e = "RESUME" -> "Resume"
-      [] Ev.e = "CRASH" -> "CrashRestart" [] OTHER -> Ev.e
-
-\* Enabledness of the TxMQ action alone, without the fields its next state is compared with.
-ActAlone ==
-    CASE Ev.e = "DECIDE" -> ENABLED Decide(Ev.t)
-      [] Ev.e = "ANSWER" -> ENABLED Deliver(CheckMsgOfEv)
-      [] Ev.e = "END" -> EndResults(DeliverEnd) # {}
-      [] Ev.e = "DISCARD" -> ENABLED ScanDiscard
-      [] OTHER -> ENABLED Act
+(* A rejection, explained: the first condition that fails, with what the   *)
+(* spec holds instead.  The conditions name each TxMQ action whose guards  *)
+(* only it states, so a step whose conditions hold is taken.              *)
 
 Failure ==
-    LET conds == Conds
+    LET conds == CondsOf(TRUE)
         bad == {j \in DOMAIN conds : ~conds[j][2]}
-    IN IF bad # {} THEN LET first == CHOOSE j \in bad : \A k \in bad : j <= k
-                        IN <<conds[first][1], conds[first][3]>>
-       ELSE IF ~ActAlone THEN <<ActName, "not enabled">>
-       ELSE CASE Ev.e = "END" -> <<"ApplyEndResult", EndResults(DeliverEnd)>>
-              [] Ev.e = "DISCARD" -> <<"DiscardCountAndReason", [n |-> Rec.n, max |-> Rec.n >= CheckMax]>>
-              [] Ev.e = "ANSWER" -> <<"AnswerCheckAnswer", local[Ev.t]>>
-              [] OTHER -> <<ActName, "fields">>
+        first == CHOOSE j \in bad : \A k \in bad : j <= k
+    IN <<conds[first][1], conds[first][3]>>
 
 \* What the spec's broker holds about transaction t (and in general), printed with a rejection.
 StateOf(t) ==
@@ -246,8 +260,7 @@ Diagnose ==
     /\ FALSE
 
 TraceInit == Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0
-TraceNext == ti < Len(Trace) /\ IF ENABLED Explain THEN Explain ELSE Diagnose
-TraceSpec == TraceInit /\ [][TraceNext]_traceVars
+TraceNext == ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
 
 \* Every state TLC keeps is the one state at its cursor (TraceNext admits one behaviour), so the cursor
 \* alone tells states apart: TLC then fingerprints one number per state, not the whole broker.

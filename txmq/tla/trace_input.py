@@ -15,13 +15,15 @@ from typing import Any
 from txmq.errors import TraceError
 
 # The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
-# CHECKPOINT, DELIVER and FINISH check the state without a step of their own.
+# CHECKPOINT, DELIVER and FINISH check the state without a step of their own; RESET starts the next
+# trace of a batch (txmq.tla.trace_batch).
 ACTION_OF = {
     "TICK": "Tick", "UP": "ProducerStart", "DOWN": "ProducerCrash", "SEND": "SendHalf",
     "RESEND": "ResendHalf", "DECIDE": "Decide", "PEND": "ProducerEnd", "ANSWER": "Deliver(check)",
     "END": "Deliver(end)", "OP": "FlushOps", "SKIP": "ScanSkip", "RENEW": "ScanCheck",
     "IMMUNITY": "ScanImmunity", "DISCARD": "ScanDiscard", "RESUME": "Resume", "CRASH": "CrashRestart",
     "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
+    "RESET": None,
 }
 
 

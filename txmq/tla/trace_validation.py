@@ -31,7 +31,7 @@ from txmq.tla.jar import find_jar
 from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
 from txmq.tla.tla_values import failure_report
-from txmq.tla.trace_input import Step, coverage
+from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, coverage
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_text
 from txmq.tla.trace_steps import build_steps
 from txmq.trace import schema as ev
@@ -127,6 +127,14 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
     rows = list(events)
     require_complete(rows)
     steps, spec = build_steps(mode, config, rows)
+    return judge(mode, config, steps, spec, spec_dir=spec_dir, jar=jar, unknown_answer=unknown_answer,
+                 progress=progress)
+
+
+def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInput, *, spec_dir: Path,
+          jar: Path | None = None, unknown_answer: str = "UNKNOWN", progress: Progress | None = None
+          ) -> Validation:
+    """One TLC run over ``steps`` (one trace's, or several traces' joined by ``trace_batch``)."""
     jar = jar or find_jar()
     with tempfile.TemporaryDirectory(prefix="txmq-trace-") as tmp:
         work = Path(tmp)
@@ -141,9 +149,10 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
     if _ACCEPTED.search(output):
         return Validation(True, len(steps), steps, result)
     failure = failure_report(output)
-    if failure is None:
-        raise TraceError("TLC stopped without accepting the trace or saying why (no txmq-trace-failed line): "
-                         "a bug of the trace spec")
+    if failure is None:  # every condition held, yet the TxMQ action found no next state: name the action
+        explained = max(0, (result.depth or 1) - 1)  # the view is the cursor: one state per step explained
+        kind = steps[min(explained, len(steps) - 1)].kind
+        return Validation(False, explained, steps, result, f"{ACTION_OF.get(kind) or kind} (no next state)")
     return Validation(False, failure.step - 1, steps, result, failure.condition, failure.expected,
                       failure.state)
 
