@@ -169,3 +169,25 @@ def test_sixteenth_check_is_rejected_at_its_renewal(mode: str, tmp_path: Path) -
     events = renumber(events)
     outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR)
     assert outcome.first_unexplained is not None and outcome.first_unexplained.source == events[discard]
+
+
+@needs_tlc
+def test_a_batch_reports_each_trace_as_if_validated_alone(tmp_path: Path) -> None:
+    """Three traces in one run, the middle one doctored: the first is accepted, the second rejected at its
+    own event and condition, the third (after the rejection) validated by a run of its own."""
+    from test_conformance_fields import real_body_differs
+    from test_conformance_trace import broker_trace
+
+    traces, doctored_at = [], -1
+    for number in range(3):
+        config, events = broker_trace("strict", tmp_path / str(number))
+        if number == 1:
+            doctored_at = real_body_differs(events)
+        traces.append(BatchTrace("strict", config.as_dict(), renumber(events)))
+    count_tlc("traces", 3)
+    verdicts = validate_batch(traces, spec_dir=SPEC, jar=JAR)
+    assert [v.accepted for v in verdicts] == [True, False, True]
+    bad = verdicts[1].first_unexplained
+    assert bad is not None and bad.source is not None and bad.source["seq"] == doctored_at
+    assert verdicts[1].condition == "RealBodyIsTheHalfs"
+    assert [len(v.steps) for v in verdicts][0] == len(verdicts[2].steps)

@@ -26,39 +26,23 @@ from txmq.trace.reader import IncompleteTraceError
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 
 
-def real_body_differs(events: Events) -> int:
-    """A REAL_PUT whose body is not its half's."""
-    at = first(events, "REAL_PUT")
-    events[at]["body_crc"] ^= 1
-    return at
+def _first_changed(event: str, change: Callable[[dict[str, Any]], Any]) -> Callable[[Events], int]:
+    """A doctoring that changes the first ``event`` of a trace."""
+    def doctor(events: Events) -> int:
+        at = first(events, event)
+        change(events[at])
+        return at
+    return doctor
 
 
-def real_to_another_topic(events: Events) -> int:
-    """A REAL_PUT written to another topic than its half's destination."""
-    at = first(events, "REAL_PUT")
-    events[at]["topic"] = "elsewhere"
-    return at
-
-
-def real_before_its_end_tx(events: Events) -> int:
-    """A REAL_PUT timestamped 5 s before the END_TX that wrote it."""
-    at = first(events, "REAL_PUT")
-    events[at]["ts"] -= 5_000
-    return at
-
-
-def deliver_body_differs(events: Events) -> int:
-    """A DELIVER whose body differs from the message at that position."""
-    at = first(events, "DELIVER")
-    events[at]["body_crc"] ^= 1
-    return at
-
-
-def check_before_its_renewal(events: Events) -> int:
-    """A CHECK timestamped 5 s before the HALF_RENEW that created the copy it checks."""
-    at = first(events, "CHECK")
-    events[at]["ts"] -= 5_000
-    return at
+# A REAL_PUT whose body is not its half's, or written to another topic than its half's destination, or
+# timestamped 5 s before the END_TX that wrote it; a DELIVER whose body differs from the message at that
+# position; a CHECK timestamped 5 s before the HALF_RENEW that created the copy it checks.
+real_body_differs = _first_changed("REAL_PUT", lambda e: e.update(body_crc=e["body_crc"] ^ 1))
+real_to_another_topic = _first_changed("REAL_PUT", lambda e: e.update(topic="elsewhere"))
+real_before_its_end_tx = _first_changed("REAL_PUT", lambda e: e.update(ts=e["ts"] - 5_000))
+deliver_body_differs = _first_changed("DELIVER", lambda e: e.update(body_crc=e["body_crc"] ^ 1))
+check_before_its_renewal = _first_changed("CHECK", lambda e: e.update(ts=e["ts"] - 5_000))
 
 
 def check_to_another_group(events: Events) -> int:
