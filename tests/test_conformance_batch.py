@@ -24,11 +24,11 @@ from txmq.broker import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
-from txmq.errors import TraceError
 from txmq.protocol import LocalTransactionState, Message
 from txmq.sim.runner import simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
-from txmq.tla.trace_steps import coverage
+from txmq.tla.trace_batch import BatchTrace, validate_batch
+from txmq.tla.trace_input import coverage
 from txmq.tla.trace_validation import Validation, validate
 from txmq.trace.reader import read_events
 from txmq.trace.sinks import MemorySink
@@ -38,16 +38,21 @@ SEEDS = range(50)
 MODES = ("strict", "rocketmq")
 TRANSACTIONS = 200
 PARALLEL = 2  # TLC runs, each with one worker: the CI machine has 2 cores
+PER_RUN = 10  # traces per TLC run (one JVM): the run's state grows with its transactions, so not all 50
 
 
-def _simulate_and_validate(seed: int, mode: str, directory: Path) -> Validation:
+def _simulate(seed: int, mode: str, directory: Path) -> BatchTrace:
     out = directory / f"{mode}-{seed}.parquet"
     faults = "heavy" if seed % 2 else "light"
     workload = Workload().with_overrides(transactions=TRANSACTIONS, **FAULT_PRESETS[faults])
     simulate(workload, seed, BrokerConfig(mode=mode), out=out)
     header, events = read_events(out)
-    count_tlc("traces")
-    return validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR, explain_rejection=False)
+    return BatchTrace(header.mode, header.config, list(events))
+
+
+def _validate(traces: list[BatchTrace]) -> list[Validation]:
+    count_tlc("traces", len(traces))
+    return validate_batch(traces, spec_dir=SPEC, jar=JAR)
 
 
 # Step variants the batch must also reach, beyond one count per action: the faults themselves.
@@ -68,26 +73,24 @@ NOT_IN_THE_SIMULATION = {"Resume", "ScanImmunity", "check reaching nobody"}
 
 @needs_tlc
 def test_batch_of_simulated_traces_is_accepted_and_covers_every_action(tmp_path: Path) -> None:
-    jobs = [(seed, mode) for seed in SEEDS for mode in MODES]
+    jobs = [(seed, mode) for mode in MODES for seed in SEEDS]
     print(f"trace batch: {len(jobs)} traces of {TRANSACTIONS} transactions, "
           f"seeds {SEEDS.start}..{SEEDS.stop - 1}, "
           f"modes {', '.join(MODES)}, light and heavy faults")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        futures = {job: pool.submit(_simulate_and_validate, *job, tmp_path) for job in jobs}
+        traces = list(pool.map(lambda job: _simulate(job[0], job[1], tmp_path), jobs))
+        runs = [traces[i:i + PER_RUN] for i in range(0, len(traces), PER_RUN)]  # a run: one mode
+        verdicts = [v for run in pool.map(_validate, runs) for v in run]
     failures: list[str] = []
     actions: Counter[str] = Counter()
     variants: Counter[str] = Counter({name: 0 for name in VARIANTS})
     steps = 0
-    for (seed, mode), future in futures.items():
-        try:
-            outcome = future.result()
-        except TraceError as error:
-            failures.append(f"seed {seed} {mode}: refused: {error}")
-            continue
+    for (seed, mode), outcome in zip(jobs, verdicts, strict=True):
         bad = outcome.first_unexplained  # None exactly when the trace is accepted
         if bad is not None:
-            failures.append(f"seed {seed} {mode}: rejected at step {outcome.explained + 1}: {bad}")
+            failures.append(f"seed {seed} {mode}: rejected at step {outcome.explained + 1} "
+                            f"({outcome.condition}): {bad}")
         steps += len(outcome.steps)
         actions.update(coverage(outcome.steps))
         variants.update(name for s in outcome.steps for name, hit in VARIANTS.items() if hit(s))
@@ -164,5 +167,27 @@ def test_sixteenth_check_is_rejected_at_its_renewal(mode: str, tmp_path: Path) -
     events[discard:discard + 1] = [sixteenth, {**check, "half_offset": sixteenth["half_offset"],
                                                "check_count": sixteenth["check_count"]}]
     events = renumber(events)
-    outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR, explain_rejection=False)
+    outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR)
     assert outcome.first_unexplained is not None and outcome.first_unexplained.source == events[discard]
+
+
+@needs_tlc
+def test_a_batch_reports_each_trace_as_if_validated_alone(tmp_path: Path) -> None:
+    """Three traces in one run, the middle one doctored: the first is accepted, the second rejected at its
+    own event and condition, the third (after the rejection) validated by a run of its own."""
+    from test_conformance_fields import real_body_differs
+    from test_conformance_trace import broker_trace
+
+    traces, doctored_at = [], -1
+    for number in range(3):
+        config, events = broker_trace("strict", tmp_path / str(number))
+        if number == 1:
+            doctored_at = real_body_differs(events)
+        traces.append(BatchTrace("strict", config.as_dict(), renumber(events)))
+    count_tlc("traces", 3)
+    verdicts = validate_batch(traces, spec_dir=SPEC, jar=JAR)
+    assert [v.accepted for v in verdicts] == [True, False, True]
+    bad = verdicts[1].first_unexplained
+    assert bad is not None and bad.source is not None and bad.source["seq"] == doctored_at
+    assert verdicts[1].condition == "RealBodyIsTheHalfs"
+    assert [len(v.steps) for v in verdicts][0] == len(verdicts[2].steps)

@@ -28,7 +28,8 @@ from txmq.errors import TraceError
 from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
-from txmq.tla.trace_steps import UnmodelledTraceError, build_steps, coverage
+from txmq.tla.trace_input import UnmodelledTraceError, coverage
+from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_validation import (
     IncompleteTraceError,
     Validation,
@@ -276,7 +277,7 @@ def test_doctored_trace_is_rejected_at_the_doctored_event(name: str, tmp_path: P
     doctored = copy.deepcopy(events)
     at = DOCTORINGS[name](doctored)
     doctored = renumber(doctored)
-    outcome = _validate("strict", config, doctored, explain_rejection=False)
+    outcome = _validate("strict", config, doctored)
     assert not outcome.accepted
     bad = outcome.first_unexplained
     assert bad is not None and bad.source is not None and bad.source["seq"] == at, (name, bad)
@@ -286,7 +287,7 @@ def test_doctored_trace_is_rejected_at_the_doctored_event(name: str, tmp_path: P
 def test_a_sixteenth_check_is_rejected(tmp_path: Path) -> None:
     config, events = broker_trace("strict", tmp_path, check_max=2)
     at = third_check(events)  # the check max here is 2: the third check is the "sixteenth"
-    outcome = _validate("strict", config, renumber(events), explain_rejection=False)
+    outcome = _validate("strict", config, renumber(events))
     assert outcome.first_unexplained is not None and outcome.first_unexplained.source is not None
     assert outcome.first_unexplained.source["seq"] == at
 
@@ -311,7 +312,7 @@ def test_a_rocketmq_duplicate_is_rejected_as_strict(tmp_path: Path) -> None:
     assert sum(e["event"] == "REAL_PUT" for e in rows) > sum(e["event"] == "HALF_PUT" for e in rows) * 0.5
     assert result.events["REAL_PUT"] > 0
     assert validate("rocketmq", header.config, rows, spec_dir=SPEC).accepted
-    outcome = validate("strict", header.config, rows, spec_dir=SPEC, explain_rejection=False)
+    outcome = validate("strict", header.config, rows, spec_dir=SPEC)
     bad = outcome.first_unexplained
     assert bad is not None and bad.kind == "END" and bad.fields["res"] == "OK"  # strict refuses it instead
 
@@ -345,7 +346,8 @@ def test_cli_names_the_rejected_event(tmp_path: Path, capsys: pytest.CaptureFixt
     path = _ndjson(tmp_path / "doctored.ndjson", renumber(events))
     assert main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC)]) == 1
     out = capsys.readouterr().out
-    assert "rejected at step" in out and "'event': 'END_TX'" in out and "spec state after step" in out
+    assert "rejected at step" in out and "'event': 'END_TX'" in out
+    assert "spec state of transaction" in out and "failed condition:" in out
 
 
 def _ndjson(path: Path, events: Events, mode: str = "strict") -> Path:

@@ -191,8 +191,9 @@ ENTRIES: tuple[Invariant, ...] = (
         "DeliveryIntegrity", SAFETY, BOTH, MODEL | SPARK,
         "A DELIVER carries the txn and body_crc of the REAL_PUT at its position (of a PLAIN_PUT: the "
         "body_crc), and per consumer group and queue the first deliveries come in queue-offset order; later "
-        "deliveries of a position are redeliveries (a pop consumer's attempt 2, 3, ...), expected under "
-        "at-least-once delivery.",
+        "deliveries of a position are redeliveries (a pop consumer's attempt 2, 3, ..., or a pull consumer "
+        "reading a position again, the same DELIVER twice, when its offset was not committed), expected "
+        "under at-least-once delivery.",
         not_in_spec=_DELIVERY_BELOW_SPEC, needs=("DELIVER",)),
     Invariant(
         "QueueContiguity", SAFETY, BOTH, MODEL | SPARK,

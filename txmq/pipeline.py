@@ -156,7 +156,8 @@ def _tlc_trace(args: argparse.Namespace, staging: Path, out_dir: Path) -> tuple[
         return (f"TLC trace validation: a {small.transactions:,}-transaction trace of the same workload is a "
                 f"behaviour of TxMQ ({len(outcome.steps):,} steps, {seconds:.1f} s)"), 0
     return (f"TLC trace validation: REJECTED at step {outcome.explained + 1} of {len(outcome.steps):,}: "
-            f"{outcome.first_unexplained}; run `txmq spec validate-trace {trace}` for the spec's state"), 1
+            f"{outcome.first_unexplained}, condition {outcome.condition} failed; run "
+            f"`txmq spec validate-trace {trace}` for the spec's state"), 1
 
 
 def _record_tlc(staging: Path, tlc: dict[str, str]) -> None:

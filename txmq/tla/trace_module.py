@@ -12,11 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from txmq.config import BrokerConfig
-from txmq.tla.trace_steps import SpecInput, Step
+from txmq.tla.trace_input import MessageFields, SpecInput, Step
 
 MODULE_NAME = "TxMQTraceRun"
 _GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
            "GuardSkipSuperseded", "GuardDiscardFinal")
+# The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_text).
+_FIXED = ("Txns", "Producers", "Owner", "Group", "Skew", "Immunity", "HalfMsg", "PlainMsg", "Subscribed",
+          "Trace")
 _BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
 
 
@@ -44,11 +47,21 @@ def _immunity(has: bool, scan: int, end: int) -> str:
     return "NoImm" if not has else f"[has |-> TRUE, scan |-> {scan}, end |-> {end}]"
 
 
-def module_text(steps: Sequence[Step], spec: SpecInput, report_txn: int | None = None) -> str:
-    """The generated module; ``report_txn`` adds ``ReportStateV``, the spec state about that transaction
-    printed when the cursor reaches the end (the state-report run of a rejected trace)."""
+def _message(fields: MessageFields) -> str:
+    return f"[topic |-> {tla(fields.topic)}, q |-> {fields.queue}, crc |-> {tla(fields.crc)}]"
+
+
+def _function(pairs: dict[str, str]) -> str:
+    """A TLA+ function from strings, ``<<>>`` when empty."""
+    return " @@ ".join(f"{tla(key)} :> {value}" for key, value in sorted(pairs.items())) or "<<>>"
+
+
+def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
+    """The generated module."""
     producers = sorted(spec.groups)
-    groups = " @@ ".join(f'"{p}" :> {tla(spec.groups[p])}' for p in producers) or "<<>>"
+    groups = _function({p: tla(spec.groups[p]) for p in producers})
+    subscribed = _function({g: "{" + ", ".join(tla(t) for t in topics) + "}"
+                            for g, topics in spec.subscribed.items()})
     lines = [
         f"---- MODULE {MODULE_NAME} ----",
         "EXTENDS TxMQTrace",
@@ -61,20 +74,20 @@ def module_text(steps: Sequence[Step], spec: SpecInput, report_txn: int | None =
         "SkewData == " + tla(spec.skew),
         "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
         "ImmunityData == <<" + ", ".join(_immunity(*imm) for imm in spec.immunity) + ">>",
+        "HalfMsgData == <<" + ", ".join(_message(m) for m in spec.half_messages) + ">>",
+        "PlainMsgData == <<" + ", ".join(_message(m) for m in spec.plain_messages) + ">>",
+        f"SubscribedData == {subscribed}",
         "TraceData == <<",
         ",\n".join("  " + step_record(s) for s in steps),
         ">>",
     ]
-    lines += [f"{name}V == {name}Data" for name in ("Txns", "Producers", "Owner", "Group", "Skew", "Immunity",
-                                                      "Trace")]
-    if report_txn is not None:
-        lines.append(f"ReportStateV == ReportState({report_txn})")
+    lines += [f"{name}V == {name}Data" for name in _FIXED]
     lines.append("====")
     return "\n".join(lines) + "\n"
 
 
-def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN",
-                report: bool = False) -> str:
+def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN"
+                ) -> str:
     """The TLC configuration: the constants the trace and its header fix, the trace spec, the view.
 
     The half cache is left out (CacheSize 0): a cache hit and a miss give END_TRANSACTION the same record,
@@ -86,6 +99,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
     return (
         "CONSTANTS\n"
         "    Txns <- TxnsV\n    Producers <- ProducersV\n    Owner <- OwnerV\n    Group <- GroupV\n"
+        "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
         '    Decisions = {"commit", "rollback"}\n'
         f'    UnknownAnswer = "{unknown_answer}"\n'
@@ -102,5 +116,5 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    LaggingOpView = FALSE\n"
         "    Trace <- TraceV\n"
         "INIT TraceInit\nNEXT TraceNext\nVIEW TraceView\n"
-        f"CONSTRAINT {'ReportStateV' if report else 'ReportAccepted'}\n"
+        "CONSTRAINT ReportAccepted\n"
     )

@@ -21,11 +21,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
+from txmq.tla.trace_input import (
+    ClockBackwardsError,
+    MessageFields,
+    SpecInput,
+    Step,
+    unmodelled,
+)
 from txmq.trace import schema as ev
 from txmq.transaction.end_transaction import rejection_threshold_ms
 from txmq.transaction.immunity import scanner_immunity_ms
@@ -35,48 +41,6 @@ NO_PRODUCER = "nobody"
 # TLC's integers are 32-bit: times are taken relative to the trace's first event, and must fit.
 _TLC_INT_MAX = 2**31 - 1
 _NO_REJECTION = _TLC_INT_MAX  # END_TRANSACTION's immunity threshold of a half it never refuses
-
-# The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
-# CHECKPOINT, DELIVER and FINISH check the state without a step of their own.
-ACTION_OF = {
-    "TICK": "Tick", "UP": "ProducerStart", "DOWN": "ProducerCrash", "SEND": "SendHalf",
-    "RESEND": "ResendHalf", "DECIDE": "Decide", "PEND": "ProducerEnd", "ANSWER": "Deliver(check)",
-    "END": "Deliver(end)", "OP": "FlushOps", "SKIP": "ScanSkip", "RENEW": "ScanCheck",
-    "IMMUNITY": "ScanImmunity", "DISCARD": "ScanDiscard", "RESUME": "Resume", "CRASH": "CrashRestart",
-    "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
-}
-
-
-class UnmodelledTraceError(TraceError):
-    """The trace holds something the spec does not model (the message names the event)."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of the trace spec: its kind, its fields (TLA+ values as Python values), and the broker
-    event it stands for (None for a step the trace does not show)."""
-
-    kind: str
-    fields: dict[str, Any]
-    source: Mapping[str, Any] | None = None
-
-
-@dataclass
-class SpecInput:
-    """What TLC needs besides the steps: the constants the trace fixes."""
-
-    txns: list[str] = field(default_factory=list)  # broker transaction ids; spec id = index + 1
-    producers: dict[str, str] = field(default_factory=dict)  # broker producer id -> spec name
-    groups: dict[str, str] = field(default_factory=dict)  # spec producer -> producer group
-    owner: list[str] = field(default_factory=list)  # spec id - 1 -> spec producer
-    skew: list[int] = field(default_factory=list)
-    immunity: list[tuple[bool, int, int]] = field(default_factory=list)  # (has, scan ms, end ms)
-    budgets: Counter[str] = field(default_factory=Counter)  # MaxCrash, MaxDup, ... as the trace spends them
-    base_ts: int = 0  # broker ms that is 0 on the spec's clock
-
-
-def _unmodelled(event: Mapping[str, Any], what: str) -> UnmodelledTraceError:
-    return UnmodelledTraceError(f"seq {event['seq']} ({event['event']}): {what}")
 
 
 def _end_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -91,7 +55,9 @@ class _Builder:
         self.strict = mode == "strict"
         self.timeout = int(config.get("transaction_timeout_ms", BrokerConfig.transaction_timeout_ms))
         self.events = events
-        self.spec = SpecInput(base_ts=int(events[0]["ts"]) if events else 0)
+        self.spec = SpecInput(base_ts=int(events[0]["ts"]) if events else 0,
+                              subscribed={str(g): [str(t) for t in topics] for g, topics in
+                                          (config.get("consumer_groups") or {}).items()})
         self.steps: list[Step] = []
         self.txn_ids: dict[str, int] = {}
         self.now = 0
@@ -110,22 +76,31 @@ class _Builder:
         self.real_ordinal: dict[int, tuple[int, int]] = {}  # commit-log offset -> (txn, k-th real of it)
         self.reals: Counter[int] = Counter()
         self.plain_ordinal: dict[int, int] = {}
+        # Each producer's PRODUCER events, by index: a send may come before the registration that follows.
+        self.registrations: dict[str, list[int]] = {}
+        for index, e in enumerate(events):
+            if e["event"] == ev.PRODUCER:
+                self.registrations.setdefault(e.get("producer") or "", []).append(index)
+        self.up: set[str] = set()  # producers registered now (their last PRODUCER event is UP)
+        self.early: set[str] = set()  # producers started before their PRODUCER UP, for a send before it
 
     # -- helpers -------------------------------------------------------------------------------
     def add(self, kind: str, source: Mapping[str, Any] | None = None, **fields: Any) -> None:
-        self.steps.append(Step(kind, fields, source))
+        """A step; every step names its transaction (``t``, 0 for none), which a rejection reports."""
+        self.steps.append(Step(kind, {"t": 0, **fields}, source))
 
     def ts(self, e: Mapping[str, Any]) -> int:
+        """The event's time on the spec's clock (the spec compares it with its clock, or ticks to it)."""
         value = int(e["ts"]) - self.spec.base_ts
-        if not 0 <= value <= _TLC_INT_MAX:
-            raise _unmodelled(e, "the broker clock went backwards" if value <= 0 else
-                              "the trace spans more time than TLC's integers hold (about 24 days)")
+        if abs(value) > _TLC_INT_MAX:
+            raise unmodelled(e, "the trace spans more time than TLC's integers hold (about 24 days)")
         return value
 
     def tick(self, e: Mapping[str, Any]) -> None:
         at = self.ts(e)
         if at < self.now:
-            raise _unmodelled(e, f"the broker clock went backwards ({e['ts']} after a later event)")
+            raise ClockBackwardsError(f"seq {e['seq']} ({e['event']}): the broker clock went backwards: ts "
+                                      f"{e['ts']} after an event at ts {self.now + self.spec.base_ts}")
         if at > self.now:
             self.now = at
             self.add("TICK", None, ts=at)
@@ -133,11 +108,11 @@ class _Builder:
     def txn(self, e: Mapping[str, Any], create: bool = False) -> int:
         key = e.get("txn")
         if not key:
-            raise _unmodelled(e, "the event names no transaction")
+            raise unmodelled(e, "the event names no transaction")
         t = self.txn_ids.get(key)
         if t is None:
             if not create:
-                raise _unmodelled(e, f"transaction {key} has no HALF_PUT before this event")
+                raise unmodelled(e, f"transaction {key} has no HALF_PUT before this event")
             t = self.txn_ids[key] = len(self.txn_ids) + 1
             self.spec.txns.append(key)
         return t
@@ -146,8 +121,26 @@ class _Builder:
         key = e.get("producer")
         name = self.spec.producers.get(key or "")
         if name is None:
-            raise _unmodelled(e, f"producer {key!r} never registered (no PRODUCER UP before this event)")
+            raise unmodelled(e, f"producer {key!r} never registered (no PRODUCER UP before this event)")
         return name
+
+    def start(self, e: Mapping[str, Any], key: str, registration: Mapping[str, Any]) -> None:
+        """A ProducerStart step for the producer ``registration`` (its PRODUCER UP) registers."""
+        name = self.spec.producers.setdefault(key, f"p{len(self.spec.producers) + 1}")
+        self.spec.groups[name] = registration.get("producer_group") or ""
+        self.add("UP", e if e is registration else None, p=name)
+
+    def registered_before_send(self, e: Mapping[str, Any]) -> None:
+        """A producer may send before its registration is traced (``txmq serve`` registers a producer when
+        its Telemetry settings arrive, which a client may send after its first message): if its next
+        PRODUCER event is UP, it starts here, and that event is taken as this start."""
+        key = e.get("producer") or ""
+        if key in self.up or key in self.early:
+            return
+        later = [i for i in self.registrations.get(key, []) if i > self.index]
+        if later and self.events[later[0]]["result"] == ev.PRODUCER_UP:
+            self.early.add(key)
+            self.start(e, key, self.events[later[0]])
 
     def skip_to(self, examined: int) -> None:
         """SKIP steps until ``examined`` records were examined."""
@@ -158,7 +151,7 @@ class _Builder:
     def half_appended(self, e: Mapping[str, Any]) -> int:
         offset = int(e["half_offset"]) + 1
         if offset != self.halves + 1:
-            raise _unmodelled(e, f"half-queue offset {e['half_offset']} where {self.halves} was next: the "
+            raise unmodelled(e, f"half-queue offset {e['half_offset']} where {self.halves} was next: the "
                                  "trace starts on a store that was not empty, or lost an event")
         self.halves = offset
         return offset
@@ -175,7 +168,7 @@ class _Builder:
         for index, e in enumerate(self.events):
             handler = handlers.get(e["event"])
             if handler is None:
-                raise _unmodelled(e, "an event this validator does not know")
+                raise unmodelled(e, "an event this validator does not know")
             self.index = index
             try:
                 handler(e)
@@ -192,10 +185,13 @@ class _Builder:
         self.tick(e)
         key = e.get("producer") or ""
         if e["result"] == ev.PRODUCER_UP:
-            name = self.spec.producers.setdefault(key, f"p{len(self.spec.producers) + 1}")
-            self.spec.groups[name] = e.get("producer_group") or ""
-            self.add("UP", e, p=name)
+            self.up.add(key)
+            if key in self.early:  # started already, just before the send that came first
+                self.early.discard(key)
+                return
+            self.start(e, key, e)
         else:
+            self.up.discard(key)
             p = self.producer(e)
             for end in self.own_ends.get(key, {}).values():  # sent before it went down, arriving later
                 if int(end["seq"]) > int(e["seq"]) and _end_key(end) not in self.in_flight:
@@ -208,6 +204,7 @@ class _Builder:
         self.tick(e)
         known = e.get("txn") in self.txn_ids
         t = self.txn(e, create=True)
+        self.registered_before_send(e)
         p = self.producer(e)
         born = int(e["born_ts"] if e.get("born_ts") is not None else e["ts"]) - self.spec.base_ts
         skew = born - self.now
@@ -216,14 +213,15 @@ class _Builder:
             self.spec.owner.append(p)
             self.spec.skew.append(skew)
             self.spec.immunity.append(self.immunity(e.get("immunity")))
+            self.spec.half_messages.append(MessageFields.of(e))
             self.local[t] = "unknown"
-            self.add("SEND", e, t=t, off=offset, born=born)
+            self.add("SEND", e, t=t, off=offset, born=born, **message(e))
             return
         if self.local.get(t) != "unknown" or self.spec.owner[t - 1] != p or self.spec.skew[t - 1] != skew:
-            raise _unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry: "
+            raise unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry: "
                                  "by the same producer, before its local transaction decided, same clock")
         self.spec.budgets["MaxRetry"] += 1
-        self.add("RESEND", e, t=t, off=offset, born=born)
+        self.add("RESEND", e, t=t, off=offset, born=born, **message(e))
 
     def immunity(self, value: str | None) -> tuple[bool, int, int]:
         """The half's immunity as the scanner and END_TRANSACTION read it (the broker's own parsers)."""
@@ -238,6 +236,8 @@ class _Builder:
         if not e["from_check"]:
             if act != "none":
                 self.decide(e, t, act)
+            else:
+                self.tick(e)  # an UNKNOWN decision: no step, but its time counts
             return
         self.tick(e)
         if act != "none" and self.local[t] == "unknown":
@@ -252,9 +252,12 @@ class _Builder:
 
     def on_end_tx(self, e: Mapping[str, Any]) -> None:
         if e["result"] == ev.IGNORED_UNKNOWN:  # an UNKNOW END_TX: the spec's producer sends nothing
+            self.tick(e)  # no step, but its time, transaction and producer must be right
+            self.txn(e)
+            self.producer(e)
             return
         if e["result"] not in (ev.OK, ev.ALREADY_RESOLVED, ev.IMMUNITY_REJECTED, ev.STORE_ERROR):
-            raise _unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
+            raise unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
         self.tick(e)
         t = self.txn(e)
         p = self.producer(e)
@@ -278,7 +281,7 @@ class _Builder:
         t = self.txn(e)
         self.reals[t] += 1
         self.real_ordinal[int(e["commitlog_offset"])] = (t, self.reals[t])
-        self.add("REAL", e, t=t, off=int(e["half_offset"]) + 1)
+        self.add("REAL", e, t=t, off=int(e["half_offset"]) + 1, ts=self.ts(e), **message(e))
 
     def on_op_put(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
@@ -302,13 +305,14 @@ class _Builder:
             return
         check = self.following(ev.CHECK)
         if check is None or check.get("txn") != e.get("txn"):
-            raise _unmodelled(e, "a HALF_RENEW for a check must be followed by its CHECK")
+            raise unmodelled(e, "a HALF_RENEW for a check must be followed by its CHECK")
         p = self.producer(check) if check["result"] == ev.CHECK_SENT else NO_PRODUCER
         self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=p)
 
     def on_check(self, e: Mapping[str, Any]) -> None:
         p = self.producer(e) if e["result"] == ev.CHECK_SENT else NO_PRODUCER
-        self.add("CHECK", e, t=self.txn(e), off=int(e["half_offset"]) + 1, n=int(e["check_count"]), p=p)
+        self.add("CHECK", e, t=self.txn(e), off=int(e["half_offset"]) + 1, n=int(e["check_count"]), p=p,
+                 ts=self.ts(e))
 
     def on_discard(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
@@ -326,7 +330,7 @@ class _Builder:
     def on_crash(self, e: Mapping[str, Any]) -> None:
         restart = self.following(ev.RESTART)
         if restart is None or restart.get("half_offset") is None:
-            raise _unmodelled(e, "a CRASH must be followed by the RESTART that says where checks resume")
+            raise unmodelled(e, "a CRASH must be followed by the RESTART that says where checks resume")
         self.tick(e)
         self.spec.budgets["MaxCrash"] += 1
         self.cursor = int(restart["half_offset"])
@@ -335,12 +339,13 @@ class _Builder:
     def on_restart(self, e: Mapping[str, Any]) -> None:
         previous = self.events[self.index - 1] if self.index else None
         if previous is None or previous["event"] != ev.CRASH:
-            raise _unmodelled(e, "a RESTART without the CRASH before it (a trace must start on an empty "
+            raise unmodelled(e, "a RESTART without the CRASH before it (a trace must start on an empty "
                                  "store)")
 
     def on_plain_put(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
         self.plain_ordinal[int(e["commitlog_offset"])] = len(self.plain_ordinal) + 1
+        self.spec.plain_messages.append(MessageFields.of(e))
         self.add("PLAIN", e)
 
     def on_deliver(self, e: Mapping[str, Any]) -> None:
@@ -350,14 +355,21 @@ class _Builder:
             t, k = self.real_ordinal.get(offset, (self.txn(e), 0))  # 0: no real message was stored there
             if t != self.txn(e):
                 k = 0
-            self.add("DELIVER", e, t=t, k=k)
+            self.add("DELIVER", e, t=t, k=k, g=str(e.get("consumer_group") or ""), **message(e))
         else:
-            self.add("DELIVER", e, t=0, k=self.plain_ordinal.get(offset, 0))
+            self.add("DELIVER", e, t=0, k=self.plain_ordinal.get(offset, 0),
+                     g=str(e.get("consumer_group") or ""), **message(e))
 
     def on_end(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
         self.add("FINISH", e, offs=[int(o) + 1 for o in e["half_offsets"] or []],
                  halves=int(e["queue_offset"]), ops=int(e["op_offset"]))
+
+
+def message(e: Mapping[str, Any]) -> dict[str, Any]:
+    """The message fields of an event, as the trace spec's steps carry them."""
+    fields = MessageFields.of(e)
+    return {"topic": fields.topic, "q": fields.queue, "crc": fields.crc}
 
 
 def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
@@ -367,13 +379,3 @@ def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[s
     builder = _Builder(mode, config, rows)
     steps = builder.build()
     return steps, builder.spec
-
-
-def coverage(steps: Iterable[Step]) -> Counter[str]:
-    """How many steps exercised each TxMQ action, so a knob that never triggers one shows up as 0."""
-    counts = Counter({action: 0 for action in ACTION_OF.values() if action is not None})
-    for step in steps:
-        action = ACTION_OF[step.kind]
-        if action is not None:
-            counts[action] += 1
-    return counts

@@ -30,25 +30,23 @@ from txmq.errors import TraceError
 from txmq.tla.jar import find_jar
 from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
+from txmq.tla.tla_values import failure_report
+from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, coverage
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_text
-from txmq.tla.trace_steps import Step, build_steps, coverage
+from txmq.tla.trace_steps import build_steps
 from txmq.trace import schema as ev
+from txmq.trace.reader import IncompleteTraceError
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
 _ACCEPTED = re.compile(r'<<\s*"txmq-trace-accepted",\s*(\d+)\s*>>')
-_STATE = re.compile(r'<<\s*"txmq-trace-state",\s*(\[.*\])\s*>>', re.S)
 _PROGRESS = re.compile(r"Progress\((\d+)\)")
 
 Progress = Callable[[int, int], None]  # (steps explained, steps in all)
 
 
-class IncompleteTraceError(TraceError):
-    """The trace has no events, a broken ``seq``, or no END marker (it was cut short)."""
-
-
 def require_complete(events: Sequence[Mapping[str, Any]]) -> None:
     """Refuse a trace that is empty, whose ``seq`` is not 0, 1, 2, ... in file order, or that does not end
-    with the END marker."""
+    with the END marker (``IncompleteTraceError``, the exit code of a cut trace)."""
     if not events:
         raise IncompleteTraceError("the trace has no events")
     for position, e in enumerate(events):
@@ -63,22 +61,33 @@ def require_complete(events: Sequence[Mapping[str, Any]]) -> None:
 
 @dataclass
 class Validation:
-    """TLC's verdict on a trace: accepted, or the first step no behaviour of the spec explains."""
+    """TLC's verdict on a trace: accepted, or the first step no behaviour of the spec explains, the
+    condition that failed there and what the spec held about its transaction."""
 
     accepted: bool
     explained: int  # steps explained
     steps: list[Step]
     result: TlcResult
+    condition: str | None = None  # the trace spec's condition (or TxMQ action) that failed
+    expected: str | None = None  # what the spec holds instead, as TLC printed it
     state: str | None = None  # what the spec holds about the rejected step's transaction, just before it
 
     @property
     def first_unexplained(self) -> Step | None:
-        """The first step the spec cannot take, or rather, when that is a hidden step (placed just in time
-        for the event after it), the event it was placed for: that event is what the spec cannot explain."""
+        """The first step the spec cannot take, or rather the event it is about: for a hidden step (placed
+        just in time for the event after it), that event; for a renewal whose check went to a producer
+        the spec cannot send it to, the CHECK that names that producer."""
         if self.accepted:
             return None
-        later = (step for step in self.steps[self.explained:] if step.source is not None)
-        return next(later, self.steps[self.explained])
+        rest = self.steps[self.explained:]
+        if rest[0].kind == "RENEW" and self.condition in _ABOUT_THE_CHECK and len(rest) > 1:
+            return rest[1]
+        later = (step for step in rest if step.source is not None)
+        return next(later, rest[0])
+
+
+# Conditions of a renewal that are about the producer its CHECK names.
+_ABOUT_THE_CHECK = ("CheckRecipientIsInRecipients", "RecipientsEmpty")
 
 
 def _run(work: Path, module: str, cfg: str, jar: Path, total: int,
@@ -112,11 +121,20 @@ def _run(work: Path, module: str, cfg: str, jar: Path, total: int,
 
 def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *,
              spec_dir: Path, jar: Path | None = None, unknown_answer: str = "UNKNOWN",
-             progress: Progress | None = None, explain_rejection: bool = True) -> Validation:
-    """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec."""
+             progress: Progress | None = None) -> Validation:
+    """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec: one TLC
+    run, whose output holds the verdict and, for a rejection, its explanation."""
     rows = list(events)
     require_complete(rows)
     steps, spec = build_steps(mode, config, rows)
+    return judge(mode, config, steps, spec, spec_dir=spec_dir, jar=jar, unknown_answer=unknown_answer,
+                 progress=progress)
+
+
+def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInput, *, spec_dir: Path,
+          jar: Path | None = None, unknown_answer: str = "UNKNOWN", progress: Progress | None = None
+          ) -> Validation:
+    """One TLC run over ``steps`` (one trace's, or several traces' joined by ``trace_batch``)."""
     jar = jar or find_jar()
     with tempfile.TemporaryDirectory(prefix="txmq-trace-") as tmp:
         work = Path(tmp)
@@ -127,24 +145,18 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
         output, result = _run(work, module_text(steps, spec),
                               config_text(mode, config, spec, unknown_answer=unknown_answer), jar, len(steps),
                               progress)
-        if result.outcome is not Outcome.PASS:
-            detail = " ".join(" ".join(result.messages).split())[:400]
-            raise TraceError(f"TLC could not judge the trace ({result.outcome.value}): {detail}")
-        if _ACCEPTED.search(output):
-            return Validation(True, len(steps), steps, result)
-        # The view is the cursor: one state per step explained, so the depth is one more than their count.
-        explained = max(0, (result.depth or 1) - 1)
-        state = None
-        if explain_rejection:
-            failed = steps[explained]
-            txn = failed.fields.get("t") or 1
-            shutil.rmtree(work / "states", ignore_errors=True)
-            again, _ = _run(work, module_text(steps[:explained], spec, report_txn=int(txn)),
-                            config_text(mode, config, spec, unknown_answer=unknown_answer, report=True), jar,
-                            explained, None)
-            found = _STATE.search(again)
-            state = " ".join(found.group(1).split()) if found else None
-    return Validation(False, explained, steps, result, state)
+    if result.outcome is not Outcome.PASS:
+        detail = " ".join(" ".join(result.messages).split())[:400]
+        raise TraceError(f"TLC could not judge the trace ({result.outcome.value}): {detail}")
+    if _ACCEPTED.search(output):
+        return Validation(True, len(steps), steps, result)
+    failure = failure_report(output)
+    if failure is None:  # every condition held, yet the TxMQ action found no next state: name the action
+        explained = max(0, (result.depth or 1) - 1)  # the view is the cursor: one state per step explained
+        kind = steps[min(explained, len(steps) - 1)].kind
+        return Validation(False, explained, steps, result, f"{ACTION_OF.get(kind) or kind} (no next state)")
+    return Validation(False, failure.step - 1, steps, result, failure.condition, failure.expected,
+                      failure.state)
 
 
 # ----------------------------------------------------------------------------- command line
@@ -211,8 +223,15 @@ def _validate_command(args: argparse.Namespace) -> int:
         return 0
     print(f"rejected at step {outcome.explained + 1} of {len(outcome.steps)} ({figures}): the spec cannot "
           f"explain {_describe(bad)}")
-    print(f"spec state after step {outcome.explained}: {outcome.state or 'the initial state'}")
+    print(f"failed condition: {outcome.condition} (the spec holds {outcome.expected})")
+    print(f"spec state of transaction {_txn_name(bad, outcome)} before it: {outcome.state}")
     return 1
+
+
+def _txn_name(step: Step, outcome: Validation) -> str:
+    if step.source is not None and step.source.get("txn"):
+        return str(step.source["txn"])
+    return f"#{step.fields.get('t', 0)} of the spec" if step.fields.get("t") else "(none: the broker's state)"
 
 
 def add_validate_trace(subparsers: argparse._SubParsersAction) -> None:

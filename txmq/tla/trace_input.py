@@ -1,0 +1,103 @@
+"""What ``trace_steps`` hands to the trace spec: the steps, the constants a trace fixes, and the refusals
+that come before TLC (a trace the spec does not model, a clock going backwards).
+
+Kept apart from the walk over the events so that ``trace_module`` (which writes them as TLA+) and the
+reports (coverage, the rejection's event) read them without the builder.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from txmq.errors import TraceError
+
+# The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
+# CHECKPOINT, DELIVER and FINISH check the state without a step of their own; RESET starts the next
+# trace of a batch (txmq.tla.trace_batch).
+ACTION_OF = {
+    "TICK": "Tick", "UP": "ProducerStart", "DOWN": "ProducerCrash", "SEND": "SendHalf",
+    "RESEND": "ResendHalf", "DECIDE": "Decide", "PEND": "ProducerEnd", "ANSWER": "Deliver(check)",
+    "END": "Deliver(end)", "OP": "FlushOps", "SKIP": "ScanSkip", "RENEW": "ScanCheck",
+    "IMMUNITY": "ScanImmunity", "DISCARD": "ScanDiscard", "RESUME": "Resume", "CRASH": "CrashRestart",
+    "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
+    "RESET": None,
+}
+
+
+class UnmodelledTraceError(TraceError):
+    """The trace holds something the spec does not model (the message names the event)."""
+
+
+class ClockBackwardsError(TraceError):
+    """The broker clock of an event is earlier than that of an event before it. Its own exit code: the
+    trace is not a run of any broker with a monotonic clock, which is neither a cut trace, nor a malformed
+    file, nor a behaviour the spec rejects."""
+
+    exit_code = 10
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the trace spec: its kind, its fields (TLA+ values as Python values), and the broker
+    event it stands for (None for a step the trace does not show)."""
+
+    kind: str
+    fields: dict[str, Any]
+    source: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class MessageFields:
+    """Where a message goes and what it holds: the fields a REAL_PUT and a DELIVER must repeat."""
+
+    topic: str
+    queue: int
+    crc: str  # CRC-32 of the body as hex text: TLC's integers are 32-bit signed
+
+    @classmethod
+    def of(cls, event: Mapping[str, Any]) -> MessageFields:
+        return cls(str(event.get("topic") or ""), _int_or(event.get("queue_id"), -1), crc_text(event))
+
+
+def crc_text(event: Mapping[str, Any]) -> str:
+    """An event's body checksum as the trace spec compares it."""
+    crc = event.get("body_crc")
+    return "none" if crc is None else f"0x{int(crc):08x}"
+
+
+def _int_or(value: Any, default: int) -> int:
+    return default if value is None else int(value)
+
+
+@dataclass
+class SpecInput:
+    """What TLC needs besides the steps: the constants the trace fixes."""
+
+    txns: list[str] = field(default_factory=list)  # broker transaction ids; spec id = index + 1
+    producers: dict[str, str] = field(default_factory=dict)  # broker producer id -> spec name
+    groups: dict[str, str] = field(default_factory=dict)  # spec producer -> producer group
+    owner: list[str] = field(default_factory=list)  # spec id - 1 -> spec producer
+    skew: list[int] = field(default_factory=list)
+    immunity: list[tuple[bool, int, int]] = field(default_factory=list)  # (has, scan ms, end ms)
+    half_messages: list[MessageFields] = field(default_factory=list)  # spec id - 1 -> its first HALF_PUT's
+    plain_messages: list[MessageFields] = field(default_factory=list)  # in the order they were stored
+    subscribed: dict[str, list[str]] = field(default_factory=dict)  # consumer group -> topics (header)
+    budgets: Counter[str] = field(default_factory=Counter)  # MaxCrash, MaxDup, ... as the trace spends them
+    base_ts: int = 0  # broker ms that is 0 on the spec's clock
+
+
+def unmodelled(event: Mapping[str, Any], what: str) -> UnmodelledTraceError:
+    return UnmodelledTraceError(f"seq {event['seq']} ({event['event']}): {what}")
+
+
+def coverage(steps: Iterable[Step]) -> Counter[str]:
+    """How many steps exercised each TxMQ action, so a knob that never triggers one shows up as 0."""
+    counts = Counter({action: 0 for action in ACTION_OF.values() if action is not None})
+    for step in steps:
+        action = ACTION_OF[step.kind]
+        if action is not None:
+            counts[action] += 1
+    return counts
