@@ -196,8 +196,10 @@ def _validate_command(args: argparse.Namespace) -> int:
         what = "a directory" if args.trace.is_dir() else "no such file"
         raise TraceError(f"{args.trace}: not a trace file ({what})")
     print(describe_tlc(), flush=True)
-    print(f"  reading {args.trace} and turning its events into spec steps", file=sys.stderr, flush=True)
-    header, events = read_events(args.trace)
+    header, lazy = read_events(args.trace)
+    events = list(lazy)  # read whole before anything is said of it: a malformed trace gets one line
+    print(f"  read {len(events):,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
+          flush=True)
     started = time.monotonic()
 
     def show(done: int, total: int) -> None:
