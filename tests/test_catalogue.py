@@ -31,8 +31,8 @@ from txmq.catalogue import (
     TRACE,
     Invariant,
     names,
-    render_markdown,
 )
+from txmq.catalogue_page import render_markdown
 from txmq.tla.judges import JUDGES
 from txmq.tla.manifest import load_manifest
 from txmq.tla.runner import config_invariants, config_properties

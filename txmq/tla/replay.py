@@ -1,7 +1,7 @@
 """Spec → broker: a TLC counterexample replayed as a schedule of operations on a fresh broker.
 
 A counterexample is a behaviour of ``TxMQ.tla``; if the broker implements the spec, the same behaviour is
-one the broker can be driven through, and it must break the same invariant. :func:`derive_schedule` turns
+one the broker can be driven through, and it must break the same invariant. ``schedule.derive_schedule`` turns
 the counterexample's actions into broker-level steps (send a half, decide locally, deliver / duplicate /
 lose a one-way message, run a check pass, flush Op batches, crash and restart with or without the
 checkpoint persisted) and :func:`replay` runs them with a :class:`~txmq.clock.ManualClock`, then judges the
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,124 +36,15 @@ from txmq.protocol import (
 )
 from txmq.tla.judges import violations
 from txmq.tla.manifest import ModelEntry
-from txmq.tla.parser import Outcome, TlcResult, TraceState
+from txmq.tla.parser import Outcome, TlcResult
 from txmq.tla.runner import run_tlc
+from txmq.tla.schedule import derive_schedule, require_control
 from txmq.trace.sinks import MemorySink
 
 GROUP = "g1"
 TOPIC = "T"
 START_MS = 1_000_000
 _STATES = {"commit": LocalTransactionState.COMMIT_MESSAGE, "rollback": LocalTransactionState.ROLLBACK_MESSAGE}
-_RECORD = re.compile(r"\[([^\[\]]*)\]")
-_FIELD = re.compile(r"(\w+) \|-> (\"[^\"]*\"|-?\w+)")
-_FUNC = re.compile(r"(\w+) :> (\"[^\"]*\"|\w+)")
-_CONST = re.compile(r"^\s*(CheckMax|CacheSize|UnknownAnswer|TimeoutT|LaggingOpView)\s*=\s*\"?(\w+)\"?",
-                    re.MULTILINE)
-
-
-# ----------------------------------------------------------------------------- TLA+ values
-def _records(text: str) -> list[dict[str, str]]:
-    """Every flat record in a TLA+ value text, fields unquoted (enough for ``half`` and ``net``)."""
-    return [{k: v.strip('"') for k, v in _FIELD.findall(body)} for body in _RECORD.findall(text)]
-
-
-def _function(text: str) -> dict[str, str]:
-    """A ``(a :> x @@ b :> y)`` function as a dict, values unquoted."""
-    return {k: v.strip('"') for k, v in _FUNC.findall(text)}
-
-
-def _message_key(msg: Mapping[str, str], half: list[dict[str, str]]) -> dict[str, Any]:
-    key: dict[str, Any] = {"type": msg["type"], "txn": msg["t"], "count": int(half[int(msg["off"]) - 1]["n"])}
-    if msg["type"] == "end":
-        key.update(act=msg["act"], from_check=msg["chk"] == "TRUE")
-    return key
-
-
-def _net(state: Mapping[str, str], half: list[dict[str, str]]) -> list[dict[str, Any]]:
-    return [_message_key(m, half) for m in _records(state.get("net", "{}"))]
-
-
-def _changed(name: str, before: Mapping[str, str], after: Mapping[str, str]) -> str:
-    """The transaction (or producer) whose entry of the function ``name`` the step changed."""
-    old, new = _function(before[name]), _function(after[name])
-    changed = [key for key in new if new[key] != old.get(key)]
-    if len(changed) != 1:
-        raise ConfigError(f"cannot tell which transaction a step changed: {name} changed for "
-                          f"{changed or 'none'}")
-    return changed[0]
-
-
-# ----------------------------------------------------------------------------- derivation
-# TxMQ.tla's zero-arity wrappers (they give coverage a name per kind of step) and the action each wraps.
-_WRAPPED = {"DeliverSome": "Deliver", "DuplicateSome": "DeliverDup", "LoseSome": "Lose",
-            "FlushSome": "FlushOps", "CrashSome": "CrashRestart"}
-
-
-def _step(action: str, before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:
-    """The broker-level step for one spec step (``before`` and ``after`` are full states).
-
-    Arguments are read off what the step changed, since TLC releases differ in whether they print an
-    action's arguments."""
-    name = action.partition("(")[0]
-    name = _WRAPPED.get(name, name)
-    half = _records(after["half"])
-    if name in ("SendHalf", "ResendHalf"):
-        return {"op": "send_half", "txn": _changed("sent", before, after)}
-    if name == "Decide":
-        txn = _changed("local", before, after)
-        return {"op": "decide", "txn": txn, "outcome": _function(after["local"])[txn]}
-    if name == "ProducerEnd":
-        return {"op": "producer_end", "txn": _changed("ownEndDone", before, after)}
-    if name == "Tick":
-        return {"op": "age", "units": int(after["now"]) - int(before["now"])}
-    if name in ("ProducerCrash", "ProducerStart"):
-        return {"op": "producer_crash" if name == "ProducerCrash" else "producer_restart"}
-    if name.startswith("Scan"):
-        return {"op": "scan"}
-    if name == "FlushOps":
-        return {"op": "flush_ops"}
-    if name == "ReadOps":
-        return {"op": "read_ops"}
-    if name == "CrashRestart":
-        return {"op": "crash_restart", "persist_checkpoint": int(after["cursor"]) == int(before["cursor"])}
-    if name in ("Deliver", "DeliverDup", "Lose"):
-        old, new = _net(before, half), _net(after, half)
-        gone = [m for m in old if m not in new]
-        if name == "DeliverDup":  # the message stays in flight: find it by what handling it changed
-            wrote_end = before["ends"] != after["ends"]
-            gone = [m for m in old if (m["type"] == "end") == wrote_end] or old
-        op = {"Deliver": "deliver", "DeliverDup": "deliver_dup", "Lose": "lose"}[name]
-        return {"op": op, "msg": gone[0]}
-    raise ConfigError(f"counterexample action {action!r} has no broker counterpart")
-
-
-def _require_control(entry: ModelEntry) -> None:
-    if entry.expect.violates is None:
-        raise ConfigError(f"model {entry.name} is not a negative control; only counterexamples replay")
-
-
-def derive_schedule(entry: ModelEntry, trace: list[TraceState]) -> dict[str, Any]:
-    """The schedule for a negative control's counterexample (``trace`` from TLC's parsed result)."""
-    _require_control(entry)
-    consts = dict(_CONST.findall(entry.config.read_text(encoding="utf-8")))
-    steps = []
-    state: dict[str, str] = {}
-    for ts in trace:
-        before = state
-        state = {**state, **ts.variables}  # the parser may keep only the variables a step changed
-        if before:
-            steps.append(_step(ts.action.split(" ")[0], before, state))
-    lagging = {"lagging_op_view": True} if consts.get("LaggingOpView") == "TRUE" else {}
-    return {
-        **lagging,
-        "model": entry.name,
-        "invariant": entry.expect.violates,
-        "check_max": int(consts.get("CheckMax", "15")),
-        "cache_size": int(consts.get("CacheSize", "1")),
-        "unknown_answer": consts.get("UnknownAnswer", "UNKNOWN"),
-        "timeout_units": int(consts.get("TimeoutT", "1")),
-        "steps": steps,
-    }
 
 
 # ----------------------------------------------------------------------------- replay
@@ -334,7 +224,7 @@ def counterexample_schedule(entry: ModelEntry, *, jar: Path | None = None, worke
                             ) -> tuple[dict[str, Any], TlcResult]:
     """Run TLC on a negative control and derive the schedule of its counterexample (one worker by
     default: TLC then reports a shortest counterexample, so the schedule is reproducible)."""
-    _require_control(entry)
+    require_control(entry)
     result = run_tlc(entry.module, entry.config, jar=jar, workers=workers,
                      check_deadlock=entry.check_deadlock)
     return schedule_from_result(entry, result), result

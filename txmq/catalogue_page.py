@@ -1,0 +1,96 @@
+"""docs/invariants.md, made from the catalogue (``python -m txmq.catalogue --markdown``): the table of
+invariants by layer, then each invariant and each upstream fact with what every layer does about it. A
+test fails when the committed page differs from what this renders."""
+
+from __future__ import annotations
+
+from txmq.catalogue import (
+    AUDIT,
+    BOTH,
+    ENTRIES,
+    MODEL,
+    PART,
+    SPARK,
+    SPEC,
+    STRICT,
+    TRACE,
+    UPSTREAM_FACTS,
+    Invariant,
+)
+
+_LAYER_HEADINGS = ((SPEC, "spec"), (TRACE, "trace validation"), (MODEL, "model tests"), (SPARK, "Spark"),
+                   (AUDIT, "audit"))
+_MODES_IN_WORDS = {BOTH: "both modes", PART: "both modes, a part strict mode only",
+                   STRICT: "strict mode only"}
+
+
+def _rocketmq_cell(entry: Invariant) -> str:
+    if entry.expected_in_rocketmq:
+        return "expected to break" if entry.modes is STRICT else "strict part expected to break"
+    return "not claimed" if entry.modes is STRICT else "holds"
+
+
+def _store_cell(entry: Invariant) -> str:
+    if entry.from_store:
+        return "yes"
+    return "no: needs " + ", ".join(entry.needs) if entry.needs else "no"
+
+
+def render_markdown() -> str:
+    """The catalogue as the Markdown page ``docs/invariants.md``."""
+    lines = [
+        "# Invariant catalogue",
+        "",
+        "<!-- Generated from txmq/catalogue.py by",
+        "     python -m txmq.catalogue --markdown > docs/invariants.md",
+        "     Edit the catalogue, not this page: tests/test_catalogue.py compares them. -->",
+        "",
+        "Every invariant has one name in every layer: a TLA+ operator in `spec/TxMQ.tla` (checked by the",
+        "TLC models that list it), a function in `model_tests/invariants.py` (checked after every step of",
+        "the Hypothesis state machines), a check in `spark_validation` (checked over a whole trace) and a",
+        "finding of `txmq audit` (judged from what an endpoint's clients observe). *Trace validation*",
+        "(`txmq spec validate-trace`) evaluates no operator: it accepts a trace only as a behaviour of the",
+        "spec, so it rejects a trace that breaks an invariant the spec's steps keep (a `yes` there).",
+        "Meanings are stated over the trace (`docs/trace-events.md`). *Modes*: `both` holds in strict and",
+        "rocketmq mode; `strict` only in strict mode; `both, part strict` holds in both except a part only",
+        "strict keeps. *rocketmq mode*: whether upstream behaviour breaks it by design; a validator reports",
+        "such violations in a rocketmq-mode trace as \"expected in rocketmq mode\", not as failures.",
+        "S-numbers are the scenarios of [rocketmq-behaviour.md](rocketmq-behaviour.md#scenarios);",
+        "#-numbers are issues of apache/rocketmq.",
+        "",
+        "*From a store*: whether a trace imported from a broker's store (`txmq import`, which shows no",
+        "END_TX, LOCAL_TX, CHECK or DELIVER) can judge it; `txmq validate` reports the others as not judged",
+        "on such a trace ([import.md](import.md)).",
+        "",
+        "| invariant | kind | modes | " + " | ".join(h for _, h in _LAYER_HEADINGS)
+        + " | rocketmq mode | from a store |",
+        "|---|---|---|" + "---|" * len(_LAYER_HEADINGS) + "---|---|",
+    ]
+    for e in ENTRIES:
+        cells = ["yes" if layer in e.layers else ("trace only" if layer is SPEC else "-")
+                 for layer, _ in _LAYER_HEADINGS]
+        lines.append(f"| [`{e.name}`](#{e.name.lower()}) | {e.kind.value} | {e.modes.value} | "
+                     + " | ".join(cells) + f" | {_rocketmq_cell(e)} | {_store_cell(e)} |")
+    lines += ["", "`TypeOK` in the spec is a type check of its variables, not a guarantee: not listed.", ""]
+    lines += ["Upstream facts that break no invariant but that a client sees (the audit reports each as the",
+              "figure named; it is never a violation): "
+              + ", ".join(f"[`{f.name}`](#{f.name.lower()})" for f in UPSTREAM_FACTS) + ".", ""]
+    for e in ENTRIES:
+        heading = f"*{e.kind.value.capitalize()}, {_MODES_IN_WORDS[e.modes]}.*"
+        lines += [f"## {e.name}", "", f"{heading} {e.meaning}", ""]
+        if e.strict_part:
+            lines += [f"- Strict mode only: {e.strict_part}.", ""]
+        if e.rocketmq:
+            lines += [f"- Expected in rocketmq mode: {e.rocketmq}.", ""]
+        if e.not_in_spec:
+            lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
+        if e.assumes:
+            lines += [f"- The spec guarantees it under {e.assumes}; only models giving that check it.", ""]
+        lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS
+                  for unchecked, why in e.unchecked if unchecked is layer]
+        lines += [""] if e.unchecked else []
+    for fact in UPSTREAM_FACTS:
+        heading = f"*Upstream fact, audit figure `{fact.figure}`.*"
+        lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",
+                  f"- rocketmq mode: {fact.rocketmq}.", f"- strict mode: {fact.strict}.", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
