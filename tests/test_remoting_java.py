@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from remotingkit import served
-from upstreamkit import IN_CI
+from upstreamkit import kit_file
 
 from txmq.serve.server import ServeSession
 from txmq.transaction.constants import HALF_QUEUE_ID, HALF_TOPIC
@@ -32,16 +32,7 @@ STARTUP_FAILED = 'Exception in thread "main"'  # a client whose first request ti
 
 @pytest.fixture(scope="module")
 def kit() -> Path:
-    home = os.environ.get("ROCKETMQ_HOME")
-    if not home:
-        pytest.skip("upstream's Java client unavailable: set ROCKETMQ_HOME to a RocketMQ distribution")
-    path = Path(home)
-    if not (path / "bin" / "tools.sh").exists() or shutil.which("java") is None:
-        message = f"ROCKETMQ_HOME={home} has no bin/tools.sh, or java is not on PATH"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
+    return kit_file("bin/tools.sh", "upstream's Java client").parent.parent
 
 
 class Jvm:

@@ -17,9 +17,8 @@ import signal
 import subprocess
 from pathlib import Path
 
-import pytest
 from servekit import Lines, ServerProcess
-from upstreamkit import IN_CI
+from upstreamkit import kit_file
 
 EXAMPLE_TIMEOUT_S = 90  # the kit's own bound on each example's JVM
 LINE_TIMEOUT_S = 60
@@ -27,16 +26,7 @@ TX_TOPIC, NORMAL_TOPIC, GROUP = "JavaTx", "JavaNormal", "JavaGroup"
 
 
 def java5_example() -> Path:
-    home = os.environ.get("ROCKETMQ_HOME")
-    if not home:
-        pytest.skip("the Java 5.x client examples need ROCKETMQ_HOME: point it at the RocketMQ kit")
-    script = Path(home) / "bin" / "java5-example"
-    if not script.is_file():
-        message = f"ROCKETMQ_HOME={home} has no bin/java5-example (the kit's 5.x Java client examples)"
-        if IN_CI:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return script
+    return kit_file("bin/java5-example", "the kit's 5.x Java client examples")
 
 
 class Example:

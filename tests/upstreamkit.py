@@ -12,6 +12,7 @@ The session's cluster uses short transactional timings, so that checks come with
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,21 @@ SESSION_BROKER = {"transactionTimeOut": 3000, "transactionCheckInterval": 2000}
 # the broker every 5 s (20 s by default), so that checks find a producer soon after it starts.
 SESSION_PROXY = {"grpcClientConsumerMinLongPollingTimeoutMillis": 1000, "minInvisibleTimeMillsForRecv": 1000,
                  "transactionHeartbeatPeriodSecond": 5}
+
+
+def kit_file(relative: str, what: str) -> Path:
+    """``$ROCKETMQ_HOME/<relative>`` (a program of the distribution), or a one-line skip saying how to
+    provide it; under ``CI=true`` a ROCKETMQ_HOME that lacks it (or java) fails instead."""
+    home = os.environ.get("ROCKETMQ_HOME")
+    if not home:
+        pytest.skip(f"{what} unavailable: set ROCKETMQ_HOME to a RocketMQ distribution (or the kit)")
+    path = Path(home) / relative
+    if not path.is_file() or shutil.which("java") is None:
+        message = f"ROCKETMQ_HOME={home} has no {relative} ({what}), or java is not on PATH"
+        if IN_CI:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
 
 
 def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
