@@ -33,8 +33,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from model_tests.invariants import CATALOGUE, InvariantViolation, Received, assert_holds, observe
+from model_tests.observe import observe
 from txmq.broker import Broker
+from txmq.checks.invariants import CATALOGUE, InvariantViolation, Received, assert_holds
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 
-from model_tests import invariants
 from txmq.catalogue import MODEL, names
+from txmq.checks import invariants
 from txmq.trace import schema as ev
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from model_tests.invariants import Received, check, observe
 from model_tests.machine import CONSUMER_GROUP, GROUP, TOPIC, SharedListener, Txn
+from model_tests.observe import observe
 from txmq.broker import Broker
+from txmq.checks.invariants import Received, check
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock

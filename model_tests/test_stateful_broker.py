@@ -13,8 +13,8 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from model_tests.invariants import InvariantViolation
 from model_tests.machine import BrokerMachine
+from txmq.checks.invariants import InvariantViolation
 
 # Examples a negative control may take to find its anomaly (ci finds each within a handful).
 HUNT_EXAMPLES = 300

@@ -29,8 +29,9 @@ import pytest
 from hypothesis import settings
 
 from model_tests.history import Recorder, save
-from model_tests.invariants import CATALOGUE, check, observe
+from model_tests.observe import observe
 from txmq.broker import Broker
+from txmq.checks.invariants import CATALOGUE, check
 from txmq.checks.linearizability import check_history
 from txmq.checks.register import Outcome, Resolution, State, Verdict
 from txmq.client.consumer import PullConsumer

@@ -22,7 +22,7 @@ from txmq.trace import schema as S
 VISIBILITY_BUCKETS_MS = (0, 10, 100, 1_000, 3_000, 6_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000)
 
 # The fold over a transaction's CHECK/HALF_RENEW/DISCARD events in seq order: CheckBound's count rule
-# (txmq/trace/check_bound.py states it in Python) and the [DISCARD, RESUME) windows of DiscardOnlyAtMax.
+# (txmq/checks/check_bound.py states it in Python) and the [DISCARD, RESUME) windows of DiscardOnlyAtMax.
 # State: the copies renewals made (half offset, count), the count of the latest renewal (per-transaction
 # order), the seq of a DISCARD not yet followed by a RESUME renewal, the flags ``broken`` (the rule
 # broken in either mode) and ``several`` (a second live chain: strict mode's only), and the closed

@@ -8,7 +8,7 @@ import pytest
 
 from spark_validation.tests.check_bound_cases import BROKEN, CASES, HOLDS, SEVERAL
 from spark_validation.tests.tracebuilder import CHECK_MAX, clean_trace
-from txmq.trace.check_bound import CountProblems, check_counts
+from txmq.checks.check_bound import CountProblems, check_counts
 
 
 def _judge(name: str | None) -> CountProblems:

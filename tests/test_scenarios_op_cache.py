@@ -13,13 +13,13 @@ from collections import Counter
 import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener, send
 
+from txmq.checks.durable_op import checks_after_durable_op
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.protocol import Message
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
-from txmq.trace.durable_op import checks_after_durable_op
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.constants import HALF_TOPIC
 from txmq.transaction.half_cache import HalfCache

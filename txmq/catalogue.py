@@ -1,7 +1,7 @@
 """The invariant catalogue: every invariant txmq checks, defined once, as data.
 
 An invariant has one name everywhere: an operator of that name in ``spec/TxMQ.tla`` (checked by TLC), a
-function of that name in ``model_tests/invariants.py`` (checked after every step of the Hypothesis
+function of that name in ``txmq/checks/invariants.py`` (checked after every step of the Hypothesis
 machines), a check of that id in ``spark_validation`` (checked over whole traces). ``txmq spec replay``
 judges replayed counterexamples under these names, and ``docs/invariants.md`` is generated from this
 module::
@@ -46,7 +46,7 @@ class Layer(enum.Flag):
 
     SPEC = enum.auto()  # an operator of spec/TxMQ.tla, checked by the TLC models that list it
     TRACE = enum.auto()  # trace validation rejects a trace breaking it: the steps that would are not TxMQ's
-    MODEL = enum.auto()  # a function of model_tests/invariants.py, checked against a live broker
+    MODEL = enum.auto()  # a function of txmq/checks/invariants.py, checked against a live broker
     SPARK = enum.auto()  # a check of spark_validation, over a whole trace
     AUDIT = enum.auto()  # a finding of txmq audit, from what clients of an endpoint observe
 

@@ -46,7 +46,7 @@ def render_markdown() -> str:
         "     Edit the catalogue, not this page: tests/test_catalogue.py compares them. -->",
         "",
         "Every invariant has one name in every layer: a TLA+ operator in `spec/TxMQ.tla` (checked by the",
-        "TLC models that list it), a function in `model_tests/invariants.py` (checked after every step of",
+        "TLC models that list it), a function in `txmq/checks/invariants.py` (checked after every step of",
         "the Hypothesis state machines), a check in `spark_validation` (checked over a whole trace) and a",
         "finding of `txmq audit` (judged from what an endpoint's clients observe). *Trace validation*",
         "(`txmq spec validate-trace`) evaluates no operator: it accepts a trace only as a behaviour of the",

@@ -27,7 +27,7 @@ _PER_TXN_SQL = """
                      THEN 'R' WHEN event = 'CHECK' THEN 'C' ELSE 'O' END AS kind
       FROM seqd),
     copies AS (SELECT txn, half_offset, seq, check_count AS n FROM kinds WHERE kind IN ('R', 'Z')),
-    counted AS (  -- CheckBound's count rule (txmq/trace/check_bound.py): the count of the copy renewed
+    counted AS (  -- CheckBound's count rule (txmq/checks/check_bound.py): the count of the copy renewed
       SELECT k.*,  -- (R) or checked (C), an original half counting 0, and the previous renewal's count
         coalesce((SELECT arg_max(c.n, c.seq) FROM copies c WHERE c.txn = k.txn AND c.seq < k.seq
                   AND c.half_offset = CASE WHEN k.kind = 'R' THEN k.prev_half_offset ELSE k.half_offset END),

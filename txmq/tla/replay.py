@@ -5,8 +5,9 @@ one the broker can be driven through, and it must break the same invariant. ``sc
 the counterexample's actions into broker-level steps (send a half, decide locally, deliver / duplicate /
 lose a one-way message, run a check pass, flush Op batches, crash and restart with or without the
 checkpoint persisted) and :func:`replay` runs them with a :class:`~txmq.clock.ManualClock`, then judges the
-trace by the spec's own invariants, under their catalogue names (:data:`JUDGES`). The schedule is plain
-JSON so a replay can be kept as a regression test that needs no TLC.
+trace by the catalogue's invariants in their strict meaning, the spec's: the judge the model tests use
+(``txmq.checks.invariants``), over the trace alone. The schedule is plain JSON so a replay can be kept as
+a regression test that needs no TLC.
 
 Messages are named by what they are, not by offsets (a strict broker skips copies a rocketmq one writes,
 so the same schedule meets different offsets in each mode): an END_TX by transaction, action, whether it
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from txmq.broker import Broker
+from txmq.checks.invariants import Observation, check
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
@@ -34,7 +36,6 @@ from txmq.protocol import (
     LocalTransactionState,
     Message,
 )
-from txmq.tla.judges import violations
 from txmq.tla.manifest import ModelEntry
 from txmq.tla.parser import Outcome, TlcResult
 from txmq.tla.runner import run_tlc
@@ -187,7 +188,8 @@ def replay(schedule: Mapping[str, Any], mode: str) -> ReplayReport:
             run.run(step)
         run.broker.close()
     events = run.sink.events
-    return ReplayReport(mode, violations(events, int(schedule["check_max"])), run.skipped, events)
+    observed = Observation(events, run.config.check_max, run.config.transaction_timeout_ms)
+    return ReplayReport(mode, check(observed, strict=True), run.skipped, events)
 
 
 @dataclass

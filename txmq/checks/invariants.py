@@ -1,16 +1,18 @@
-"""The invariant catalogue's safety invariants, checked in-process against a live broker.
+"""The invariant catalogue's safety invariants over a trace and what clients observe: the one judge that
+the model tests (after every step of the Hypothesis machines, against a live broker) and ``txmq spec
+replay`` (over a replayed counterexample's trace) both use.
 
 Each function is named as its entry in ``txmq.catalogue`` (which defines the meaning; ``CATALOGUE`` below
 is built from the catalogue's names, so an entry marked as checked here without a function fails at
 import), so a failure here can be followed to the TLA+ operator and the Spark check of the same name. The
-Spark validator judges a finished trace; these judge the trace *and* what clients can observe right now
-(``transaction_state``, what consumers received, queue ends), because the model tests run after every
-step and a broker whose trace and behaviour disagree must not pass on the strength of its trace alone.
-Docstrings say what a function checks beyond the catalogue's meaning.
+Spark validator judges a finished trace; these judge the trace *and*, when the caller gives it, what
+clients can observe right now (``transaction_state``, what consumers received, queue ends), because the
+model tests run after every step and a broker whose trace and behaviour disagree must not pass on the
+strength of its trace alone. Docstrings say what a function checks beyond the catalogue's meaning.
 
 Every function takes an ``Observation`` and ``strict`` and returns a list of one-line problems (empty when
 the invariant holds). ``strict=False`` leaves out what the catalogue lists as strict mode's only, which
-``rocketmq`` mode violates by design.
+``rocketmq`` mode violates by design; replay always judges in the strict meaning, the spec's.
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from txmq import catalogue
-from txmq.broker import Broker
+from txmq.checks.check_bound import check_counts
+from txmq.checks.durable_op import checks_after_durable_op
 from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
-from txmq.trace.check_bound import check_counts
-from txmq.trace.durable_op import checks_after_durable_op
 from txmq.transaction.resolution import TransactionState
 
 Event = Mapping[str, Any]
@@ -56,7 +57,7 @@ class Observation:
 
     ``states`` (strict mode, broker running) is ``transaction_state`` of every transaction with a
     ``HALF_PUT``; ``queue_ends`` is ``max_offset`` of every queue of the real topics. Both are None when
-    they cannot be asked (rocketmq mode, broker down).
+    they cannot be asked (rocketmq mode, broker down, or a trace judged on its own).
     """
 
     events: Sequence[Event]
@@ -65,19 +66,6 @@ class Observation:
     received: Sequence[Received] = ()
     states: Mapping[str, TransactionState] | None = None
     queue_ends: Mapping[QueueKey, int] | None = None
-
-
-def observe(broker: Broker, events: Sequence[Event], received: Sequence[Received] = ()) -> Observation:
-    """Ask a broker for its observable state (only what a client could ask)."""
-    cfg = broker.config
-    states = ends = None
-    if broker.running:
-        txns = {e["txn"] for e in events if e["event"] == ev.HALF_PUT}
-        topics = {e["topic"] for e in events if e["event"] == ev.HALF_PUT}
-        if cfg.strict:
-            states = {t: broker.transaction_state(t) for t in txns}
-        ends = {(topic, q): broker.max_offset(topic, q) for topic in topics for q in broker.queue_ids(topic)}
-    return Observation(events, cfg.check_max, cfg.transaction_timeout_ms, tuple(received), states, ends)
 
 
 def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
@@ -226,7 +214,7 @@ def NoDuplicateReal(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def CheckBound(obs: Observation, strict: bool = True) -> list[str]:
-    """The count rule of ``txmq.trace.check_bound`` (two live chains are strict mode's only)."""
+    """The count rule of ``txmq.checks.check_bound`` (two live chains are strict mode's only)."""
     return check_counts(obs.events, obs.check_max).of_mode(strict)
 
 
@@ -250,7 +238,7 @@ def CheckAfterTimeout(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def NoCheckAfterDurableOp(obs: Observation, strict: bool = True) -> list[str]:
-    """The catalogue's meaning, over the trace (``txmq.trace.durable_op``); strict mode's only."""
+    """The catalogue's meaning, over the trace (``txmq.checks.durable_op``); strict mode's only."""
     return checks_after_durable_op(obs.events) if strict else []
 
 

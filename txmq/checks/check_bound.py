@@ -12,8 +12,8 @@ transaction's renewal counts go 1, 2, ... k in seq order. Rocketmq mode may run 
 copy renewed again after a checkpoint regression (S32), both halves of a retried send (S33), or a second
 resume of one discarded record; those are reported apart, as ``several_chains``.
 
-Used by ``model_tests/invariants.py`` and ``txmq spec replay``; Spark states the same rule as a fold in
-``spark_validation/per_txn.py``, and both are tested on the same cases.
+Used by ``txmq/checks/invariants.py`` (the model tests and ``txmq spec replay``); Spark states the same
+rule as a fold in ``spark_validation/per_txn.py``, and both are tested on the same cases.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ Strict mode keeps the rule. Rocketmq mode breaks it by design: upstream's
 ``TransactionalMessageServiceImpl.check`` reads the Op queue (``fillOpRemoveMap``) only until a read
 finds it drained, then checks every later half that is old enough without reading it again, while
 ``TransactionalOpBatchService`` keeps writing Op records; a run can thus check a half whose Op record it
-never read. Used by ``model_tests/invariants.py`` and ``txmq spec replay``; Spark states the same rule as
-a join in ``spark_validation/ops.py``.
+never read. Used by ``txmq/checks/invariants.py`` (the model tests and ``txmq spec replay``); Spark
+states the same rule as a join in ``spark_validation/ops.py``.
 """
 
 from __future__ import annotations
