@@ -3,14 +3,17 @@
 ``drift`` reads the spec (operator definitions of ``TxMQ.tla``), the TLC model configurations and
 ``models.json`` and lists every disagreement with the catalogue; it must list nothing for the repository
 and the right problem for each doctored copy. The layers are held to the catalogue too: Spark's checks, the
-invariants ``txmq spec replay`` judges, the generated docs page (and, in model_tests/, the model tests).
+invariants ``txmq spec replay`` judges, the generated docs page (and, in model_tests/, the model tests), and
+so is every list of names written out by hand in the docs and the DuckDB baseline.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -28,6 +31,7 @@ from txmq.catalogue import (
     SPARK,
     SPEC,
     SPEC_TYPE_CHECKS,
+    STORE_ABSENT_EVENTS,
     TRACE,
     Invariant,
     names,
@@ -207,6 +211,61 @@ def test_replay_has_a_judge_for_every_invariant_the_rocketmq_controls_violate() 
     rocketmq_controls = {e.expect.violates for e in load_manifest(SPEC_DIR)
                          if e.expect.violates is not None and e.name.startswith("rocketmq_")}
     assert rocketmq_controls and rocketmq_controls <= set(invariants.CATALOGUE)
+
+
+# ----------------------------------------------------------------------------- hand copies
+# Lists of catalogue names written out by hand, for a reader (docs) or for a fixed column order (SQL): each
+# must say what the catalogue says, in catalogue order.
+def _backticked(text: str) -> list[str]:
+    return re.findall(r"`(\w+)`", text)
+
+
+def _between(path: Path, start: str, end: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    found = re.search(start + "(.*?)" + end, text, re.DOTALL)
+    assert found, f"{path.relative_to(ROOT)}: no text between {start!r} and {end!r}: adapt this test"
+    return found.group(1)
+
+
+def test_the_spec_readme_lists_the_spec_layer() -> None:
+    listed = _between(SPEC_DIR / "README.md", r"the spec's\s+operators are:", r"`TypeOK`")
+    assert _backticked(listed) == list(names(SPEC))
+
+
+def test_the_audit_page_has_a_row_per_audited_entry() -> None:
+    from txmq.audit.report import AUDITED
+
+    table = _between(ROOT / "docs" / "audit.md", r"\| entry \| the audit reports it when \|\n\|---\|---\|\n",
+                     r"\n\n")
+    assert [_backticked(row)[0] for row in table.splitlines()] == list(AUDITED) == list(names(AUDIT))
+
+
+def test_the_import_page_names_what_a_store_can_judge() -> None:
+    page = ROOT / "docs" / "import.md"
+    from_store = [e.name for e in ENTRIES if e.from_store]
+    absent = _between(page, r"`absent_events` lists the events a store cannot show:", r"\. An invariant")
+    assert tuple(_backticked(absent)) == STORE_ABSENT_EVENTS
+    judged = _between(page, r"\(the catalogue's \*from a store\* column, docs/invariants.md\):",
+                      " are judged")
+    assert re.findall(r"\w+", judged.replace(" and ", ", ")) == from_store
+    bullets = _between(page, r"## What the verdicts mean on a store\n", r"\n## ")
+    assert re.findall(r"^- (\w+):", bullets, re.MULTILINE) == from_store
+
+
+def _module_at(path: Path) -> ModuleType:
+    """A module of the benchmarks, which are not installed (they live beside the tests)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_duckdb_baseline_counts_exactly_the_spark_layer() -> None:
+    duck = _module_at(ROOT / "benchmarks" / "validate" / "duckdb_baseline.py")
+    columns = [*duck.PER_TXN_CHECKS, *duck.OP_CHECKS, *duck.QUEUE_CHECKS]
+    assert sorted(columns) == sorted(names(SPARK)) and len(columns) == len(set(columns))
+    assert list(duck.PER_TXN_CHECKS) == [n for n in names(SPARK) if n in duck.PER_TXN_CHECKS]
 
 
 # ----------------------------------------------------------------------------- the catalogue itself

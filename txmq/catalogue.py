@@ -8,10 +8,12 @@ module::
 
     python -m txmq.catalogue --markdown > docs/invariants.md
 
-``tests/test_catalogue.py`` fails when the spec, its model configurations, ``spec/models.json``, replay or
-the generated page drifts from the entries below. Adding an invariant is adding one entry; the layers it
-names must then implement it under that name: ``model_tests/test_catalogue_layer.py`` and Spark's
-injection tests (every check must be seen violated) fail until they do.
+``tests/test_catalogue.py`` fails when the spec, its model configurations, ``spec/models.json``, replay,
+the generated page or a list written out by hand (``spec/README.md``, the tables of ``docs/audit.md`` and
+``docs/import.md``, the DuckDB baseline's columns) drifts from the entries below. Adding an invariant is
+adding one entry; the layers it names must then implement it under that name:
+``model_tests/test_catalogue_layer.py`` and Spark's injection tests (every check must be seen violated)
+fail until they do.
 
 Meanings are stated over the trace (``docs/trace-events.md``), because every layer but the spec judges
 traces; the spec states the same guarantee over its own variables.
