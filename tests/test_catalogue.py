@@ -9,13 +9,12 @@ so is every list of names written out by hand in the docs and the DuckDB baselin
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from benchkit import benchmark_module
 
 from spark_validation.catalogue import CHECK_IDS
 from txmq import catalogue
@@ -252,17 +251,8 @@ def test_the_import_page_names_what_a_store_can_judge() -> None:
     assert re.findall(r"^- (\w+):", bullets, re.MULTILINE) == from_store
 
 
-def _module_at(path: Path) -> ModuleType:
-    """A module of the benchmarks, which are not installed (they live beside the tests)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_duckdb_baseline_counts_exactly_the_spark_layer() -> None:
-    duck = _module_at(ROOT / "benchmarks" / "validate" / "duckdb_baseline.py")
+    duck = benchmark_module("validate/duckdb_baseline.py")
     columns = [*duck.PER_TXN_CHECKS, *duck.OP_CHECKS, *duck.QUEUE_CHECKS]
     assert sorted(columns) == sorted(names(SPARK)) and len(columns) == len(set(columns))
     assert list(duck.PER_TXN_CHECKS) == [n for n in names(SPARK) if n in duck.PER_TXN_CHECKS]

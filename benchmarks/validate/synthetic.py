@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from txmq.trace import schema as S
@@ -23,6 +24,7 @@ from txmq.trace.sinks import HEADER_METADATA_KEY
 TIMEOUT_MS, INTERVAL_MS, CHECK_MAX = 6000, 30_000, 15
 QUEUES = 4
 OP_BATCH = 100  # halves per Op record
+COMMITLOG_STRIDE = 300  # bytes per record in the commit log
 # Outcome mix: plain commit, rollback, unknown then committed by the first check, unknown until discarded.
 MIX = {"commit": 0.88, "rollback": 0.08, "checked": 0.03, "discarded": 0.01}
 EVENT_CODES = {name: i for i, name in enumerate(S.EVENTS)}
@@ -95,8 +97,19 @@ def generate(n: int, seed: int, path: Path) -> None:
     rows = _interleave(keep, op_after)
     table = _table(n, cols | {"current": current, "prev": prev, "qoff": qoff}, rows, batches, op_after)
     meta = {HEADER_METADATA_KEY: json.dumps(_header(seed).to_dict(), sort_keys=True).encode()}
-    table = table.cast(S.ARROW_SCHEMA).replace_schema_metadata(meta)
-    pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
+    table = pa.concat_tables([table.cast(S.ARROW_SCHEMA), _end_row(table, len(batches))])
+    pq.write_table(table.replace_schema_metadata(meta), path, compression="zstd", row_group_size=1_000_000)
+
+
+def _end_row(table: pa.Table, n_ops: int) -> pa.Table:
+    """The ``END`` marker of a clean shutdown (trace format v2), after the last event: nothing buffered
+    (strict mode), the half queue's and the Op queue's next offsets, the end of the commit log."""
+    seq = table.num_rows
+    halves = pc.max(table["half_offset"]).as_py()
+    end = {"seq": seq, "ts": pc.max(table["ts"]).as_py(), "event": S.END, "half_offsets": [],
+           "queue_offset": -1 if halves is None else halves + 1, "op_offset": n_ops,
+           "commitlog_offset": seq * COMMITLOG_STRIDE}
+    return pa.Table.from_pylist([end], schema=S.ARROW_SCHEMA)
 
 
 def _event_rows(n: int, spacing: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -234,7 +247,7 @@ def _table(
         ),
         "half_offset": _int(column(cols["current"]), half_ref),
         "prev_half_offset": _int(column(cols["prev"]), e_is[S.HALF_RENEW]),
-        "commitlog_offset": _int(np.arange(len(event), dtype=np.int64) * 300, ~e_is[S.LOCAL_TX]),
+        "commitlog_offset": _int(np.arange(len(event), dtype=np.int64) * COMMITLOG_STRIDE, ~e_is[S.LOCAL_TX]),
         "topic": _strings(
             ["T", "TRANS_CHECK_MAX_TIME_TOPIC"],
             e_is[S.DISCARD].astype(np.int64),
@@ -245,7 +258,11 @@ def _table(
         ),
         "queue_offset": _int(column(cols["qoff"]), e_is[S.REAL_PUT] | e_is[S.DELIVER]),
     }
-    return pa.table(placement | _outcome_columns(cols, rows, e_is, answer, txn_col, batches))
+    producer_side = {  # trace v2: the producer's born time (no clock skew here), no check immunity
+        "born_ts": _int(ts_col, e_is[S.HALF_PUT]),
+        "immunity": pa.nulls(len(event), pa.string()),
+    }
+    return pa.table(placement | _outcome_columns(cols, rows, e_is, answer, txn_col, batches) | producer_side)
 
 
 def _outcome_columns(
