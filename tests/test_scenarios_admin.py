@@ -7,8 +7,10 @@ import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener
 
 from txmq.errors import ClientError
-from txmq.protocol import Message, SendResult
+from txmq.protocol import Message, SendResult, SendStatus
+from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
+from txmq.transaction.constants import CHECK_MAX_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_ID
 from txmq.transaction.resolution import TransactionState
 
 TIMEOUT = 6_000
@@ -247,10 +249,11 @@ def test_s36_resume_gives_fifteen_more_checks(make_env: EnvFactory, mode: str) -
 
     resumed = env.broker.resume_check_half_message(dead.commitlog_offset)
 
-    assert resumed.transaction_id == result.msg_id
     [renew] = env.events(ev.HALF_RENEW, result=ev.RENEW_RESUME)
     assert (renew["prev_half_offset"], renew["half_offset"], renew["check_count"]) == (15, 16, 0)
-    assert resumed.queue_offset == 16
+    # The answer names the resumed copy: where it was stored, its real queue, its half-queue offset.
+    assert resumed == SendResult(SendStatus.SEND_OK, result.msg_id, renew["commitlog_offset"],
+                                 int(dead.properties[PROPERTY_REAL_QUEUE_ID]), 16, result.msg_id)
     if mode == "strict":
         assert env.broker.transaction_state(result.msg_id) is TransactionState.PENDING
     for _ in range(16):
@@ -282,6 +285,16 @@ def test_s36_resume_refuses_a_record_that_is_not_discarded_strict(make_env: EnvF
         env.broker.resume_check_half_message(result.commitlog_offset)
     with pytest.raises(ClientError, match="no discarded half"):
         env.broker.resume_check_half_message(10**9)
+
+
+def test_s36_resume_refuses_a_discard_of_an_unknown_transaction_strict(make_env: EnvFactory) -> None:
+    """A record in the discard topic whose transaction the resolution index does not know (written there
+    by hand: the broker never does) is refused by name, not resumed."""
+    env = make_env("strict")
+    ghost = StoredMessage(CHECK_MAX_TOPIC, 0, b"x", {PROPERTY_TRANSACTION_ID: "ghost"}, born_timestamp=0)
+    put = env.broker._context().store.put_message(ghost)
+    with pytest.raises(ClientError, match="^transaction ghost is unknown now; only a discarded"):
+        env.broker.resume_check_half_message(put.commitlog_offset)
 
 
 def test_s36_resume_puts_back_any_transactional_record_rocketmq(make_env: EnvFactory) -> None:
@@ -359,7 +372,8 @@ def test_s36_stale_resume_cannot_reopen_a_commit_strict(make_env: EnvFactory) ->
     result = resume_twice(env)
     [dead] = env.broker.discarded_messages()
 
-    with pytest.raises(ClientError, match="is COMMITTED now"):
+    with pytest.raises(ClientError, match=f"^transaction {result.msg_id} is COMMITTED now; only a discarded "
+                       "transaction can be resumed$"):
         env.broker.resume_check_half_message(dead.commitlog_offset)
 
     env.broker.crash()
