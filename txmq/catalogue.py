@@ -224,7 +224,7 @@ ENTRIES: tuple[Invariant, ...] = (
         "ALREADY_RESOLVED, IMMUNITY_REJECTED, STORE_ERROR): none is dropped silently.",
         unchecked=((TRACE, _NO_EVENT), (SPARK, _NO_EVENT),
                    (MODEL, "not yet: the machines send END_TRANSACTION themselves and could count their "
-                    "requests against END_TX events, but invariants.py does not keep the requests"),
+                    "requests against END_TX events, but their observation does not keep the requests"),
                    (AUDIT, _ONE_WAY))),
     Invariant(
         "CheckToOwnGroup", SAFETY, BOTH, SPEC | TRACE,
