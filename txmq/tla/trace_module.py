@@ -18,8 +18,8 @@ MODULE_NAME = "TxMQTraceRun"
 _GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
            "GuardSkipSuperseded", "GuardDiscardFinal")
 # The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_text).
-_FIXED = ("Txns", "Producers", "Owner", "Group", "Skew", "Immunity", "HalfMsg", "PlainMsg", "Subscribed",
-          "Trace")
+_FIXED = ("Txns", "TxnIds", "Producers", "TxnOwner", "Group", "TxnSkew", "TxnImmunity", "HalfMsg",
+          "PlainMsg", "Subscribed", "Trace")
 _BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
 
 
@@ -67,13 +67,14 @@ def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
         "EXTENDS TxMQTrace",
         # TLC 2.15 evaluates the definition a CONSTANT is replaced by (C <- D) at every use of C, but
         # computes a constant definition's value once: each D names an *Data definition, computed once.
-        f"TxnsData == 1..{len(spec.txns)}",
+        f"TxnsData == 1..{spec.slots}",
+        f"TxnIdsData == 1..{len(spec.txns)}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
-        "OwnerData == " + tla(spec.owner),
+        "TxnOwnerData == " + tla(spec.owner),
         f"GroupData == {groups}",
-        "SkewData == " + tla(spec.skew),
+        "TxnSkewData == " + tla(spec.skew),
         "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
-        "ImmunityData == <<" + ", ".join(_immunity(*imm) for imm in spec.immunity) + ">>",
+        "TxnImmunityData == <<" + ", ".join(_immunity(*imm) for imm in spec.immunity) + ">>",
         "HalfMsgData == <<" + ", ".join(_message(m) for m in spec.half_messages) + ">>",
         "PlainMsgData == <<" + ", ".join(_message(m) for m in spec.plain_messages) + ">>",
         f"SubscribedData == {subscribed}",
@@ -98,7 +99,11 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
     retention = int(config.get("file_reserved_time_ms", BrokerConfig.file_reserved_time_ms))
     return (
         "CONSTANTS\n"
-        "    Txns <- TxnsV\n    Producers <- ProducersV\n    Owner <- OwnerV\n    Group <- GroupV\n"
+        "    Txns <- TxnsV\n    TxnIds <- TxnIdsV\n    Producers <- ProducersV\n    Group <- GroupV\n"
+        # TxMQ's Txns are slots: who owns one, its skew and immunity are state (spec/TxMQTrace.tla)
+        "    Owner <- UnownedSlots\n    Skew <- UnskewedSlots\n    Immunity <- UnimmuneSlots\n"
+        "    OwnerOf <- SlotOwner\n    SkewOf <- SlotSkew\n    ImmunityOf <- SlotImmunity\n"
+        "    TxnOwner <- TxnOwnerV\n    TxnSkew <- TxnSkewV\n    TxnImmunity <- TxnImmunityV\n"
         "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
         '    Decisions = {"commit", "rollback"}\n'
@@ -109,7 +114,6 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    Times <- Nat\n"
         f"    TimeoutT = {timeout}\n"
         f"    RetentionT = {retention}\n"
-        "    Skew <- SkewV\n    Immunity <- ImmunityV\n"
         f"{budgets}{guards}"
         # The trace has no event for the scanner's Op reads: its view is the Op queue (a rocketmq trace
         # with S41's check, an Op written during the run, is refused: see docs/conformance.md).
