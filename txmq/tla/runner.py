@@ -109,15 +109,12 @@ def tlc_command(
     check_deadlock: bool = False,
     coverage: bool = False,
     features: TlcFeatures | None = None,
-    in_memory_queue: bool = False,
 ) -> list[str]:
-    """The command line for one run (``-deadlock`` turns deadlock checking *off*; ``in_memory_queue``
-    keeps the states to explore in memory, for a run whose queue never holds more than a few)."""
+    """The command line for one run (``-deadlock`` turns deadlock checking *off*)."""
     known = features or probe(java, jar)
     command = [
         java,
         "-XX:+UseParallelGC",
-        *(["-Dtlc2.tool.queue.IStateQueue=StateDeque"] if in_memory_queue else []),
         # TLC 2.15 unpacks its standard modules into java.io.tmpdir: runs sharing /tmp can read each
         # other's half-written TLC.tla ("Could not parse module TLC"). Each run gets its own.
         f"-Djava.io.tmpdir={metadir.parent}",

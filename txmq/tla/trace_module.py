@@ -56,6 +56,13 @@ def _function(pairs: dict[str, str]) -> str:
     return " @@ ".join(f"{tla(key)} :> {value}" for key, value in sorted(pairs.items())) or "<<>>"
 
 
+def _sequence(name: str, items: Sequence[str]) -> str:
+    """``name == <<...>>``, one item per line. SANY's PlusCal check (run on every module it parses)
+    copies a line once per character, so its cost grows with the square of each line's length: a
+    sequence of 10,000 items on one line took minutes before TLC started."""
+    return f"{name} == <<\n" + ",\n".join("  " + item for item in items) + "\n>>"
+
+
 def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
     """The generated module."""
     producers = sorted(spec.groups)
@@ -70,17 +77,15 @@ def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
         f"TxnsData == 1..{spec.slots}",
         f"TxnIdsData == 1..{len(spec.txns)}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
-        "TxnOwnerData == " + tla(spec.owner),
+        _sequence("TxnOwnerData", [tla(p) for p in spec.owner]),
         f"GroupData == {groups}",
-        "TxnSkewData == " + tla(spec.skew),
+        _sequence("TxnSkewData", [tla(skew) for skew in spec.skew]),
         "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
-        "TxnImmunityData == <<" + ", ".join(_immunity(*imm) for imm in spec.immunity) + ">>",
-        "HalfMsgData == <<" + ", ".join(_message(m) for m in spec.half_messages) + ">>",
-        "PlainMsgData == <<" + ", ".join(_message(m) for m in spec.plain_messages) + ">>",
+        _sequence("TxnImmunityData", [_immunity(*imm) for imm in spec.immunity]),
+        _sequence("HalfMsgData", [_message(m) for m in spec.half_messages]),
+        _sequence("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
-        "TraceData == <<",
-        ",\n".join("  " + step_record(s) for s in steps),
-        ">>",
+        _sequence("TraceData", [step_record(s) for s in steps]),
     ]
     lines += [f"{name}V == {name}Data" for name in _FIXED]
     lines.append("====")

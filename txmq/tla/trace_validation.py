@@ -98,7 +98,7 @@ def _run(work: Path, module: str, cfg: str, jar: Path, total: int,
     java = find_java()
     states = work / "states"
     command = tlc_command(java, jar, work / f"{MODULE_NAME}.tla", work / f"{MODULE_NAME}.cfg", states,
-                          workers="1", in_memory_queue=True)
+                          workers="1")
     lines: list[str] = []
     started = time.monotonic()
     with proc.popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
