@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import replace
 
 from txmq.tla.trace_input import Step
 
@@ -67,7 +66,7 @@ class _Pool:
             t = step.fields.get("t") or 0
             if t and t not in self.slot:
                 self.open(t)
-            self.out.append(replace(step, fields={**step.fields, "t": self.slot[t]}) if t else step)
+            self.out.append(Step(step.kind, {**step.fields, "t": self.slot[t]}, step.source) if t else step)
             self.follow(step, t)
             if t and self.last_use[t] == j:
                 self.wait(t)
