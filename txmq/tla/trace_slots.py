@@ -37,8 +37,10 @@ def _restart_floors(steps: Sequence[Step]) -> list[int]:
     return lowest
 
 
-# The floor rises at the end of each check run, and in between once the cursor is this far above it.
+# The floor rises at the end of each check run, and in between once the cursor is this far above it,
+# after a step of the scan that owes no next event (a RENEW owes its CHECK).
 FLOOR_STRIDE = 256
+_PASSING = ("SKIP", "DISCARD", "IMMUNITY", "CRASH")
 
 
 class _Pool:
@@ -73,7 +75,7 @@ class _Pool:
             if step.kind == "OP":
                 self.covering(step.fields["offs"])
             target = min(self.cursor, self.restarts[j + 1])
-            if step.kind == "CHECKPOINT" or target >= self.floor + FLOOR_STRIDE:
+            if step.kind == "CHECKPOINT" or (step.kind in _PASSING and target >= self.floor + FLOOR_STRIDE):
                 self.raise_floor(target)
         return self.out
 
