@@ -15,9 +15,10 @@ from txmq.config import BrokerConfig
 from txmq.tla.trace_input import MessageFields, SpecInput, Step
 
 MODULE_NAME = "TxMQTraceRun"
+DATA_MODULE = "TxMQTraceData"
 _GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
            "GuardSkipSuperseded", "GuardDiscardFinal")
-# The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_text).
+# The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_texts).
 _FIXED = ("Txns", "TxnIds", "Producers", "TxnOwner", "Group", "TxnSkew", "TxnImmunity", "HalfMsg",
           "PlainMsg", "Subscribed", "Trace")
 _BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
@@ -63,17 +64,19 @@ def _sequence(name: str, items: Sequence[str]) -> str:
     return f"{name} == <<\n" + ",\n".join("  " + item for item in items) + "\n>>"
 
 
-def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
-    """The generated module."""
+def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
+    """The generated modules, by name: the data (the steps and the constants the trace fixes) and the
+    run module, which extends the data before the trace spec. TLC computes each constant definition
+    once, module by module in that order: when the trace spec's definitions are looked at, the data
+    already has its value. The other way round, each definition that reads the trace (``Ev``, ``Act``,
+    ``TraceNext``...) walked the whole literal again, minutes for a 10,000-transaction trace."""
     producers = sorted(spec.groups)
     groups = _function({p: tla(spec.groups[p]) for p in producers})
     subscribed = _function({g: "{" + ", ".join(tla(t) for t in topics) + "}"
                             for g, topics in spec.subscribed.items()})
-    lines = [
-        f"---- MODULE {MODULE_NAME} ----",
-        "EXTENDS TxMQTrace",
-        # TLC 2.15 evaluates the definition a CONSTANT is replaced by (C <- D) at every use of C, but
-        # computes a constant definition's value once: each D names an *Data definition, computed once.
+    data = [
+        f"---- MODULE {DATA_MODULE} ----",
+        "EXTENDS Integers",
         f"TxnsData == 1..{spec.slots}",
         f"TxnIdsData == 1..{len(spec.txns)}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
@@ -86,10 +89,17 @@ def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
         _sequence("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
         _sequence("TraceData", [step_record(s) for s in steps]),
+        "====",
     ]
-    lines += [f"{name}V == {name}Data" for name in _FIXED]
-    lines.append("====")
-    return "\n".join(lines) + "\n"
+    run = [
+        f"---- MODULE {MODULE_NAME} ----",
+        f"EXTENDS {DATA_MODULE}, TxMQTrace",
+        # TLC 2.15 evaluates the definition a CONSTANT is replaced by (C <- D) at every use of C, but
+        # computes a constant definition's value once: each D names an *Data definition, computed once.
+        *(f"{name}V == {name}Data" for name in _FIXED),
+        "====",
+    ]
+    return {DATA_MODULE: "\n".join(data) + "\n", MODULE_NAME: "\n".join(run) + "\n"}
 
 
 def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN"
