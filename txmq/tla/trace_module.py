@@ -76,7 +76,7 @@ def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
                             for g, topics in spec.subscribed.items()})
     data = [
         f"---- MODULE {DATA_MODULE} ----",
-        "EXTENDS Integers",
+        "EXTENDS Integers, TLC",
         f"TxnsData == 1..{spec.slots}",
         f"TxnIdsData == 1..{len(spec.txns)}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
