@@ -145,7 +145,8 @@ RaiseFloor ==
     /\ floor' = Ev.i
     /\ covered' = {o \in covered : o > Ev.i}
     /\ UNCHANGED <<producerVars, half, latest, opRecords, reals, lives, durable, cursorDurable,
-                   volatileVars, now, net, historyVars, budgetVars, occupant, ownerOf, skewOf, immunityOf, recs>>
+                   volatileVars, now, net, historyVars, budgetVars, occupant, ownerOf, skewOf, immunityOf,
+                   recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
 Passed(i) == i <= floor \/ i \in covered
@@ -319,7 +320,8 @@ Explain ==
     /\ owed' = OwedAfter
     /\ ti' = ti + 1
     /\ Ev.e # "PLAIN" => UNCHANGED plainsStored
-    /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} => UNCHANGED <<occupant, ownerOf, skewOf, immunityOf, floor>>
+    /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
+           UNCHANGED <<occupant, ownerOf, skewOf, immunityOf, floor>>
     \* Whichever action appended a half record, its transaction's records list it.
     /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
            recs' = IF Len(half') = Len(half) THEN recs
@@ -343,7 +345,8 @@ StateOf(t) ==
     IN IF t \notin Txns
        THEN [now |-> now, cursor |-> cursor, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
              halves |-> Len(half), owed |-> owed, nextRecord |-> nextRecord]
-       ELSE [txn |-> occupant[t], slot |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t], ownEndDone |-> ownEndDone[t],
+       ELSE [txn |-> occupant[t], slot |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t],
+             ownEndDone |-> ownEndDone[t],
              ownerAlive |-> alive[OwnerOf(t)], index |-> index[t], durable |-> durable[t], reals |-> reals[t],
              ends |-> ends[t], checks |-> checks[t], discards |-> discardLog[t], latest |-> latest[t],
              inFlight |-> {m \in net : m.t = t}, now |-> now, cursor |-> cursor, opBuf |-> opBuf,
