@@ -136,6 +136,13 @@ vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budget
 (* Helpers *)
 
 Strict == Mode = "strict"
+
+\* Who owns t, its producer's clock skew and its immunity.  Read only through these operators: trace
+\* validation (TxMQTrace.tla) moves a trace's transactions through a small pool of reusable ids, so it
+\* holds them per id as state and gives them by overriding these operators.
+OwnerOf(t) == Owner[t]
+SkewOf(t) == Skew[t]
+ImmunityOf(t) == Immunity[t]
 On(guard) == Strict /\ guard
 
 Range(s) == {s[j] : j \in DOMAIN s}
@@ -144,7 +151,7 @@ Age(i) == now - half[i].born
 \* What the invariants measure an age with: the broker's clock minus the half's birth as the producer's clock
 \* really had it (the broker's clock at the original's HALF_PUT plus the producer's skew), not the stamp the
 \* broker acts on, so that a wrong stamp or a wrong subtraction is seen.
-TrueAge(i) == now - (half[i].put + Skew[half[i].t])
+TrueAge(i) == now - (half[i].put + SkewOf(half[i].t))
 
 \* Offset i and the copies it renews, back to its original (or resumed) record.
 RECURSIVE Lineage(_)
@@ -152,7 +159,7 @@ Lineage(i) == IF half[i].from = 0 THEN {i} ELSE {i} \cup Lineage(half[i].from)
 Resolution(t) == IF Strict THEN index[t] ELSE None
 
 \* Running producers of t's group: the broker may send t's check to any of them (ProducerManager).
-Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[Owner[t]]}
+Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
 
 \* The resolution index as a strict restart rebuilds it from the durable log.
 Rebuilt ==
@@ -218,10 +225,10 @@ Init ==
 (***************************************************************************)
 SendHalf(t) ==
     /\ local[t] = None
-    /\ alive[Owner[t]]
+    /\ alive[OwnerOf(t)]
     /\ local' = [local EXCEPT ![t] = "unknown"]
     /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
-    /\ AppendHalf(t, 0, now + Skew[t], now, 0)
+    /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, Len(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
                    opBuf, cursor, index, opRead, now, net, historyVars, budgetVars>>
@@ -235,9 +242,9 @@ ResendHalf(t) ==
     /\ retries < MaxRetry
     /\ local[t] = "unknown"
     /\ ~ownEndDone[t]
-    /\ alive[Owner[t]]
+    /\ alive[OwnerOf(t)]
     /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
-    /\ AppendHalf(t, 0, now + Skew[t], now, 0)
+    /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, Len(half) + 1)
     /\ retries' = retries + 1
     /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
@@ -257,10 +264,10 @@ Decide(t) ==
 (* (DefaultMQProducerImpl.endTransaction), sent once.                      *)
 (***************************************************************************)
 ProducerEnd(t) ==
-    /\ alive[Owner[t]]
+    /\ alive[OwnerOf(t)]
     /\ ~ownEndDone[t]
     /\ local[t] \in Actions
-    /\ net' = net \cup {EndMsg(t, sent[t], local[t], FALSE, Owner[t])}
+    /\ net' = net \cup {EndMsg(t, sent[t], local[t], FALSE, OwnerOf(t))}
     /\ ownEndDone' = [ownEndDone EXCEPT ![t] = TRUE]
     /\ UNCHANGED <<local, said, sent, alive, durableVars, volatileVars, now, historyVars, budgetVars>>
 
@@ -274,7 +281,7 @@ ProducerCrash(p) ==
     /\ pcrashes < MaxProducerCrash
     /\ alive[p]
     /\ alive' = [alive EXCEPT ![p] = FALSE]
-    /\ ownEndDone' = [t \in Txns |-> ownEndDone[t] \/ (Owner[t] = p /\ local[t] # None)]
+    /\ ownEndDone' = [t \in Txns |-> ownEndDone[t] \/ (OwnerOf(t) = p /\ local[t] # None)]
     /\ pcrashes' = pcrashes + 1
     /\ UNCHANGED <<local, said, sent, durableVars, volatileVars, now, net, historyVars,
                    crashes, losses, dups, retries, storeErrors, resumes>>
@@ -310,14 +317,14 @@ Tick(t2) ==
 (***************************************************************************)
 ApplyEnd(m, rest) ==
     LET t == m.t
-        rejectedByImmunity == Immunity[t].has /\ ~m.chk /\ Age(m.off) > Immunity[t].end
+        rejectedByImmunity == ImmunityOf(t).has /\ ~m.chk /\ Age(m.off) > ImmunityOf(t).end
         alreadyResolved == \/ On(GuardResolvedIndex) /\ index[t] \in Actions
                            \/ On(GuardDiscardFinal) /\ index[t] = "discard"
         writes == m.act = "commit" \/ On(GuardDurableRollback)   \* a durable record is written
         entry(res) == [act |-> m.act, res |-> res, resolved |-> Resolution(t) # None,
                        discarded |-> Resolution(t) = "discard", life |-> lives[t],
-                       chk |-> m.chk /\ (Immunity[t].has \/ res = "STORE_ERROR"),
-                       age |-> IF Immunity[t].has THEN TrueAge(m.off) ELSE 0]
+                       chk |-> m.chk /\ (ImmunityOf(t).has \/ res = "STORE_ERROR"),
+                       age |-> IF ImmunityOf(t).has THEN TrueAge(m.off) ELSE 0]
         refuse(res) == /\ ends' = [ends EXCEPT ![t] = Append(@, entry(res))]
                        /\ UNCHANGED <<reals, durable, opBuf, index, storeErrors>>
     IN /\ cache' = CacheDelete(cache, m.off)
@@ -462,7 +469,7 @@ Unsettled == Examinable /\ Next1 \notin OpView /\ ~Settled(Next1)
 \* A half checked now would be checked in time: older than its immunity, or without immunity older
 \* than the timeout or born in the broker's future.
 DueForCheck(i) ==
-    IF Immunity[half[i].t].has THEN Age(i) > Immunity[half[i].t].scan
+    IF ImmunityOf(half[i].t).has THEN Age(i) > ImmunityOf(half[i].t).scan
     ELSE Age(i) > TimeoutT \/ Age(i) < 0
 
 Spent(kind) ==   \* the check-budget history entry of the record examined
@@ -500,7 +507,7 @@ NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
 (***************************************************************************)
 ScanImmunity ==
     /\ Unsettled /\ NotDiscarded
-    /\ Immunity[Rec.t].has /\ Age(Next1) <= Immunity[Rec.t].scan
+    /\ ImmunityOf(Rec.t).has /\ Age(Next1) <= ImmunityOf(Rec.t).scan
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
     /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("reput"))]
     /\ Examined
@@ -672,7 +679,7 @@ CheckAfterTimeout ==
     \A t \in Txns : \A j \in DOMAIN checks[t] :
         LET c == checks[t][j]
         IN c.kind = "check" =>
-              IF Immunity[t].has THEN c.age > Immunity[t].scan ELSE c.age > TimeoutT \/ c.age < 0
+              IF ImmunityOf(t).has THEN c.age > ImmunityOf(t).scan ELSE c.age > TimeoutT \/ c.age < 0
 
 \* No check of a half copy that an Op record in the Op queue already covered; strict: nor of a copy
 \* renewing one an Op record covered (a late END_TX of an earlier copy resolved the transaction).  The
@@ -725,12 +732,12 @@ EndTxAnswered ==
               ends[t][j].res \in {"OK", "ALREADY_RESOLVED", "IMMUNITY_REJECTED", "STORE_ERROR"}
 
 \* A check goes only to a producer of its transaction's group, and only such a producer answers one.
-CheckToOwnGroup == \A m \in net : Group[m.p] = Group[Owner[m.t]]
+CheckToOwnGroup == \A m \in net : Group[m.p] = Group[OwnerOf(m.t)]
 
 \* Every half record carries its original's birth on its producer's clock: the broker's clock at the
 \* HALF_PUT plus that producer's skew (renewed and resumed copies keep it), so every age the broker
 \* computes is the broker's clock minus the producer's real birth.
-AgeOnBrokerClock == \A i \in DOMAIN half : half[i].born = half[i].put + Skew[half[i].t]
+AgeOnBrokerClock == \A i \in DOMAIN half : half[i].born = half[i].put + SkewOf(half[i].t)
 
 \* IMMUNITY_REJECTED answers exactly the producer's own END_TX for a half with check immunity that is
 \* older than the immunity END_TRANSACTION reads, never a check answer; an immunity re-put happens only
@@ -739,9 +746,9 @@ ImmunityWindow ==
     \A t \in Txns :
         /\ \A j \in DOMAIN ends[t] :
               LET e == ends[t][j]
-              IN (e.res = "IMMUNITY_REJECTED") <=> (~e.chk /\ Immunity[t].has /\ e.age > Immunity[t].end)
+              IN (e.res = "IMMUNITY_REJECTED") <=> (~e.chk /\ ImmunityOf(t).has /\ e.age > ImmunityOf(t).end)
         /\ \A j \in DOMAIN checks[t] :
-              checks[t][j].kind = "reput" => Immunity[t].has /\ checks[t][j].age <= Immunity[t].scan
+              checks[t][j].kind = "reput" => ImmunityOf(t).has /\ checks[t][j].age <= ImmunityOf(t).scan
 
 \* A discard at the check max ends a life in which the transaction was checked (or re-put) CheckMax
 \* times: a resumed half is checked up to the limit again before it is discarded again.

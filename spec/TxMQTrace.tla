@@ -16,6 +16,20 @@
 (* So every step the cursor ti passes is a step of Next, and the trace is *)
 (* accepted exactly when the cursor reaches its end.                      *)
 (*                                                                         *)
+(* The cost of a step is that of the state, so the state holds only the  *)
+(* transactions that can still matter.  TxMQ's Txns are slots, reused:    *)
+(* OPEN gives a free slot the next transaction (its owner, skew and       *)
+(* immunity, which TxMQ reads through OwnerOf, SkewOf and ImmunityOf, are *)
+(* state here), and RETIRE frees it once nothing can read it again: no   *)
+(* message of it in flight, and each of its half records either listed  *)
+(* by an Op record (the scan skips it without asking whose it is) or at  *)
+(* or below the floor, under which no scan, and no restart, goes again   *)
+(* (FLOOR raises it, at most to the cursor; a CRASH below it is          *)
+(* rejected).  Records below the floor also leave covered.  A retired    *)
+(* transaction has no more events (Python retires it after its last), so *)
+(* TLC explains the rest of the trace exactly as if every transaction had *)
+(* an id of its own.                                                       *)
+(*                                                                         *)
 (* Python places the hidden steps, so at most one behaviour follows each  *)
 (* trace: TLC checks it, step by step (the view is the cursor alone, see  *)
 (* TraceView).  Python's placement can only make a valid trace be         *)
@@ -27,17 +41,38 @@
 EXTENDS TxMQ, TLC
 
 CONSTANTS
-    Trace,          \* the steps, each a record whose field e names its kind (and t its transaction, 0: none)
-    HalfMsg,        \* [Txns -> [topic, q, crc]]: the message a transaction's first HALF_PUT carries
+    Trace,          \* the steps, each a record whose field e names its kind (and t its slot, 0: none)
+    TxnIds,         \* the trace's transactions (1..n); a slot holds one of them at a time
+    TxnOwner,       \* [TxnIds -> Producers], TxnSkew [TxnIds -> Int], TxnImmunity [TxnIds -> [has,
+    TxnSkew,        \*   scan, end]]: what TxMQ's Owner, Skew and Immunity say of each transaction
+    TxnImmunity,
+    HalfMsg,        \* [TxnIds -> [topic, q, crc]]: the message a transaction's first HALF_PUT carries
     PlainMsg,       \* Seq([topic, q, crc]): the plain messages, in the order they were stored
     Subscribed      \* consumer group -> the topics it subscribes to (a group not in it: any topic)
 
 VARIABLES
     ti,             \* steps 1..ti of Trace are explained
     owed,           \* the event the previous step owes next: a REAL_PUT, a CHECK, or Nothing
-    plainsStored    \* plain messages stored so far (deliveries of plain messages must name one)
+    plainsStored,   \* plain messages stored so far (deliveries of plain messages must name one)
+    occupant,       \* [Txns -> TxnIds \cup {0}]: the transaction each slot holds (0: free)
+    ownerOf,        \* [Txns -> Producers], skewOf, immunityOf: its owner, skew and immunity
+    skewOf,
+    immunityOf,
+    floor,          \* no scan, and no restart, starts below this half offset again
+    recs            \* [Txns -> Seq(offsets)]: the half records of each slot's transaction
 
-traceVars == <<vars, ti, owed, plainsStored>>
+slotVars == <<occupant, ownerOf, skewOf, immunityOf, floor, recs>>
+traceVars == <<vars, ti, owed, plainsStored, slotVars>>
+
+\* What TxMQ reads of a slot's transaction (the trace config overrides OwnerOf, SkewOf and ImmunityOf).
+SlotOwner(t) == ownerOf[t]
+SlotSkew(t) == skewOf[t]
+SlotImmunity(t) == immunityOf[t]
+
+\* TxMQ's own Owner, Skew and Immunity, which only its ASSUME and TraceInit read: a slot's are above.
+UnownedSlots == [t \in Txns |-> CHOOSE p \in Producers : TRUE]
+UnskewedSlots == [t \in Txns |-> 0]
+UnimmuneSlots == [t \in Txns |-> [has |-> FALSE, scan |-> 0, end |-> 0]]
 
 Ev == Trace[ti + 1]
 
@@ -62,9 +97,9 @@ NothingOwed(d) == C(d, "NothingOwed", Owes("NONE"), owed)
 
 \* The message fields of an event carrying transaction t's message are those of t's half.
 SameMessage(d, t, prefix) ==
-    << C(d, prefix \o "TopicIsTheHalfs", Ev.topic = HalfMsg[t].topic /\ Ev.q = HalfMsg[t].q,
-         <<HalfMsg[t].topic, HalfMsg[t].q>>),
-       C(d, prefix \o "BodyIsTheHalfs", Ev.crc = HalfMsg[t].crc, HalfMsg[t].crc) >>
+    LET m == HalfMsg[occupant[t]]
+    IN << C(d, prefix \o "TopicIsTheHalfs", Ev.topic = m.topic /\ Ev.q = m.q, <<m.topic, m.q>>),
+          C(d, prefix \o "BodyIsTheHalfs", Ev.crc = m.crc, m.crc) >>
 
 \* The copy a step appends is at the end of the half queue.
 AppendedAt(d) == C(d, "HalfOffsetIsNext", Ev.off = Len(half) + 1, Len(half) + 1)
@@ -84,14 +119,54 @@ UnsettledRecord(d) ==
 \* The spec's results of an END_TX delivery (the diagnosis of a wrong one).
 EndResults(A(_)) == {r \in {"OK", "STORE_ERROR", "ALREADY_RESOLVED", "IMMUNITY_REJECTED"} : ENABLED A(r)}
 
+\* Slot t as TxMQ's Init has a transaction: no trace of what it held.
+Fresh(f, t, v) == [f EXCEPT ![t] = v]
+FreeSlot(t) ==
+    /\ local' = Fresh(local, t, None) /\ said' = Fresh(said, t, {}) /\ sent' = Fresh(sent, t, 0)
+    /\ ownEndDone' = Fresh(ownEndDone, t, FALSE) /\ latest' = Fresh(latest, t, 0)
+    /\ reals' = Fresh(reals, t, 0) /\ lives' = Fresh(lives, t, 0) /\ durable' = Fresh(durable, t, None)
+    /\ index' = Fresh(index, t, None) /\ ends' = Fresh(ends, t, << >>)
+    /\ delivered' = Fresh(delivered, t, 0) /\ checks' = Fresh(checks, t, << >>)
+    /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, 0)
+    /\ recs' = Fresh(recs, t, << >>)
+    /\ UNCHANGED <<alive, half, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, now, net,
+                   opDup, budgetVars, ownerOf, skewOf, immunityOf, floor>>
+
+\* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
+Open ==
+    /\ occupant' = [occupant EXCEPT ![Ev.t] = Ev.x]
+    /\ ownerOf' = [ownerOf EXCEPT ![Ev.t] = TxnOwner[Ev.x]]
+    /\ skewOf' = [skewOf EXCEPT ![Ev.t] = TxnSkew[Ev.x]]
+    /\ immunityOf' = [immunityOf EXCEPT ![Ev.t] = TxnImmunity[Ev.x]]
+    /\ UNCHANGED <<floor, recs>> /\ Keep
+
+\* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
+RaiseFloor ==
+    /\ floor' = Ev.i
+    /\ covered' = {o \in covered : o > Ev.i}
+    /\ UNCHANGED <<producerVars, half, latest, opRecords, reals, lives, durable, cursorDurable,
+                   volatileVars, now, net, historyVars, budgetVars, occupant, ownerOf, skewOf, immunityOf,
+                   recs>>
+
+\* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
+Passed(i) == i <= floor \/ i \in covered
+
+\* A lost message, as the step names it (one in flight that no later event delivers).
+LostMsg == [type |-> Ev.type, t |-> Ev.t, off |-> Ev.off, act |-> Ev.act, chk |-> Ev.chk, p |-> Ev.p]
+
 \* Between two traces validated in one run (txmq.tla.trace_batch), the next trace's broker starts on an
-\* empty store at time 0.  Its transactions, producers and groups have names of their own, still in their
-\* initial state, so nothing of the previous trace can explain a step of the next.
+\* empty store at time 0, every slot free.  Its producers and groups have names of their own, still in
+\* their initial state, so nothing of the previous trace can explain a step of the next.
 Reset ==
+    /\ local' = [t \in Txns |-> None] /\ said' = [t \in Txns |-> {}] /\ sent' = [t \in Txns |-> 0]
+    /\ ownEndDone' = [t \in Txns |-> FALSE] /\ latest' = [t \in Txns |-> 0] /\ reals' = [t \in Txns |-> 0]
+    /\ lives' = [t \in Txns |-> 0] /\ durable' = [t \in Txns |-> None] /\ index' = [t \in Txns |-> None]
+    /\ ends' = [t \in Txns |-> << >>] /\ delivered' = [t \in Txns |-> 0] /\ checks' = [t \in Txns |-> << >>]
+    /\ discardLog' = [t \in Txns |-> << >>] /\ occupant' = [t \in Txns |-> 0] /\ floor' = 0
+    /\ recs' = [t \in Txns |-> << >>]
     /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
-    /\ UNCHANGED <<producerVars, latest, reals, lives, durable, index, ends, delivered, checks, discardLog,
-                   budgetVars>>
+    /\ UNCHANGED <<alive, budgetVars, ownerOf, skewOf, immunityOf>>
 
 -----------------------------------------------------------------------------
 (* The steps.  Each kind has its conditions (CondsOf), checked before    *)
@@ -120,7 +195,7 @@ Enabled(d, name, enabled) == C(d, name, enabled, "not enabled")
 CondsOf(d) ==
     CASE Ev.e \in {"SEND", "RESEND"} ->
             << NothingOwed(d), AppendedAt(d),
-               C(d, "BornIsProducerClock", Ev.born = now + Skew[Ev.t], now + Skew[Ev.t]) >>
+               C(d, "BornIsProducerClock", Ev.born = now + SkewOf(Ev.t), now + SkewOf(Ev.t)) >>
             \o SameMessage(d, Ev.t, "Half") \o
             << IF Ev.e = "SEND" THEN Enabled(d, "SendHalf", ENABLED SendHalf(Ev.t))
                ELSE Enabled(d, "ResendHalf", ENABLED ResendHalf(Ev.t)) >>
@@ -131,7 +206,20 @@ CondsOf(d) ==
       [] Ev.e = "UP" -> << NothingOwed(d), Enabled(d, "ProducerStart", ENABLED ProducerStart(Ev.p)) >>
       [] Ev.e = "DOWN" -> << NothingOwed(d), Enabled(d, "ProducerCrash", ENABLED ProducerCrash(Ev.p)) >>
       [] Ev.e = "TICK" -> << NothingOwed(d), Enabled(d, "Tick", ENABLED Tick(Ev.ts)) >>
-      [] Ev.e = "CRASH" -> << NothingOwed(d), Enabled(d, "CrashRestart", ENABLED CrashRestart(Ev.i)) >>
+      [] Ev.e = "CRASH" ->
+            << NothingOwed(d), C(d, "RestartNotBelowFloor", Ev.i >= floor, floor),
+               Enabled(d, "CrashRestart", ENABLED CrashRestart(Ev.i)) >>
+      [] Ev.e = "OPEN" ->
+            << NothingOwed(d), C(d, "SlotIsFree", occupant[Ev.t] = 0 /\ local[Ev.t] = None, occupant[Ev.t]) >>
+      [] Ev.e = "FLOOR" ->
+            << NothingOwed(d), C(d, "FloorRisesToAtMostCursor", floor <= Ev.i /\ Ev.i <= cursor,
+                                 [floor |-> floor, cursor |-> cursor]) >>
+      [] Ev.e = "LOSE" -> << NothingOwed(d), Enabled(d, "Lose", ENABLED Lose(LostMsg)) >>
+      [] Ev.e = "RETIRE" ->
+            << NothingOwed(d), C(d, "SlotHoldsTheTransaction", occupant[Ev.t] = Ev.x, occupant[Ev.t]),
+               C(d, "RecordsCoveredOrBelowFloor", \A j \in DOMAIN recs[Ev.t] : Passed(recs[Ev.t][j]),
+                 [records |-> recs[Ev.t], floor |-> floor]),
+               C(d, "NothingInFlight", \A m \in net : m.t # Ev.t, {m \in net : m.t = Ev.t}) >>
       [] Ev.e = "RESUME" -> << NothingOwed(d), AppendedAt(d), Enabled(d, "Resume", ENABLED Resume(Ev.t)) >>
       [] Ev.e = "ANSWER" ->
             << NothingOwed(d),
@@ -159,7 +247,7 @@ CondsOf(d) ==
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
             << UnsettledRecord(d),
                C(d, "NotDiscarded", NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]),
-               C(d, "DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), immunity |-> Immunity[Rec.t]]),
+               C(d, "DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), immunity |-> ImmunityOf(Rec.t)]),
                IF Ev.p = "nobody" THEN C(d, "RecipientsEmpty", Recipients(Rec.t) = {}, Recipients(Rec.t))
                ELSE C(d, "CheckRecipientIsInRecipients", Ev.p \in Recipients(Rec.t), Recipients(Rec.t)),
                AppendedAt(d), RenewedCount(d) >>
@@ -215,6 +303,10 @@ Act ==
       [] Ev.e = "CRASH" -> CrashRestart(Ev.i)
       [] Ev.e = "PLAIN" -> Keep /\ plainsStored' = plainsStored + 1
       [] Ev.e = "RESET" -> Reset
+      [] Ev.e = "OPEN" -> Open
+      [] Ev.e = "FLOOR" -> RaiseFloor
+      [] Ev.e = "LOSE" -> Lose(LostMsg)
+      [] Ev.e = "RETIRE" -> FreeSlot(Ev.t)
       [] OTHER -> Keep   \* REAL, CHECK, CHECKPOINT, DELIVER, FINISH: checked by their conditions alone
 
 \* What is owed after the step.
@@ -228,6 +320,12 @@ Explain ==
     /\ owed' = OwedAfter
     /\ ti' = ti + 1
     /\ Ev.e # "PLAIN" => UNCHANGED plainsStored
+    /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
+           UNCHANGED <<occupant, ownerOf, skewOf, immunityOf, floor>>
+    \* Whichever action appended a half record, its transaction's records list it.
+    /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
+           recs' = IF Len(half') = Len(half) THEN recs
+                   ELSE [recs EXCEPT ![half'[Len(half')].t] = Append(@, Len(half'))]
 
 -----------------------------------------------------------------------------
 (* A rejection, explained: the first condition that fails, with what the   *)
@@ -247,8 +345,9 @@ StateOf(t) ==
     IN IF t \notin Txns
        THEN [now |-> now, cursor |-> cursor, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
              halves |-> Len(half), owed |-> owed, nextRecord |-> nextRecord]
-       ELSE [txn |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t], ownEndDone |-> ownEndDone[t],
-             ownerAlive |-> alive[Owner[t]], index |-> index[t], durable |-> durable[t], reals |-> reals[t],
+       ELSE [txn |-> occupant[t], slot |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t],
+             ownEndDone |-> ownEndDone[t],
+             ownerAlive |-> alive[OwnerOf(t)], index |-> index[t], durable |-> durable[t], reals |-> reals[t],
              ends |-> ends[t], checks |-> checks[t], discards |-> discardLog[t], latest |-> latest[t],
              inFlight |-> {m \in net : m.t = t}, now |-> now, cursor |-> cursor, opBuf |-> opBuf,
              owed |-> owed, nextRecord |-> nextRecord]
@@ -260,7 +359,9 @@ Diagnose ==
     /\ PrintT(<<"txmq-trace-failed", ti + 1, Failure, StateOf(About)>>)
     /\ FALSE
 
-TraceInit == Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0
+TraceInit ==
+    /\ Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0 /\ occupant = [t \in Txns |-> 0]
+    /\ ownerOf = Owner /\ skewOf = Skew /\ immunityOf = Immunity /\ floor = 0 /\ recs = [t \in Txns |-> << >>]
 TraceNext == ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
 
 \* Every state TLC keeps is the one state at its cursor (TraceNext admits one behaviour), so the cursor

@@ -88,7 +88,7 @@ def test_doctored_field_is_rejected_at_its_event_naming_the_condition(name: str,
     assert bad is not None and bad.source is not None and bad.source["seq"] == at, (name, bad)
     assert outcome.condition == condition, (outcome.condition, outcome.expected)
     if bad.source.get("txn"):  # the state shown is that of the event's transaction
-        assert outcome.state is not None and f"txn |-> {bad.fields['t']}," in outcome.state
+        assert outcome.state is not None and f"slot |-> {bad.fields['t']}," in outcome.state
 
 
 @needs_tlc

@@ -43,9 +43,9 @@ class BatchTrace:
 def _renamed(step: Step, number: int, txn_offset: int, plain_offset: int) -> Step:
     """A step of trace ``number`` with the names it has in the joined run."""
     fields = dict(step.fields)
-    if fields.get("t"):
-        fields["t"] += txn_offset
-    elif step.kind == "DELIVER":
+    if "x" in fields:
+        fields["x"] += txn_offset
+    if step.kind == "DELIVER" and not fields["t"]:
         fields["k"] += plain_offset if fields["k"] else 0
     if "p" in fields and fields["p"] != "nobody":
         fields["p"] = f"b{number}{fields['p']}"
@@ -66,6 +66,7 @@ def join(traces: Sequence[BatchTrace]) -> tuple[list[Step], SpecInput, list[tupl
         bounds.append((len(steps), len(own)))
         steps += [_renamed(s, number, len(joined.txns), len(joined.plain_messages)) for s in own]
         joined.txns += [f"b{number}:{t}" for t in spec.txns]
+        joined.slots = max(joined.slots, spec.slots)
         joined.producers.update({f"b{number}:{k}": f"b{number}{p}" for k, p in spec.producers.items()})
         joined.groups.update({f"b{number}{p}": f"b{number}:{g}" for p, g in spec.groups.items()})
         joined.owner += [f"b{number}{p}" for p in spec.owner]

@@ -23,7 +23,7 @@ ACTION_OF = {
     "END": "Deliver(end)", "OP": "FlushOps", "SKIP": "ScanSkip", "RENEW": "ScanCheck",
     "IMMUNITY": "ScanImmunity", "DISCARD": "ScanDiscard", "RESUME": "Resume", "CRASH": "CrashRestart",
     "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
-    "RESET": None,
+    "RESET": None, "OPEN": None, "FLOOR": None, "LOSE": "Lose", "RETIRE": None,
 }
 
 
@@ -77,6 +77,7 @@ class SpecInput:
     """What TLC needs besides the steps: the constants the trace fixes."""
 
     txns: list[str] = field(default_factory=list)  # broker transaction ids; spec id = index + 1
+    slots: int = 0  # the trace spec's Txns: slots the transactions take in turn (txmq.tla.trace_slots)
     producers: dict[str, str] = field(default_factory=dict)  # broker producer id -> spec name
     groups: dict[str, str] = field(default_factory=dict)  # spec producer -> producer group
     owner: list[str] = field(default_factory=list)  # spec id - 1 -> spec producer

@@ -15,11 +15,12 @@ from txmq.config import BrokerConfig
 from txmq.tla.trace_input import MessageFields, SpecInput, Step
 
 MODULE_NAME = "TxMQTraceRun"
+DATA_MODULE = "TxMQTraceData"
 _GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
            "GuardSkipSuperseded", "GuardDiscardFinal")
-# The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_text).
-_FIXED = ("Txns", "Producers", "Owner", "Group", "Skew", "Immunity", "HalfMsg", "PlainMsg", "Subscribed",
-          "Trace")
+# The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_texts).
+_FIXED = ("Txns", "TxnIds", "Producers", "TxnOwner", "Group", "TxnSkew", "TxnImmunity", "HalfMsg",
+          "PlainMsg", "Subscribed", "Trace")
 _BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
 
 
@@ -56,34 +57,49 @@ def _function(pairs: dict[str, str]) -> str:
     return " @@ ".join(f"{tla(key)} :> {value}" for key, value in sorted(pairs.items())) or "<<>>"
 
 
-def module_text(steps: Sequence[Step], spec: SpecInput) -> str:
-    """The generated module."""
+def _sequence(name: str, items: Sequence[str]) -> str:
+    """``name == <<...>>``, one item per line. SANY's PlusCal check (run on every module it parses)
+    copies a line once per character, so its cost grows with the square of each line's length: a
+    sequence of 10,000 items on one line took minutes before TLC started."""
+    return f"{name} == <<\n" + ",\n".join("  " + item for item in items) + "\n>>"
+
+
+def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
+    """The generated modules, by name: the data (the steps and the constants the trace fixes) and the
+    run module, which extends the data before the trace spec. TLC computes each constant definition
+    once, module by module in that order: when the trace spec's definitions are looked at, the data
+    already has its value. The other way round, each definition that reads the trace (``Ev``, ``Act``,
+    ``TraceNext``...) walked the whole literal again, minutes for a 10,000-transaction trace."""
     producers = sorted(spec.groups)
     groups = _function({p: tla(spec.groups[p]) for p in producers})
     subscribed = _function({g: "{" + ", ".join(tla(t) for t in topics) + "}"
                             for g, topics in spec.subscribed.items()})
-    lines = [
+    data = [
+        f"---- MODULE {DATA_MODULE} ----",
+        "EXTENDS Integers, TLC",
+        f"TxnsData == 1..{spec.slots}",
+        f"TxnIdsData == 1..{len(spec.txns)}",
+        "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
+        _sequence("TxnOwnerData", [tla(p) for p in spec.owner]),
+        f"GroupData == {groups}",
+        _sequence("TxnSkewData", [tla(skew) for skew in spec.skew]),
+        "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
+        _sequence("TxnImmunityData", [_immunity(*imm) for imm in spec.immunity]),
+        _sequence("HalfMsgData", [_message(m) for m in spec.half_messages]),
+        _sequence("PlainMsgData", [_message(m) for m in spec.plain_messages]),
+        f"SubscribedData == {subscribed}",
+        _sequence("TraceData", [step_record(s) for s in steps]),
+        "====",
+    ]
+    run = [
         f"---- MODULE {MODULE_NAME} ----",
-        "EXTENDS TxMQTrace",
+        f"EXTENDS {DATA_MODULE}, TxMQTrace",
         # TLC 2.15 evaluates the definition a CONSTANT is replaced by (C <- D) at every use of C, but
         # computes a constant definition's value once: each D names an *Data definition, computed once.
-        f"TxnsData == 1..{len(spec.txns)}",
-        "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
-        "OwnerData == " + tla(spec.owner),
-        f"GroupData == {groups}",
-        "SkewData == " + tla(spec.skew),
-        "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
-        "ImmunityData == <<" + ", ".join(_immunity(*imm) for imm in spec.immunity) + ">>",
-        "HalfMsgData == <<" + ", ".join(_message(m) for m in spec.half_messages) + ">>",
-        "PlainMsgData == <<" + ", ".join(_message(m) for m in spec.plain_messages) + ">>",
-        f"SubscribedData == {subscribed}",
-        "TraceData == <<",
-        ",\n".join("  " + step_record(s) for s in steps),
-        ">>",
+        *(f"{name}V == {name}Data" for name in _FIXED),
+        "====",
     ]
-    lines += [f"{name}V == {name}Data" for name in _FIXED]
-    lines.append("====")
-    return "\n".join(lines) + "\n"
+    return {DATA_MODULE: "\n".join(data) + "\n", MODULE_NAME: "\n".join(run) + "\n"}
 
 
 def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN"
@@ -98,7 +114,11 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
     retention = int(config.get("file_reserved_time_ms", BrokerConfig.file_reserved_time_ms))
     return (
         "CONSTANTS\n"
-        "    Txns <- TxnsV\n    Producers <- ProducersV\n    Owner <- OwnerV\n    Group <- GroupV\n"
+        "    Txns <- TxnsV\n    TxnIds <- TxnIdsV\n    Producers <- ProducersV\n    Group <- GroupV\n"
+        # TxMQ's Txns are slots: who owns one, its skew and immunity are state (spec/TxMQTrace.tla)
+        "    Owner <- UnownedSlots\n    Skew <- UnskewedSlots\n    Immunity <- UnimmuneSlots\n"
+        "    OwnerOf <- SlotOwner\n    SkewOf <- SlotSkew\n    ImmunityOf <- SlotImmunity\n"
+        "    TxnOwner <- TxnOwnerV\n    TxnSkew <- TxnSkewV\n    TxnImmunity <- TxnImmunityV\n"
         "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
         '    Decisions = {"commit", "rollback"}\n'
@@ -109,7 +129,6 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    Times <- Nat\n"
         f"    TimeoutT = {timeout}\n"
         f"    RetentionT = {retention}\n"
-        "    Skew <- SkewV\n    Immunity <- ImmunityV\n"
         f"{budgets}{guards}"
         # The trace has no event for the scanner's Op reads: its view is the Op queue (a rocketmq trace
         # with S41's check, an Op written during the run, is refused: see docs/conformance.md).

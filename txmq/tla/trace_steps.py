@@ -32,6 +32,7 @@ from txmq.tla.trace_input import (
     Step,
     unmodelled,
 )
+from txmq.tla.trace_slots import slotted
 from txmq.trace import schema as ev
 from txmq.transaction.end_transaction import rejection_threshold_ms
 from txmq.transaction.immunity import scanner_immunity_ms
@@ -377,5 +378,6 @@ def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[s
     """The trace spec's steps for a broker trace (header ``mode`` and ``config``), and its constants."""
     rows = list(events)
     builder = _Builder(mode, config, rows)
-    steps = builder.build()
+    steps, builder.spec.slots = slotted(builder.build())
+    builder.spec.budgets["MaxLoss"] += sum(step.kind == "LOSE" for step in steps)
     return steps, builder.spec

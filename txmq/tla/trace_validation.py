@@ -32,7 +32,7 @@ from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
 from txmq.tla.tla_values import failure_report
 from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, coverage
-from txmq.tla.trace_module import MODULE_NAME, config_text, module_text
+from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
 from txmq.tla.trace_steps import build_steps
 from txmq.trace import schema as ev
 from txmq.trace.reader import IncompleteTraceError
@@ -90,10 +90,11 @@ class Validation:
 _ABOUT_THE_CHECK = ("CheckRecipientIsInRecipients", "RecipientsEmpty")
 
 
-def _run(work: Path, module: str, cfg: str, jar: Path, total: int,
+def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, total: int,
          progress: Progress | None) -> tuple[str, TlcResult]:
     """Run TLC on the generated module in ``work``; its output (as one string) and the parsed result."""
-    (work / f"{MODULE_NAME}.tla").write_text(module, encoding="utf-8")
+    for name, text in modules.items():
+        (work / f"{name}.tla").write_text(text, encoding="utf-8")
     (work / f"{MODULE_NAME}.cfg").write_text(cfg, encoding="utf-8")
     java = find_java()
     states = work / "states"
@@ -142,7 +143,7 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
             shutil.copy(spec_dir / name, work / name)
         if progress is not None:  # the size is known: the caller can say what the run will cost
             progress(0, len(steps))
-        output, result = _run(work, module_text(steps, spec),
+        output, result = _run(work, module_texts(steps, spec),
                               config_text(mode, config, spec, unknown_answer=unknown_answer), jar, len(steps),
                               progress)
     if result.outcome is not Outcome.PASS:

@@ -1,0 +1,43 @@
+"""Transactions in slots (txmq.tla.trace_slots), without TLC: where OPEN, FLOOR, LOSE and RETIRE go. TLC
+checks each of them (spec/TxMQTrace.tla); these tests pin down that a finished transaction's slot is
+given to the next one, and not while a later restart can still scan its records."""
+
+from __future__ import annotations
+
+from txmq.tla.trace_input import Step
+from txmq.tla.trace_slots import slotted
+
+
+def _one_checked_transaction_then_another() -> list[Step]:
+    """t1 is checked (the check is never answered), ends with its own commit, its renewed copy is covered
+    by an Op record and the scan passes its original; then t2 starts."""
+    return [
+        Step("UP", {"t": 0, "p": "p1"}),
+        Step("SEND", {"t": 1, "off": 1}),
+        Step("RENEW", {"t": 1, "i": 1, "off": 2, "n": 1, "p": "p1"}),
+        Step("CHECK", {"t": 1, "off": 2, "n": 1, "p": "p1"}),
+        Step("END", {"t": 1, "off": 2, "act": "commit", "chk": False, "p": "p1", "dup": False}),
+        Step("OP", {"t": 0, "offs": [2]}),
+        Step("CHECKPOINT", {"t": 0, "i": 1}),
+        Step("SEND", {"t": 2, "off": 3}),
+    ]
+
+
+def test_a_finished_transaction_gives_its_slot_to_the_next() -> None:
+    steps, slots = slotted(_one_checked_transaction_then_another())
+    assert [s.kind for s in steps] == ["UP", "OPEN", "SEND", "RENEW", "CHECK", "END", "OP", "CHECKPOINT",
+                                       "FLOOR", "LOSE", "RETIRE", "OPEN", "SEND"]
+    assert slots == 1
+    opens = [s.fields for s in steps if s.kind == "OPEN"]
+    assert opens == [{"t": 1, "x": 1}, {"t": 1, "x": 2}]
+    lose = next(s.fields for s in steps if s.kind == "LOSE")  # the unanswered check
+    assert (lose["type"], lose["off"], lose["p"]) == ("check", 2, "p1")
+    assert next(s.fields for s in steps if s.kind == "FLOOR")["i"] == 1
+
+
+def test_no_slot_is_freed_while_a_later_restart_scans_its_records() -> None:
+    trace = _one_checked_transaction_then_another()
+    trace.append(Step("CRASH", {"t": 0, "i": 0}))  # resumes from offset 0: t1's original is scanned again
+    steps, slots = slotted(trace)
+    assert not any(s.kind in ("FLOOR", "RETIRE") for s in steps)
+    assert slots == 2
