@@ -57,6 +57,8 @@ class DriverSettings:
 class Driver:
     """One run of a plan: producers, consumers, the nemesis, and the history they write."""
 
+    restart_consumers = True  # after a restart of the endpoint, fresh consumers too (module docstring)
+
     def __init__(self, plan: Plan, settings: DriverSettings, history: History,
                  launched: Nemesis | None = None, progress: Callable[[str], None] | None = None) -> None:
         self.plan = plan
@@ -209,7 +211,8 @@ class Driver:
         try:
             self.launched.restart()
             producers = [self._start_producer(f"p{slot}") for slot in range(len(self._producers))]
-            consumers = [self._start_consumer() for _ in self._consumers]
+            consumers = ([self._start_consumer() for _ in self._consumers] if self.restart_consumers
+                         else list(self._consumers))
         except BrokerUnavailableError as exc:
             self.history.add("error", what="restart", error=str(exc))
             return
@@ -217,7 +220,7 @@ class Driver:
             self._spares += self._producers
             self._producers = producers
             old_consumers, self._consumers = self._consumers, consumers
-        for consumer in old_consumers:
+        for consumer in old_consumers if self.restart_consumers else ():
             _shutdown_quietly(consumer)
 
     def _settled(self) -> bool:

@@ -1,0 +1,177 @@
+"""The audit's plan driven over RocketMQ's remoting protocol (the 4.x wire, what a name server and broker
+speak) through the official C++-core Python client (``txmq.audit.cpp_client``), unmodified.
+
+The plan, the nemesis, the settle phase and the history are the gRPC driver's (``txmq.audit.driver``);
+what differs is what this client can do, and the history says it as it is:
+
+- A transactional send is one call, ``send_message_in_transaction``: the client stores the half, calls
+  the local transaction with it, and sends END_TRANSACTION itself, one-way, with what that returned. So
+  the send is recorded as returned when the local transaction is called (the half is stored by then), and
+  the end as invoked when the local transaction returns and returned when the send call does (one-way:
+  the client has written it; upstream's proxy also forwards a gRPC end one-way). A late end is the local
+  transaction returning only after the first check was answered, a withheld one returning UNKNOWN (an
+  END_TRANSACTION of no type, which upstream's ``EndTransactionProcessor`` ignores), a closed producer
+  returning UNKNOWN and then shutting down.
+- The client sends exactly one END_TRANSACTION per send: the duplicated-end fault cannot be expressed. Such
+  transactions end once, and no ``fault`` record claims otherwise (the report counts applied faults).
+- A check is the client's checker callback; it answers from the shared local transactions, and the client
+  sends the answer one-way when the callback returns (recorded as returned then).
+- Consumers: the client has a push consumer only. A delivery is its callback (invoked = returned = the
+  callback's moment; attempt = ``reconsume_times`` + 1); a lapse returns RECONSUME_LATER, which sends the
+  message back (CONSUMER_SEND_MSG_BACK) for a later attempt, as the invisible time's lapse does over gRPC.
+  One push consumer, whatever ``--consumers`` says: a rebalance among several hands a queue over with its
+  consume offset not yet committed, and the new owner delivers again as a first attempt, which the audit
+  could not tell from a second copy (NoDuplicateReal).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from txmq.audit import cpp_client
+from txmq.audit.driver import Driver, DriverSettings
+from txmq.audit.history import History
+from txmq.audit.nemesis import Nemesis
+from txmq.audit.workload import Fault, Plan, PlannedTx
+from txmq.errors import BrokerUnavailableError
+
+# After a late end's first check was answered, the client sends that answer when the checker returns:
+# the late end waits this long more, so that it follows the answer on the wire.
+_AFTER_ANSWER_S = 0.5
+_FIRST_REBALANCE_S = 3.0  # the push consumer's first rebalance reads the queues' offsets
+
+
+class RemotingDriver(Driver):
+    """``Driver`` with the C++-core client's producers and push consumer (see the module docstring)."""
+
+    restart_consumers = False  # the push consumer reconnects by itself; a second one would rebalance
+
+    def __init__(self, plan: Plan, settings: DriverSettings, history: History,
+                 launched: Nemesis | None = None, progress: Any = None, log_dir: Path | None = None) -> None:
+        super().__init__(plan, settings, history, launched, progress)
+        self.client = cpp_client.load()
+        self.log_dir = log_dir
+        self.producer_group = f"{settings.group}-tx"
+
+    # ------------------------------------------------------------------ clients
+    def _start_producer(self, slot: str) -> Any:
+        with self._lock:
+            self._generation += 1
+            name = f"{slot}.{self._generation}"
+        producer = self.client.TransactionMQProducer(self.producer_group, self._checker(name))
+        producer.name = name
+        self._configure(producer, "Producer", name)
+        try:
+            producer.start()
+        except Exception as exc:
+            self.history.add("error", what="producer start", producer=name, error=str(exc)[:300])
+            raise BrokerUnavailableError(f"cannot start a producer at {self.settings.endpoint}: "
+                                         f"{' '.join(str(exc).split())}") from None
+        self.history.add("client", action="start", producer=name)
+        return producer
+
+    def _configure(self, client: Any, kind: str, name: str) -> None:
+        """Name server, an instance name of its own (clients of one group in one process need one), and
+        the client's log under the audit's output directory, through the client's own C API."""
+        client.set_namesrv_addr(self.settings.endpoint)
+        dll = self.client.dll
+        getattr(dll, f"Set{kind}InstanceName")(client._handle, f"txmq-audit-{name}".encode())
+        if self.log_dir is not None:
+            getattr(dll, f"Set{kind}LogPath")(client._handle, str(self.log_dir / f"{name}.log").encode())
+
+    def _start_consumer(self) -> Any:
+        consumer = self.client.PushConsumer(self.settings.group)
+        self._configure(consumer, "PushConsumer", "c0")
+        consumer.subscribe(self.settings.topic, self._on_message)
+        try:
+            consumer.start()
+        except Exception as exc:
+            raise BrokerUnavailableError(f"cannot start a consumer at {self.settings.endpoint}: "
+                                         f"{' '.join(str(exc).split())}") from None
+        time.sleep(_FIRST_REBALANCE_S)
+        return consumer
+
+    def _consume(self, index: int) -> None:
+        """The push consumer's callbacks do the work; this thread only lives as long as consuming does."""
+        while self._consuming.wait(0.5) and not self.stop.is_set():
+            time.sleep(0.5)
+
+    def _on_message(self, message: Any) -> Any:
+        status = self.client.ConsumeStatus
+        tx = message.body.decode(errors="replace")
+        attempt = message.reconsume_times + 1
+        now = self.history.now()
+        self.history.add("deliver", tx=tx, attempt=attempt, message_id=message.id, consumer="c0",
+                         invoked=now, returned=now)
+        if self.plan.lapses(tx, attempt):
+            self.history.add("lapse", tx=tx, attempt=attempt, consumer="c0")
+            return status.RECONSUME_LATER
+        self.history.add("ack", tx=tx, attempt=attempt, consumer="c0", invoked=now, returned=now, ok=True)
+        with self._lock:
+            self.delivered.add(tx)
+        return status.CONSUME_SUCCESS
+
+    # ------------------------------------------------------------------ checks
+    def _checker(self, producer: str) -> Any:
+        statuses = self.client.TransactionStatus
+
+        def check(message: Any) -> Any:
+            tx = message.body.decode(errors="replace")
+            answer = self.local.answer(tx, producer)
+            invoked = self.history.now()
+            self.local.answered(tx)
+            self.history.add("end", tx=tx, action=answer, source="check", producer=producer,
+                             invoked=invoked, returned=self.history.now(), ok=True)
+            return getattr(statuses, answer)
+        return check
+
+    # ------------------------------------------------------------------ transactions
+    def _run_tx(self, tx: PlannedTx) -> None:
+        with self._lock:
+            producer = self._producers[tx.producer]
+        message = self.client.Message(self.settings.topic)
+        message.set_body(tx.name)
+        message.set_keys(tx.name)
+        send = {"tx": tx.name, "producer": producer.name, "invoked": self.history.now()}
+        end: dict[str, Any] = {}
+        try:
+            producer.send_message_in_transaction(message, lambda half, _: self._local(tx, send, end, half))
+        except Exception as exc:
+            if "returned" not in send:  # the half was not stored (the local transaction never ran)
+                self.history.add("send", **send, returned=None, ok=False, error=str(exc)[:300])
+                self.local.decide(tx.name, "ROLLBACK")  # the application saw its send fail
+                return
+            end = {}  # the client failed after the local transaction: its end may not have gone out
+        finally:
+            message.destroy()
+        if end:
+            self.history.add("end", **end, returned=self.history.now(), ok=True)
+        if tx.fault is Fault.PRODUCER_CLOSED:
+            self._close_producer(tx.producer)
+
+    def _local(self, tx: PlannedTx, send: dict[str, Any], end: dict[str, Any], half: Any) -> Any:
+        """The local transaction, called by the client once the half is stored: records the send, applies
+        the plan's outcome and fault, and returns what the client then sends as END_TRANSACTION."""
+        self.history.add("send", **send, returned=self.history.now(), ok=True, message_id=half.id,
+                         transaction_id=half.get_property("__transactionId__") or half.id)
+        statuses = self.client.TransactionStatus
+        decision = tx.outcome.decision
+        if tx.fault is Fault.LATE_AFTER_ROLLBACK or tx.fault is Fault.LATE:
+            self.local.wait_checked(tx.name, self.stop, self.settings.settle_s)
+            time.sleep(_AFTER_ANSWER_S)
+        if not tx.outcome.ends_itself:
+            return statuses.UNKNOWN  # unknown-then-decide and never-deciding transactions go by checks
+        assert decision is not None
+        self.local.decide(tx.name, decision)
+        if tx.fault in (Fault.WITHHELD, Fault.PRODUCER_CLOSED):
+            self.history.add("fault", tx=tx.name, fault=tx.fault.value, **(
+                {"producer": send["producer"]} if tx.fault is Fault.PRODUCER_CLOSED else {}))
+            return statuses.UNKNOWN
+        if tx.fault in (Fault.LATE, Fault.LATE_AFTER_ROLLBACK):
+            self.history.add("fault", tx=tx.name, fault=tx.fault.value)
+        end.update(tx=tx.name, action=decision, source="client", producer=send["producer"],
+                   invoked=self.history.now())
+        return getattr(statuses, decision)
+
