@@ -14,7 +14,6 @@ logging); exit code 1 when a violation was found.
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -43,8 +42,12 @@ _DEFAULT_HEARTBEAT_S = {"grpc": 20.0, "remoting": 30.0}
 
 
 def _heartbeat_s(args: argparse.Namespace) -> float | None:
-    """Held to rocketmq mode, checks before the endpoint heard a producer group may be lost and count."""
-    if args.expect != "rocketmq":
+    """Checks before the endpoint heard a producer group may be lost and count: held to rocketmq mode
+    over gRPC (strict mode registers a gRPC producer at once), and over remoting in both modes, where a
+    broker learns a producer group from the client's HEART_BEAT only (upstream's
+    ``ClientManageProcessor.heartBeat`` registers it with the ``ProducerManager``; txmq serve does the
+    same), and a client started or reconnected sends the first one with a route only at its timer."""
+    if args.expect != "rocketmq" and args.protocol == "grpc":
         return None
     return float(args.heartbeat if args.heartbeat is not None else _DEFAULT_HEARTBEAT_S[args.protocol])
 
@@ -88,9 +91,9 @@ def _client_log(path: Path) -> Iterator[None]:
         handler.close()
 
 
-def _driver(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
+def _driver(args: argparse.Namespace) -> tuple[Any, Any]:
     """The driver for ``--protocol``: the official 5.x client over gRPC, or the C++-core client over
-    remoting (``txmq.audit.remoting``), whose client logs go to DIR/cpp-client."""
+    remoting (``txmq.audit.remoting``)."""
     try:
         from txmq.audit.driver import Driver, DriverSettings
     except ImportError:
@@ -102,7 +105,7 @@ def _driver(args: argparse.Namespace, out: Path) -> tuple[Any, Any]:
     from txmq.audit.remoting import RemotingDriver
 
     cpp_client.load()  # a missing client is one line now, not after the endpoint was started
-    return functools.partial(RemotingDriver, log_dir=out / "cpp-client"), DriverSettings
+    return RemotingDriver, DriverSettings
 
 
 def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesis] | None = None) -> int:
@@ -111,9 +114,11 @@ def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesi
     out = _validate(args)
     plan = seeded_plan(args, _progress)
     seed = plan.seed
-    Driver, DriverSettings = _driver(args, out)
+    Driver, DriverSettings = _driver(args)
     endpoint = timing.endpoint_settings(args)
     settle = timing.settle_s(endpoint, args.settle)
+    if args.settle is None and args.protocol == "remoting":  # checks wait for the client's heartbeat
+        settle += _heartbeat_s(args) or 0.0
     total = args.duration + settle + timing.START_STOP_S
     _progress(f"endpoint settings from {endpoint.source}: transaction timeout "
               f"{endpoint.transaction_timeout_s:g} s, check interval {endpoint.check_interval_s:g} s, "

@@ -57,8 +57,6 @@ class DriverSettings:
 class Driver:
     """One run of a plan: producers, consumers, the nemesis, and the history they write."""
 
-    restart_consumers = True  # after a restart of the endpoint, fresh consumers too (module docstring)
-
     def __init__(self, plan: Plan, settings: DriverSettings, history: History,
                  launched: Nemesis | None = None, progress: Callable[[str], None] | None = None) -> None:
         self.plan = plan
@@ -211,8 +209,7 @@ class Driver:
         try:
             self.launched.restart()
             producers = [self._start_producer(f"p{slot}") for slot in range(len(self._producers))]
-            consumers = ([self._start_consumer() for _ in self._consumers] if self.restart_consumers
-                         else list(self._consumers))
+            consumers = [self._start_consumer() for _ in self._consumers]
         except BrokerUnavailableError as exc:
             self.history.add("error", what="restart", error=str(exc))
             return
@@ -220,7 +217,7 @@ class Driver:
             self._spares += self._producers
             self._producers = producers
             old_consumers, self._consumers = self._consumers, consumers
-        for consumer in old_consumers if self.restart_consumers else ():
+        for consumer in old_consumers:
             _shutdown_quietly(consumer)
 
     def _settled(self) -> bool:
@@ -240,11 +237,15 @@ class Driver:
                       f"{counts['check']} checks, {counts['deliver']} deliveries "
                       f"({delivered} transactions acked)")
 
-    def run(self) -> None:
-        """Start the clients, run the plan, settle, and shut everything down."""
+    def _start_clients(self) -> None:
+        """One producer per slot of the plan, then the consumers."""
         producers = 1 + max(t.producer for t in self.plan.transactions)
         self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
         self._consumers = [self._start_consumer() for _ in range(self.settings.consumers)]
+
+    def run(self) -> None:
+        """Start the clients, run the plan, settle, and shut everything down."""
+        self._start_clients()
         self._consuming.set()
         consumer_threads = [threading.Thread(target=self._consume, args=(i,), daemon=True)
                             for i in range(self.settings.consumers)]

@@ -26,12 +26,12 @@ what differs is what this client can do, and the history says it as it is:
 
 from __future__ import annotations
 
+import os
 import time
-from pathlib import Path
 from typing import Any
 
 from txmq.audit import cpp_client
-from txmq.audit.driver import Driver, DriverSettings
+from txmq.audit.driver import Driver, DriverSettings, _shutdown_quietly
 from txmq.audit.history import History
 from txmq.audit.nemesis import Nemesis
 from txmq.audit.workload import Fault, Plan, PlannedTx
@@ -46,23 +46,30 @@ _FIRST_REBALANCE_S = 3.0  # the push consumer's first rebalance reads the queues
 class RemotingDriver(Driver):
     """``Driver`` with the C++-core client's producers and push consumer (see the module docstring)."""
 
-    restart_consumers = False  # the push consumer reconnects by itself; a second one would rebalance
-
     def __init__(self, plan: Plan, settings: DriverSettings, history: History,
-                 launched: Nemesis | None = None, progress: Any = None, log_dir: Path | None = None) -> None:
+                 launched: Nemesis | None = None, progress: Any = None) -> None:
         super().__init__(plan, settings, history, launched, progress)
         self.client = cpp_client.load()
-        self.log_dir = log_dir
-        self.producer_group = f"{settings.group}-tx"
+        self.instance = f"txmq-audit-{os.getpid()}"
 
     # ------------------------------------------------------------------ clients
+    def _start_clients(self) -> None:
+        """The consumer first: its start gives the process's client factory the topic's route, so that
+        each producer's start heartbeat reaches the broker at once (a factory that knows no broker sends
+        its first heartbeat at its 30 s timer, and checks find no producer until then)."""
+        self._consumers = [self._start_consumer()]
+        producers = 1 + max(t.producer for t in self.plan.transactions)
+        self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
+
     def _start_producer(self, slot: str) -> Any:
         with self._lock:
             self._generation += 1
             name = f"{slot}.{self._generation}"
-        producer = self.client.TransactionMQProducer(self.producer_group, self._checker(name))
+        # One client factory (instance name) holds every client, and a factory refuses a second producer
+        # of one group: each slot is a group of its own, whose replacement starts once it is shut down.
+        producer = self.client.TransactionMQProducer(f"{self.settings.group}-tx-{slot}", self._checker(name))
         producer.name = name
-        self._configure(producer, "Producer", name)
+        self._configure(producer, "Producer")
         try:
             producer.start()
         except Exception as exc:
@@ -72,18 +79,40 @@ class RemotingDriver(Driver):
         self.history.add("client", action="start", producer=name)
         return producer
 
-    def _configure(self, client: Any, kind: str, name: str) -> None:
-        """Name server, an instance name of its own (clients of one group in one process need one), and
-        the client's log under the audit's output directory, through the client's own C API."""
+    def _configure(self, client: Any, kind: str) -> None:
+        """Name server, and this process's instance name (the client's default would make two audits on
+        one host one client to the broker), through the client's own C API."""
         client.set_namesrv_addr(self.settings.endpoint)
-        dll = self.client.dll
-        getattr(dll, f"Set{kind}InstanceName")(client._handle, f"txmq-audit-{name}".encode())
-        if self.log_dir is not None:
-            getattr(dll, f"Set{kind}LogPath")(client._handle, str(self.log_dir / f"{name}.log").encode())
+        getattr(self.client.dll, f"Set{kind}InstanceName")(client._handle, self.instance.encode())
+
+    def _close_producer(self, slot: int) -> None:
+        """The producer-closed fault: shut the slot's producer down, then start its replacement (the
+        factory holds one producer per group)."""
+        with self._lock:
+            closing = self._producers[slot]
+        _shutdown_quietly(closing)
+        self.history.add("client", action="stop", producer=closing.name)
+        replacement = self._start_producer(f"p{slot}")
+        with self._lock:
+            self._producers[slot] = replacement
+
+    def _restart_endpoint(self) -> None:
+        """Kill and restart the endpoint; the clients reconnect by themselves (a fresh producer could not
+        join the factory beside its slot's), and the history says when they resume."""
+        assert self.launched is not None
+        try:
+            self.launched.restart()
+        except BrokerUnavailableError as exc:
+            self.history.add("error", what="restart", error=str(exc))
+            return
+        with self._lock:
+            names = [p.name for p in self._producers]
+        for name in names:
+            self.history.add("client", action="resume", producer=name)
 
     def _start_consumer(self) -> Any:
         consumer = self.client.PushConsumer(self.settings.group)
-        self._configure(consumer, "PushConsumer", "c0")
+        self._configure(consumer, "PushConsumer")
         consumer.subscribe(self.settings.topic, self._on_message)
         try:
             consumer.start()
@@ -134,12 +163,13 @@ class RemotingDriver(Driver):
         message = self.client.Message(self.settings.topic)
         message.set_body(tx.name)
         message.set_keys(tx.name)
-        send = {"tx": tx.name, "producer": producer.name, "invoked": self.history.now()}
+        send: dict[str, Any] = {"tx": tx.name, "producer": producer.name, "invoked": self.history.now()}
         end: dict[str, Any] = {}
         try:
-            producer.send_message_in_transaction(message, lambda half, _: self._local(tx, send, end, half))
+            result = producer.send_message_in_transaction(message, lambda _m, _a: self._local(tx, send, end))
+            send["record"]["message_id"] = result.msg_id
         except Exception as exc:
-            if "returned" not in send:  # the half was not stored (the local transaction never ran)
+            if "record" not in send:  # the half was not stored (the local transaction never ran)
                 self.history.add("send", **send, returned=None, ok=False, error=str(exc)[:300])
                 self.local.decide(tx.name, "ROLLBACK")  # the application saw its send fail
                 return
@@ -151,11 +181,12 @@ class RemotingDriver(Driver):
         if tx.fault is Fault.PRODUCER_CLOSED:
             self._close_producer(tx.producer)
 
-    def _local(self, tx: PlannedTx, send: dict[str, Any], end: dict[str, Any], half: Any) -> Any:
-        """The local transaction, called by the client once the half is stored: records the send, applies
-        the plan's outcome and fault, and returns what the client then sends as END_TRANSACTION."""
-        self.history.add("send", **send, returned=self.history.now(), ok=True, message_id=half.id,
-                         transaction_id=half.get_property("__transactionId__") or half.id)
+    def _local(self, tx: PlannedTx, send: dict[str, Any], end: dict[str, Any]) -> Any:
+        """The local transaction, called by the client once the half is stored: records the send (its
+        message id once the call returns; the message the client hands over here is the one it was given,
+        whose id accessors must not be called), applies the plan's outcome and fault, and returns what the
+        client then sends as END_TRANSACTION."""
+        send["record"] = self.history.add("send", **send, returned=self.history.now(), ok=True)
         statuses = self.client.TransactionStatus
         decision = tx.outcome.decision
         if tx.fault is Fault.LATE_AFTER_ROLLBACK or tx.fault is Fault.LATE:
