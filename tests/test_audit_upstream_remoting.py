@@ -12,18 +12,15 @@ broker's restart.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from upstreamkit import IN_CI, SESSION_BROKER
+from remotingkit import require_cpp_client
+from upstreamkit import IN_CI, SESSION_BROKER, audited
 
-from txmq.audit import cli as audit_cli
-from txmq.audit import cpp_client
 from txmq.audit.history import History
 from txmq.audit.nemesis import UpstreamNemesis
 from txmq.cli import build_parser
-from txmq.errors import ToolMissingError
 from txmq.upstream import UpstreamCluster
 
 TOPIC = "audit-remoting"
@@ -32,12 +29,7 @@ TOPIC = "audit-remoting"
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))  # the C++ client logs under ~/logs
-    try:
-        cpp_client.load()
-    except ToolMissingError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    require_cpp_client(IN_CI)
 
 
 def test_upstream_broker_passes_the_remoting_audit_expecting_rocketmq_through_a_broker_crash(
@@ -55,11 +47,7 @@ def test_upstream_broker_passes_the_remoting_audit_expecting_rocketmq_through_a_
     def nemesis(history: History) -> UpstreamNemesis:
         return UpstreamNemesis(upstream, history, broker_only=True)
 
-    code = audit_cli._audit(args, nemesis)
-    table = capsys.readouterr().out
-    print(table)  # the report's table, for the log of the run
-    report = json.loads((out / "report.json").read_text())
-    assert code == 0 and report["verdict"] == "PASS", table
+    report, table = audited(args, nemesis, capsys)
     figures = report["figures"]
     assert figures["endpoint_kills"] == 1 and figures["transactions_delivered"] > 0, table
     assert figures["checks"] > 0, table

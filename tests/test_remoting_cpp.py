@@ -17,11 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from remotingkit import served
+from remotingkit import require_cpp_client, served
 from upstreamkit import IN_CI
 
-from txmq.audit import cpp_client
-from txmq.errors import ToolMissingError
 from txmq.serve.server import ServeSession
 
 CLIENT = Path(__file__).with_name("cpp_client.py")
@@ -31,12 +29,7 @@ TIMEOUT_S = 180
 
 @pytest.fixture(scope="module")
 def installed() -> None:
-    try:
-        cpp_client.load()
-    except ToolMissingError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    require_cpp_client(IN_CI)
 
 
 @pytest.fixture(params=["strict", "rocketmq"])

@@ -80,12 +80,15 @@ class Driver:
         self._consuming = threading.Event()
 
     # ------------------------------------------------------------------ clients
-    def _start_producer(self, slot: str) -> AuditProducer:
+    def _new_producer(self, name: str) -> Any:
+        """A producer not yet started: ``startup()``, ``shutdown()``, ``name`` and ``client_id``."""
+        return AuditProducer(name, self.config, self.settings.topic, self.local, self.history, self.answers)
+
+    def _start_producer(self, slot: str) -> Any:
         with self._lock:
             self._generation += 1
             name = f"{slot}.{self._generation}"
-        producer = AuditProducer(name, self.config, self.settings.topic, self.local, self.history,
-                                 self.answers)
+        producer = self._new_producer(name)
         try:
             producer.startup()
         except Exception as exc:

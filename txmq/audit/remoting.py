@@ -61,23 +61,13 @@ class RemotingDriver(Driver):
         producers = 1 + max(t.producer for t in self.plan.transactions)
         self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
 
-    def _start_producer(self, slot: str) -> Any:
-        with self._lock:
-            self._generation += 1
-            name = f"{slot}.{self._generation}"
+    def _new_producer(self, name: str) -> Any:
         # One client factory (instance name) holds every client, and a factory refuses a second producer
         # of one group: each slot is a group of its own, whose replacement starts once it is shut down.
+        slot = name.split(".")[0]
         producer = self.client.TransactionMQProducer(f"{self.settings.group}-tx-{slot}", self._checker(name))
-        producer.name = name
         self._configure(producer, "Producer")
-        try:
-            producer.start()
-        except Exception as exc:
-            self.history.add("error", what="producer start", producer=name, error=str(exc)[:300])
-            raise BrokerUnavailableError(f"cannot start a producer at {self.settings.endpoint}: "
-                                         f"{' '.join(str(exc).split())}") from None
-        self.history.add("client", action="start", producer=name)
-        return producer
+        return _Producer(producer, name, self.instance)
 
     def _configure(self, client: Any, kind: str) -> None:
         """Name server, and this process's instance name (the client's default would make two audits on
@@ -206,3 +196,20 @@ class RemotingDriver(Driver):
                    invoked=self.history.now())
         return getattr(statuses, decision)
 
+
+class _Producer:
+    """The C++-core client's producer with the names the driver uses (``startup``, ``client_id``)."""
+
+    def __init__(self, producer: Any, name: str, instance: str) -> None:
+        self.producer = producer
+        self.name = name
+        self.client_id = instance  # the client's id is HOST@instance: the instance is the part it sets
+
+    def startup(self) -> None:
+        self.producer.start()
+
+    def shutdown(self) -> None:
+        self.producer.shutdown()
+
+    def send_message_in_transaction(self, message: Any, local: Any) -> Any:
+        return self.producer.send_message_in_transaction(message, local)
