@@ -3,8 +3,9 @@
 
     python benchmarks/remoting_client.py NAMESRV TOPIC GROUP TRANSACTIONS THREADS
 
-``THREADS`` threads share one ``TransactionMQProducer``, each sending half after half whose local
-transaction commits (the client then sends END_TRANSACTION, one-way); one push consumer takes the
+``THREADS`` threads, each with a ``TransactionMQProducer`` of its own (the client's transactional send is
+not safe from several threads: ``txmq.audit.remoting``), send half after half whose local transaction
+commits (the client then sends END_TRANSACTION, one-way); one push consumer takes the
 messages, started first and given time for its first rebalance. The message body names the transaction,
 so that the consumer can tell when it started (the client's message id is known only once the send call
 returned, after the commit). Prints one JSON line, as ``serve_client.py`` does: the wall time from the
@@ -50,11 +51,16 @@ def main() -> None:
     consumer.subscribe(topic, on_message)
     consumer.start()
     time.sleep(FIRST_REBALANCE_S)
-    producer = client.TransactionMQProducer(f"{group}-tx", lambda message: client.TransactionStatus.COMMIT)
-    producer.set_namesrv_addr(namesrv)
-    producer.start()
+    producers = []
+    for index in range(threads):  # one client factory takes one producer per group
+        producer = client.TransactionMQProducer(f"{group}-tx-{index}",
+                                                lambda message: client.TransactionStatus.COMMIT)
+        producer.set_namesrv_addr(namesrv)
+        producer.start()
+        producers.append(producer)
 
     def produce(worker: int, count: int) -> None:
+        producer = producers[worker]
         for n in range(count):
             message = client.Message(topic)
             body = f"{worker}-{n} ".ljust(100, "x")
@@ -79,7 +85,8 @@ def main() -> None:
     print(json.dumps({"elapsed_s": elapsed, "consumed": len(end_to_end_ms), "commit_ms": commit_ms,
                       "end_to_end_ms": end_to_end_ms}), flush=True)
     consumer.shutdown()
-    producer.shutdown()
+    for producer in producers:
+        producer.shutdown()
 
 
 if __name__ == "__main__":

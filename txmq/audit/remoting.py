@@ -27,6 +27,7 @@ what differs is what this client can do, and the history says it as it is:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -198,12 +199,17 @@ class RemotingDriver(Driver):
 
 
 class _Producer:
-    """The C++-core client's producer with the names the driver uses (``startup``, ``client_id``)."""
+    """The C++-core client's producer with the names the driver uses (``startup``, ``client_id``). Its
+    transactional send is not safe from several threads at once (four threads sharing one producer crashed
+    it with SIGSEGV in the local-transaction callback, measured against upstream), so sends through one
+    producer go one at a time: a late end, which returns from its local transaction only after the first
+    check, holds its producer's later sends back until then."""
 
     def __init__(self, producer: Any, name: str, instance: str) -> None:
         self.producer = producer
         self.name = name
         self.client_id = instance  # the client's id is HOST@instance: the instance is the part it sets
+        self._sending = threading.Lock()
 
     def startup(self) -> None:
         self.producer.start()
@@ -212,4 +218,5 @@ class _Producer:
         self.producer.shutdown()
 
     def send_message_in_transaction(self, message: Any, local: Any) -> Any:
-        return self.producer.send_message_in_transaction(message, local)
+        with self._sending:
+            return self.producer.send_message_in_transaction(message, local)
