@@ -146,7 +146,7 @@ def compare_upstream(n: int, threads: int, remoting: bool = False) -> None:
     print(f"txmq serve --mode rocketmq: {serve_rate:8,.0f} tx/s  ({float(serve['elapsed_s']):.2f} s)  "
           + _latencies(serve))
     side = "name server + broker" if remoting else "proxy"
-    print(f"upstream RocketMQ {side}: {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
+    print(f"{'upstream RocketMQ ' + side + ':':27} {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
           + _latencies(upstream) + f"  (cluster start {upstream['start_s']:.0f} s, not counted)")
     print(f"ratio serve / upstream:     {serve_rate / upstream_rate:8.3f}")
 
