@@ -145,8 +145,8 @@ def compare_upstream(n: int, threads: int, remoting: bool = False) -> None:
     print(f"transactions: {n:,} (send half, commit, consume once); {wire}; client threads: {threads}")
     print(f"txmq serve --mode rocketmq: {serve_rate:8,.0f} tx/s  ({float(serve['elapsed_s']):.2f} s)  "
           + _latencies(serve))
-    side = "name server + broker" if remoting else "proxy"
-    print(f"{'upstream RocketMQ ' + side + ':':27} {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
+    side = "upstream " + ("name server + broker:" if remoting else "RocketMQ proxy:")
+    print(f"{side:27} {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
           + _latencies(upstream) + f"  (cluster start {upstream['start_s']:.0f} s, not counted)")
     print(f"ratio serve / upstream:     {serve_rate / upstream_rate:8.3f}")
 
