@@ -52,6 +52,7 @@ class RemotingDriver(Driver):
         super().__init__(plan, settings, history, launched, progress)
         self.client = cpp_client.load()
         self.instance = f"txmq-audit-{os.getpid()}"
+        self._late_producers: dict[int, Any] = {}  # slot -> its producer for late ends
 
     # ------------------------------------------------------------------ clients
     def _start_clients(self) -> None:
@@ -148,9 +149,25 @@ class RemotingDriver(Driver):
         return check
 
     # ------------------------------------------------------------------ transactions
-    def _run_tx(self, tx: PlannedTx) -> None:
+    def _late_producer(self, slot: int) -> Any:
+        """The slot's producer for late ends, started at its first use: a late end holds its producer's
+        sends until the first check (``_Producer``), so it gets a producer (and group) of its own rather
+        than hold the slot's other sends back."""
         with self._lock:
-            producer = self._producers[tx.producer]
+            late = self._late_producers.get(slot)
+        if late is None:
+            late = self._start_producer(f"p{slot}-late")
+            with self._lock:
+                self._late_producers[slot] = late
+                self._spares.append(late)  # shut down with the others at the end
+        return late
+
+    def _run_tx(self, tx: PlannedTx) -> None:
+        if tx.fault in (Fault.LATE, Fault.LATE_AFTER_ROLLBACK):
+            producer = self._late_producer(tx.producer)
+        else:
+            with self._lock:
+                producer = self._producers[tx.producer]
         message = self.client.Message(self.settings.topic)
         message.set_body(tx.name)
         message.set_keys(tx.name)
@@ -202,8 +219,8 @@ class _Producer:
     """The C++-core client's producer with the names the driver uses (``startup``, ``client_id``). Its
     transactional send is not safe from several threads at once (four threads sharing one producer crashed
     it with SIGSEGV in the local-transaction callback, measured against upstream), so sends through one
-    producer go one at a time: a late end, which returns from its local transaction only after the first
-    check, holds its producer's later sends back until then."""
+    producer go one at a time. A late end returns from its local transaction only after the first check:
+    late ends go through producers of their own (``RemotingDriver._late_producer``)."""
 
     def __init__(self, producer: Any, name: str, instance: str) -> None:
         self.producer = producer
