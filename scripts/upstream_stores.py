@@ -37,6 +37,8 @@ BROKER = {"transactionTimeOut": 3000, "transactionCheckInterval": 2000}  # check
 EXAMPLE = "org.apache.rocketmq.example.transaction.TransactionProducer"
 EXAMPLE_S = 75  # 3 s timeout + 15 checks 2 s apart, with a loaded machine's slack
 TXMQ = [sys.executable, "-m", "txmq.cli"]
+# The example sent, or its client gave up at start (its threads may keep the JVM alive after that).
+SENT_OR_FAILED = r'SendResult|Exception in thread "main"'
 
 
 def _judge(trace: Path, work: Path) -> dict[str, str]:
@@ -75,9 +77,9 @@ def _run_example(home: Path, namesrv: str, work: Path) -> Path:
         with open(log, "wb") as out:
             java = subprocess.Popen([str(home / "bin" / "tools.sh"), EXAMPLE], stdout=out,
                                     stderr=subprocess.STDOUT, env=env)
-            while java.poll() is None and "SendResult" not in log.read_text(errors="replace"):
+            while java.poll() is None and not re.search(SENT_OR_FAILED, log.read_text(errors="replace")):
                 time.sleep(1)
-            if java.poll() is None:
+            if "SendResult" in log.read_text(errors="replace"):
                 time.sleep(EXAMPLE_S)
             java.kill()
             java.wait()
