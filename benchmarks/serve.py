@@ -16,6 +16,13 @@ compares instead ``txmq serve`` (rocketmq mode, async flush) with upstream Rocke
 name server started from ``ROCKETMQ_HOME`` (``txmq.upstream``), in the same run and through the same
 client process: both rates, the ratio serve / upstream, and both sides' latencies. Upstream's broker
 flushes asynchronously by default, as serve's ``--flush async`` does.
+
+    python -m benchmarks.serve --protocol remoting [--transactions N] [--threads T]
+
+does that comparison over RocketMQ's remoting protocol: ``txmq serve --remoting`` against upstream's name
+server and broker themselves (no proxy in the path), through the C++-core Python client
+(``benchmarks/remoting_client.py``: its producer's local transaction commits, the client sends the end
+one-way, a push consumer takes the messages).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from txmq.protocol import LocalTransactionState, Message
 from txmq.upstream import UpstreamCluster, rocketmq_home
 
 CLIENT = Path(__file__).with_name("serve_client.py")
+REMOTING_CLIENT = Path(__file__).with_name("remoting_client.py")
 
 
 class _CommitAll:
@@ -76,40 +84,48 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
 
 
-def client_run(endpoint: str, n: int, threads: int, home: str) -> dict[str, Any]:
-    """The client process against ``endpoint`` (topic T, group G); returns its figures."""
+def client_run(endpoint: str, n: int, threads: int, home: str, remoting: bool = False) -> dict[str, Any]:
+    """The client process against ``endpoint`` (topic T, group G; with ``remoting`` a name server and the
+    C++-core client); returns its figures."""
     env = dict(os.environ, HOME=home)  # the client logs under ~/logs
-    command = [sys.executable, str(CLIENT), endpoint, "T", "G", str(n), str(threads)]
+    client = REMOTING_CLIENT if remoting else CLIENT
+    command = [sys.executable, str(client), endpoint, "T", "G", str(n), str(threads)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=True)
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
 
-def over_grpc(n: int, threads: int, mode: str = "strict") -> dict[str, Any]:
-    """Run the server and the client processes; returns the client's figures."""
+def over_grpc(n: int, threads: int, mode: str = "strict", remoting: bool = False) -> dict[str, Any]:
+    """Run the server and the client processes; returns the client's figures. ``remoting``: the server
+    also serves ``--remoting``, and the C++-core client goes through that port."""
     with tempfile.TemporaryDirectory(prefix="txmq-bench-") as directory:
         server = subprocess.Popen([sys.executable, "-m", "txmq.cli", "serve", "--store", f"{directory}/store",
-                                   "--port", "0", "--topic", "T", "--mode", mode], stdout=subprocess.PIPE,
+                                   "--port", "0", "--topic", "T", "--mode", mode,
+                                   *(["--remoting", "0"] if remoting else [])], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True)
         try:
             assert server.stdout is not None
             match = re.search(r"listening on (\S+:\d+)", server.stdout.readline())
+            if remoting:
+                match = re.search(r"remoting on (\S+:\d+)", server.stdout.readline())
             assert match, "txmq serve did not start"
-            return client_run(match.group(1), n, threads, directory)
+            return client_run(match.group(1), n, threads, directory, remoting)
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
 
 
-def against_upstream(n: int, threads: int) -> dict[str, Any]:
+def against_upstream(n: int, threads: int, remoting: bool = False) -> dict[str, Any]:
     """The client process against upstream's proxy (a cluster started from ROCKETMQ_HOME, topic T of type
-    TRANSACTION); returns its figures and how long the cluster took to start."""
+    TRANSACTION), or with ``remoting`` against its name server and broker; returns its figures and how
+    long the cluster took to start."""
     with tempfile.TemporaryDirectory(prefix="txmq-bench-upstream-") as directory:
         started = time.perf_counter()
         with UpstreamCluster(rocketmq_home(), Path(directory) / "cluster") as cluster:
             cluster.create_topic("T", "TRANSACTION")
             ready = time.perf_counter() - started
-            return client_run(cluster.proxy_endpoint, n, threads, directory) | {"start_s": ready}
+            endpoint = cluster.namesrv_addr if remoting else cluster.proxy_endpoint
+            return client_run(endpoint, n, threads, directory, remoting) | {"start_s": ready}
 
 
 def _latencies(figures: dict[str, Any]) -> str:
@@ -119,15 +135,18 @@ def _latencies(figures: dict[str, Any]) -> str:
                                        ("send to consumption", "end_to_end_ms")))
 
 
-def compare_upstream(n: int, threads: int) -> None:
-    """``--against upstream``: serve (rocketmq mode) and upstream, the same client, one run."""
-    serve = over_grpc(n, threads, mode="rocketmq")
-    upstream = against_upstream(n, threads)
+def compare_upstream(n: int, threads: int, remoting: bool = False) -> None:
+    """``--against upstream``: serve (rocketmq mode) and upstream, the same client, one run; with
+    ``remoting``, over the remoting protocol (``--protocol remoting``)."""
+    serve = over_grpc(n, threads, mode="rocketmq", remoting=remoting)
+    upstream = against_upstream(n, threads, remoting)
     serve_rate, upstream_rate = n / float(serve["elapsed_s"]), n / float(upstream["elapsed_s"])
-    print(f"transactions: {n:,} (send half, commit, consume once); client threads: {threads}")
+    wire = "remoting, C++-core client" if remoting else "gRPC, official 5.x client"
+    print(f"transactions: {n:,} (send half, commit, consume once); {wire}; client threads: {threads}")
     print(f"txmq serve --mode rocketmq: {serve_rate:8,.0f} tx/s  ({float(serve['elapsed_s']):.2f} s)  "
           + _latencies(serve))
-    print(f"upstream RocketMQ proxy:    {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
+    side = "upstream " + ("name server + broker:" if remoting else "RocketMQ proxy:")
+    print(f"{side:27} {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
           + _latencies(upstream) + f"  (cluster start {upstream['start_s']:.0f} s, not counted)")
     print(f"ratio serve / upstream:     {serve_rate / upstream_rate:8.3f}")
 
@@ -139,10 +158,13 @@ def main() -> None:
     parser.add_argument("--against", choices=("in-process", "upstream"), default="in-process",
                         help="the baseline: the in-process API (default), or upstream RocketMQ from "
                              "ROCKETMQ_HOME")
+    parser.add_argument("--protocol", choices=("grpc", "remoting"), default="grpc",
+                        help="remoting: txmq serve --remoting against upstream's name server and broker "
+                             "through the C++-core client (implies --against upstream)")
     args = parser.parse_args()
     n = args.transactions
-    if args.against == "upstream":
-        compare_upstream(n, args.threads)
+    if args.against == "upstream" or args.protocol == "remoting":
+        compare_upstream(n, args.threads, remoting=args.protocol == "remoting")
         return
     local = in_process(n)
     remote = over_grpc(n, args.threads)

@@ -37,7 +37,15 @@ stamp="$VENV/.txmq-installed-$(cat pyproject.toml | cksum | cut -d' ' -f1)-${TXM
 if [ ! -f "$stamp" ]; then
     echo "installing txmq[${TXMQ_EXTRAS}] into $VENV (first run takes a few minutes: pyspark is large)" >&2
     "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-    "$VENV/bin/python" -m pip install --quiet -e ".[${TXMQ_EXTRAS}]" >&2
+    # `remoting` is no extra of pyproject.toml: the C++-based RocketMQ client (rocketmq-client-python
+    # 0.5.0rc2, a manylinux wheel bundling librocketmq.so) has a package named `rocketmq`, as the 5.x gRPC
+    # client of `serve` has, so it goes into a directory of its own (txmq/audit/cpp_client.py loads it).
+    pip_extras="$(echo ",${TXMQ_EXTRAS}," | sed 's/,remoting,/,/g; s/^,//; s/,$//')"
+    "$VENV/bin/python" -m pip install --quiet -e ".[${pip_extras}]" >&2
+    if [[ ",${TXMQ_EXTRAS}," == *,remoting,* ]]; then
+        "$VENV/bin/python" -m pip install --quiet --no-deps --upgrade --target "$VENV/txmq-cpp-client" \
+            rocketmq-client-python==0.5.0rc2 >&2
+    fi
     touch "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: ruff, mypy, the import layers, then pytest under coverage (branch coverage of txmq/, must stay >= 90%).
 # Arguments are passed to pytest. pytest's exit code 5 (no tests collected) counts as a failure.
-TXMQ_EXTRAS="spark,test,bench,serve"
+TXMQ_EXTRAS="spark,test,bench,serve,remoting"
 source "$(dirname "$0")/bootstrap.sh"
 
 echo "== ruff check" >&2

@@ -1,6 +1,6 @@
-"""The C++-core Python client (``rocketmq-client-python`` 0.5.0rc2, which bundles ``librocketmq.so``)
-against ``serve --remoting``: run in its own process with the unpacked wheel on ``sys.path``, since its
-``rocketmq`` package would shadow the 5.x gRPC client's.
+"""The C++-core Python client (``rocketmq-client-python`` 0.5.0rc2, which bundles ``librocketmq.so``;
+``txmq.audit.cpp_client`` loads it) against ``serve --remoting``, in a process of its own: the client's
+native threads and its log under ``~/logs`` stay out of pytest's.
 
     python tests/cpp_client.py NAMESRV TOPIC COUNT
 
@@ -15,9 +15,13 @@ import json
 import sys
 import threading
 import time
+from typing import Any
 
-from rocketmq.client import ConsumeStatus, Message, PushConsumer, TransactionMQProducer, TransactionStatus
+from txmq.audit import cpp_client
 
+client = cpp_client.load()
+ConsumeStatus, Message, PushConsumer = client.ConsumeStatus, client.Message, client.PushConsumer
+TransactionMQProducer, TransactionStatus = client.TransactionMQProducer, client.TransactionStatus
 LOCAL = (TransactionStatus.COMMIT, TransactionStatus.ROLLBACK, TransactionStatus.UNKNOWN)
 
 
@@ -27,11 +31,11 @@ def main(namesrv: str, topic: str, count: int) -> int:
     got_all = threading.Event()
     expected = {f"cpp-{i}" for i in range(count) if i % 3 != 1}
 
-    def checker(message: object) -> TransactionStatus:
+    def checker(message: object) -> Any:
         checked.append(message.body.decode())  # type: ignore[attr-defined]
         return TransactionStatus.COMMIT
 
-    def on_message(message: object) -> ConsumeStatus:
+    def on_message(message: object) -> Any:
         consumed.add(message.body.decode())  # type: ignore[attr-defined]
         if expected <= consumed:
             got_all.set()

@@ -10,7 +10,11 @@ import struct
 import threading
 from pathlib import Path
 
+import pytest
+
+from txmq.audit import cpp_client
 from txmq.config import BrokerConfig
+from txmq.errors import ToolMissingError
 from txmq.serve.config import ServeConfig
 from txmq.serve.remoting.frame import ONEWAY_FLAG, Command, decode, encode
 from txmq.serve.server import ServeSession
@@ -82,3 +86,14 @@ class RemotingClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def require_cpp_client(in_ci: bool) -> None:
+    """The C++-core Python client loads (``txmq.audit.cpp_client``), or the test skips saying how to
+    install it; under ``CI=true``, where ``scripts/bootstrap.sh`` installs it, it fails instead."""
+    try:
+        cpp_client.load()
+    except ToolMissingError as exc:
+        if in_ci:
+            pytest.fail(f"CI=true: {exc}", pytrace=False)
+        pytest.skip(str(exc))

@@ -5,12 +5,13 @@ and the CLI's one-line errors."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from txmq.audit import checkers, history, report
+from txmq.audit import checkers, cpp_client, history, report
 from txmq.audit.checkers import Expectations
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
 from txmq.audit.workload import Fault, Outcome, fault_kinds, make_plan
@@ -310,3 +311,12 @@ def test_a_launched_endpoint_that_exits_is_reported(tmp_path: Path) -> None:
         launched.start()
     with pytest.raises(BrokerUnavailableError, match="unreachable"):
         wait_reachable("127.0.0.1:1", 0.2)
+
+
+def test_a_missing_cpp_client_is_one_line_saying_how_to_install_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TXMQ_CPP_CLIENT", str(tmp_path / "nothing here"))
+    monkeypatch.delitem(sys.modules, f"{cpp_client.ALIAS}.client", raising=False)
+    assert main(["audit", "127.0.0.1:1", "--protocol", "remoting", "--out", str(tmp_path / "out")]) == 7
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("txmq audit:")]
+    assert len(err) == 1 and f"--target {tmp_path / 'nothing here'} {cpp_client.PIN}" in err[0]

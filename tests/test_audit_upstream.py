@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from upstreamkit import SESSION_BROKER, SESSION_PROXY
+from upstreamkit import SESSION_BROKER, SESSION_PROXY, audited
 
-from txmq.audit import cli as audit_cli
 from txmq.audit.history import History
 from txmq.audit.nemesis import UpstreamNemesis
 from txmq.cli import build_parser
@@ -65,11 +64,7 @@ def test_upstream_passes_the_audit_expecting_rocketmq_through_broker_and_proxy_c
     def nemesis(history: History) -> UpstreamNemesis:
         return UpstreamNemesis(upstream, history)
 
-    code = audit_cli._audit(args, nemesis)
-    table = capsys.readouterr().out
-    print(table)  # the report's table, for the log of the run
-    report = json.loads((out / "report.json").read_text())
-    assert code == 0 and report["verdict"] == "PASS", table
+    report, table = audited(args, nemesis, capsys)
     figures = report["figures"]
     assert figures["endpoint_kills"] == 2 and figures["transactions_delivered"] > 0, table
     assert figures["checks"] > 0 and figures["faults"], table

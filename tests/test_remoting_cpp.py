@@ -2,9 +2,10 @@
 checker commits what its local transactions left unknown, and a push consumer that must receive exactly
 the committed messages (tests/cpp_client.py, in its own process).
 
-The client is ``rocketmq-client-python`` 0.5.0rc2's manylinux wheel, which bundles ``librocketmq.so``. Its
-``rocketmq`` package has the same name as the 5.x gRPC client's, so it is not installed: the test unpacks
-the wheel named by ``TXMQ_CPP_CLIENT_WHEEL`` and puts it first on the client process's path."""
+The client is ``rocketmq-client-python`` 0.5.0rc2's manylinux wheel, which bundles ``librocketmq.so``;
+``scripts/bootstrap.sh`` installs it apart from the 5.x client (same package name) and
+``txmq.audit.cpp_client`` loads it. Missing, the test skips with how to install it; under ``CI=true``,
+where the bootstrap installs it, it fails instead."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from remotingkit import served
+from remotingkit import require_cpp_client, served
+from upstreamkit import IN_CI
 
 from txmq.serve.server import ServeSession
 
@@ -27,17 +28,8 @@ TIMEOUT_S = 180
 
 
 @pytest.fixture(scope="module")
-def wheel_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    wheel = os.environ.get("TXMQ_CPP_CLIENT_WHEEL", "")
-    if not wheel or not Path(wheel).is_file():
-        pytest.skip("the C++-based client is missing: pip download --no-deps "
-                    "rocketmq-client-python==0.5.0rc2 "
-                    "and set TXMQ_CPP_CLIENT_WHEEL to the wheel")
-    site = tmp_path_factory.mktemp("cpp-client")
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    (site / "rocketmq" / "librocketmq.so").chmod(0o755)
-    return site
+def installed() -> None:
+    require_cpp_client(IN_CI)
 
 
 @pytest.fixture(params=["strict", "rocketmq"])
@@ -50,9 +42,9 @@ def session(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeSes
         serving.stop()
 
 
-def test_the_cpp_client_checks_and_consumes(wheel_site: Path, session: ServeSession, tmp_path: Path) -> None:
+def test_the_cpp_client_checks_and_consumes(installed: None, session: ServeSession, tmp_path: Path) -> None:
     assert session.remoting is not None
-    env = dict(os.environ, PYTHONPATH=str(wheel_site), HOME=str(tmp_path))  # it logs under ~/logs
+    env = dict(os.environ, HOME=str(tmp_path))  # it logs under ~/logs
     done = subprocess.run([sys.executable, str(CLIENT), f"127.0.0.1:{session.remoting.port}", "cpptopic",
                            str(COUNT)], env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -11,13 +11,19 @@ The session's cluster uses short transactional timings, so that checks come with
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from txmq.audit import cli as audit_cli
+from txmq.audit.history import History
+from txmq.audit.nemesis import Nemesis
 from txmq.errors import TxmqError
 from txmq.upstream import UpstreamCluster, rocketmq_home
 
@@ -60,3 +66,15 @@ def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+def audited(args: argparse.Namespace, nemesis: Callable[[History], Nemesis],
+            capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, Any], str]:
+    """Run ``txmq audit`` (parsed ``args``) with the caller's nemesis; the report, which must PASS, and
+    its table (printed, for the log of the run)."""
+    code = audit_cli._audit(args, nemesis)
+    table = capsys.readouterr().out
+    print(table)
+    report: dict[str, Any] = json.loads((Path(args.out) / "report.json").read_text())
+    assert code == 0 and report["verdict"] == "PASS", table
+    return report, table

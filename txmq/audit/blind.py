@@ -11,7 +11,10 @@ counts towards check-max. From outside, two kinds of moment are known to lose ch
   group only at the proxy's transaction heartbeat (``ClusterTransactionService.scanProducerHeartBeat``,
   every ``transactionHeartbeatPeriodSecond``), so from each start of the endpoint (the audit's start, or a
   nemesis kill) until a heartbeat period after the first producer started since, a check finds "channel
-  is null" and is lost. txmq serve reproduces this in rocketmq mode (``txmq.serve.heartbeat``).
+  is null" and is lost. txmq serve reproduces this in rocketmq mode (``txmq.serve.heartbeat``). Over
+  remoting a broker learns the group from the client's own HEART_BEAT (``ClientManageProcessor``), in both
+  modes: after a crash the C++-core client reconnects and sends its next one at its timer, so its
+  ``client`` ``resume`` record (``txmq.audit.remoting``) closes a window as a producer start does.
 
 In a closing window a missing check is placed by the cadence of the checks that were seen
 (``checks_lost``), and counts as lost only if it falls in the window, give or take the cadence's jitter.
@@ -57,8 +60,8 @@ def closing_windows(ordered: Iterable[Record]) -> list[Window]:
 
 def unheard_windows(ordered: Iterable[Record], heartbeat_s: float | None) -> list[Window]:
     """When the endpoint may not yet know the producer group (see the module docstring): from the audit's
-    start and from each nemesis kill until ``heartbeat_s`` (plus slack) after the first producer start that
-    followed. None: the endpoint registers producers at once (strict mode), no such window."""
+    start and from each nemesis kill until ``heartbeat_s`` (plus slack) after the first producer start (or
+    resume) that followed. None: the endpoint registers producers at once (strict mode), no such window."""
     if heartbeat_s is None:
         return []
     windows = []
@@ -66,7 +69,7 @@ def unheard_windows(ordered: Iterable[Record], heartbeat_s: float | None) -> lis
     for record in ordered:
         if record["ev"] == "nemesis" and record["action"] == "kill" and begin is None:
             begin = float(record["t"])
-        elif record["ev"] == "client" and record["action"] == "start" and begin is not None:
+        elif record["ev"] == "client" and record["action"] in ("start", "resume") and begin is not None:
             windows.append((begin, float(record["t"]) + heartbeat_s + HEARTBEAT_SLACK_S))
             begin = None
     return windows

@@ -102,10 +102,11 @@ class Tx:
     def owed_delivery(self, check_max: int) -> bool:
         """A COMMIT returned OK, no ROLLBACK was ever sent, and the endpoint cannot have given up on the
         transaction: the message must come. (With both decisions sent, which one wins is the
-        linearizability check's business. After check-max checks the endpoint may discard the half before
-        a slow answer's COMMIT arrives, and then refuses it, rightly; the client cannot tell.)"""
+        linearizability check's business. After check-max checks, counting those that may have been lost
+        (``checked_out``), the endpoint may discard the half before a slow answer's COMMIT arrives, and
+        then refuses it, rightly; the client cannot tell, least of all of a one-way end over remoting.)"""
         return (self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
-                and len(self.checks) < check_max)
+                and not self.checked_out(check_max))
 
     def checked_out(self, check_max: int) -> bool:
         """Checked ``check_max`` times, counting the checks lost to closing producers and to unheard

@@ -35,9 +35,21 @@ def _progress(line: str) -> None:
     print(f"txmq audit: {line}", file=sys.stderr, flush=True)
 
 
+# How often the endpoint hears a producer group, by protocol: upstream's proxy tells its broker every
+# transactionHeartbeatPeriodSecond (20 s); over remoting the broker hears the C++ client's own HEART_BEAT,
+# which rocketmq-client-cpp sends every 30 s (upstream's ProducerManager registers a group at a heartbeat).
+_DEFAULT_HEARTBEAT_S = {"grpc": 20.0, "remoting": 30.0}
+
+
 def _heartbeat_s(args: argparse.Namespace) -> float | None:
-    """Held to rocketmq mode, checks before the endpoint heard a producer group may be lost and count."""
-    return float(args.heartbeat) if args.expect == "rocketmq" else None
+    """Checks before the endpoint heard a producer group may be lost and count: held to rocketmq mode
+    over gRPC (strict mode registers a gRPC producer at once), and over remoting in both modes, where a
+    broker learns a producer group from the client's HEART_BEAT only (upstream's
+    ``ClientManageProcessor.heartBeat`` registers it with the ``ProducerManager``; txmq serve does the
+    same), and a client started or reconnected sends the first one with a route only at its timer."""
+    if args.expect != "rocketmq" and args.protocol == "grpc":
+        return None
+    return float(args.heartbeat if args.heartbeat is not None else _DEFAULT_HEARTBEAT_S[args.protocol])
 
 
 def _validate(args: argparse.Namespace) -> Path:
@@ -79,19 +91,34 @@ def _client_log(path: Path) -> Iterator[None]:
         handler.close()
 
 
+def _driver(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The driver for ``--protocol``: the official 5.x client over gRPC, or the C++-core client over
+    remoting (``txmq.audit.remoting``)."""
+    try:
+        from txmq.audit.driver import Driver, DriverSettings
+    except ImportError:
+        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
+                               ) from None
+    if args.protocol == "grpc":
+        return Driver, DriverSettings
+    from txmq.audit import cpp_client
+    from txmq.audit.remoting import RemotingDriver
+
+    cpp_client.load()  # a missing client is one line now, not after the endpoint was started
+    return RemotingDriver, DriverSettings
+
+
 def _audit(args: argparse.Namespace, nemesis: Callable[[history.History], Nemesis] | None = None) -> int:
     """The audit. ``nemesis`` makes the nemesis from the history, for a caller that holds the endpoint
     (``lambda h: UpstreamNemesis(cluster, h)``); it replaces ``--launch``."""
     out = _validate(args)
     plan = seeded_plan(args, _progress)
     seed = plan.seed
-    try:
-        from txmq.audit.driver import Driver, DriverSettings
-    except ImportError:
-        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
-                               ) from None
+    Driver, DriverSettings = _driver(args)
     endpoint = timing.endpoint_settings(args)
     settle = timing.settle_s(endpoint, args.settle)
+    if args.settle is None and args.protocol == "remoting":  # checks wait for the client's heartbeat
+        settle += _heartbeat_s(args) or 0.0
     total = args.duration + settle + timing.START_STOP_S
     _progress(f"endpoint settings from {endpoint.source}: transaction timeout "
               f"{endpoint.transaction_timeout_s:g} s, check interval {endpoint.check_interval_s:g} s, "
@@ -121,7 +148,8 @@ def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: ti
                    check_interval=endpoint.check_interval_s, check_max=endpoint.check_max)
     header = {"seed": seed, "endpoint": args.endpoint, "options": options,
               "plan_sha256": plan.digest()}
-    settings = driver_settings(args.endpoint, args.topic, args.group, args.consumers, args.invisible,
+    consumers = 1 if args.protocol == "remoting" else args.consumers  # see txmq.audit.remoting
+    settings = driver_settings(args.endpoint, args.topic, args.group, consumers, args.invisible,
                                settle, endpoint.check_max, heartbeat_s=_heartbeat_s(args),
                                check_interval_s=endpoint.check_interval_s)
     bar = timing.ProgressBar(total)
@@ -150,7 +178,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``audit``."""
     parser = sub.add_parser("audit", help="black-box conformance of a RocketMQ 5.x endpoint's transactions",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("endpoint", metavar="ENDPOINT", help="HOST:PORT of the endpoint (gRPC)")
+    parser.add_argument("endpoint", metavar="ENDPOINT",
+                        help="HOST:PORT of the endpoint: gRPC, or with --protocol remoting its name server")
+    parser.add_argument("--protocol", choices=("grpc", "remoting"), default="grpc",
+                        help="grpc: the official 5.x Python client; remoting: the C++-core Python client "
+                             "(rocketmq-client-python 0.5.0rc2) through a name server (default grpc)")
     parser.add_argument("--out", required=True, help="directory for history.jsonl, report.json, report.png")
     add_workload_arguments(parser, "light", "client-side faults, and endpoint kills with --launch")
     parser.set_defaults(duration=None)  # 30 s, or 20 s with --quick (see _validate)
@@ -176,10 +208,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--check-max", type=int,
                         help="the endpoint's check limit per transaction (default: a launched txmq serve's, "
                              "else 15, upstream's)")
-    parser.add_argument("--heartbeat", type=float, default=20,
-                        help="with --expect rocketmq: the endpoint's transaction heartbeat period, seconds "
-                             "(upstream's transactionHeartbeatPeriodSecond, default 20); checks before a "
-                             "producer group's first heartbeat after a start are lost and count")
+    parser.add_argument("--heartbeat", type=float,
+                        help="with --expect rocketmq: how often the endpoint hears a producer group, seconds "
+                             "(gRPC: upstream's transactionHeartbeatPeriodSecond, default 20; remoting: the "
+                             "client's heartbeat, default 30); checks before a producer group's first "
+                             "heartbeat after a start are lost and count")
     parser.add_argument("--invisible", type=int, default=10,
                         help="invisible time of each receive, seconds (default 10)")
     parser.add_argument("--settle", type=float,

@@ -80,12 +80,15 @@ class Driver:
         self._consuming = threading.Event()
 
     # ------------------------------------------------------------------ clients
-    def _start_producer(self, slot: str) -> AuditProducer:
+    def _new_producer(self, name: str) -> Any:
+        """A producer not yet started: ``startup()``, ``shutdown()``, ``name`` and ``client_id``."""
+        return AuditProducer(name, self.config, self.settings.topic, self.local, self.history, self.answers)
+
+    def _start_producer(self, slot: str) -> Any:
         with self._lock:
             self._generation += 1
             name = f"{slot}.{self._generation}"
-        producer = AuditProducer(name, self.config, self.settings.topic, self.local, self.history,
-                                 self.answers)
+        producer = self._new_producer(name)
         try:
             producer.startup()
         except Exception as exc:
@@ -237,11 +240,15 @@ class Driver:
                       f"{counts['check']} checks, {counts['deliver']} deliveries "
                       f"({delivered} transactions acked)")
 
-    def run(self) -> None:
-        """Start the clients, run the plan, settle, and shut everything down."""
+    def _start_clients(self) -> None:
+        """One producer per slot of the plan, then the consumers."""
         producers = 1 + max(t.producer for t in self.plan.transactions)
         self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
         self._consumers = [self._start_consumer() for _ in range(self.settings.consumers)]
+
+    def run(self) -> None:
+        """Start the clients, run the plan, settle, and shut everything down."""
+        self._start_clients()
         self._consuming.set()
         consumer_threads = [threading.Thread(target=self._consume, args=(i,), daemon=True)
                             for i in range(self.settings.consumers)]

@@ -80,24 +80,34 @@ class Nemesis(Protocol):
 class UpstreamNemesis:
     """Crashes of an upstream cluster that is already running: odd crashes SIGKILL the broker and the
     proxy in front of it and start them again, the broker first (``UpstreamCluster.restart_broker``),
-    even ones SIGKILL and restart the proxy alone. The cluster is its owner's to stop."""
+    even ones SIGKILL and restart the proxy alone. ``broker_only`` (an audit over remoting, whose clients
+    talk to the broker itself): every crash SIGKILLs the broker and starts it again, the proxy left
+    running. The cluster is its owner's to stop."""
 
-    def __init__(self, cluster: UpstreamCluster, history: History) -> None:
+    def __init__(self, cluster: UpstreamCluster, history: History, broker_only: bool = False) -> None:
         self.cluster = cluster
         self.history = history
+        self.broker_only = broker_only
         self.kills = 0
 
     def restart(self) -> None:
-        """One crash; the history gets the kill, the proxy's start (its pid) and ``up``."""
+        """One crash; the history gets the kill, the restarted process's start (its pid) and ``up``."""
         self.kills += 1
-        target = "broker and proxy" if self.kills % 2 else "proxy"
-        self.history.add("nemesis", action="kill", target=target)
-        if self.kills % 2:
-            self.cluster.restart_broker()
+        if self.broker_only:
+            target, started = "broker", "broker"
+            self.history.add("nemesis", action="kill", target=target)
+            self.cluster.kill_process("broker")
+            self.cluster.start_process("broker")
         else:
-            self.cluster.kill_process("proxy")
-            self.cluster.start_process("proxy")
-        self.history.add("nemesis", action="start", pid=self.cluster.procs["proxy"].pid)
+            target = "broker and proxy" if self.kills % 2 else "proxy"
+            started = "proxy"
+            self.history.add("nemesis", action="kill", target=target)
+            if self.kills % 2:
+                self.cluster.restart_broker()
+            else:
+                self.cluster.kill_process("proxy")
+                self.cluster.start_process("proxy")
+        self.history.add("nemesis", action="start", pid=self.cluster.procs[started].pid)
         self.history.add("nemesis", action="up")
 
     def stop(self) -> None:

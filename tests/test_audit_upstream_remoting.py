@@ -1,0 +1,55 @@
+"""``txmq audit --protocol remoting`` against upstream's name server and broker themselves (the session's
+cluster, ``tests/upstreamkit.py``), through the C++-core Python client, with a nemesis that SIGKILLs the
+broker and starts it again (``UpstreamNemesis(broker_only=True)``; the name server and the proxy stay up).
+Held to rocketmq mode, upstream passes: what it does that strict mode would not is expected, and checks
+lost before the client's heartbeat told the broker its producer group (the client's 30 s timer, after the
+broker came back) count as figures, not violations.
+
+Bounded: 12 s of workload at 2 tx/s (seed 19, light faults: one broker crash at 8.2 s, after the first
+checks), then a settle phase that ends as soon as nothing is open: about 100 s here, 46 s of it the
+broker's restart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from remotingkit import require_cpp_client
+from upstreamkit import IN_CI, SESSION_BROKER, audited
+
+from txmq.audit.history import History
+from txmq.audit.nemesis import UpstreamNemesis
+from txmq.cli import build_parser
+from txmq.upstream import UpstreamCluster
+
+TOPIC = "audit-remoting"
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # the C++ client logs under ~/logs
+    require_cpp_client(IN_CI)
+
+
+def test_upstream_broker_passes_the_remoting_audit_expecting_rocketmq_through_a_broker_crash(
+        installed: None, upstream: UpstreamCluster, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    upstream.create_topic(TOPIC, "TRANSACTION")
+    out = tmp_path / "out"
+    args = build_parser().parse_args([
+        "audit", upstream.namesrv_addr, "--protocol", "remoting", "--out", str(out), "--topic", TOPIC,
+        "--seed", "19", "--duration", "12", "--rate", "2", "--faults", "light", "--expect", "rocketmq",
+        # what the session's cluster is configured with (upstreamkit): upstream's check max, 15
+        "--transaction-timeout", str(SESSION_BROKER["transactionTimeOut"] / 1000),
+        "--check-interval", str(SESSION_BROKER["transactionCheckInterval"] / 1000)])
+
+    def nemesis(history: History) -> UpstreamNemesis:
+        return UpstreamNemesis(upstream, history, broker_only=True)
+
+    report, table = audited(args, nemesis, capsys)
+    figures = report["figures"]
+    assert figures["endpoint_kills"] == 1 and figures["transactions_delivered"] > 0, table
+    assert figures["checks"] > 0, table
+    # the cluster serves again for the tests after this one
+    assert upstream.procs["broker"].poll() is None
