@@ -14,7 +14,8 @@ names must then implement it under that name: ``model_tests/test_catalogue_layer
 injection tests (every check must be seen violated) fail until they do.
 
 Meanings are stated over the trace (``docs/trace-events.md``), because every layer but the spec judges
-traces; the spec states the same guarantee over its own variables.
+traces; the spec states the same guarantee over its own variables. Outcomes that break no invariant
+in both modes but that a user must tell apart are ``txmq.catalogue_outcomes``.
 """
 
 from __future__ import annotations
@@ -321,62 +322,6 @@ UPSTREAM_FACTS: tuple[UpstreamFact, ...] = (
         "truncated) never shortens the time a producer has to end its transaction",
         figure="checks_early_by_born_truncation"),
 )
-
-@dataclass(frozen=True)
-class Outcome:
-    """An outcome a user must be able to tell apart from the others, though it breaks no invariant above
-    in both modes (the anomaly atlas, ``txmq.atlas``, names its entries by these and by the invariants):
-    ``meaning`` is stated over the trace and judged by ``txmq.trace.outcomes`` under this name;
-    ``rocketmq`` and ``strict`` say when each mode shows it; ``audit`` is the audit's figure counting it,
-    or why a client cannot see it."""
-
-    name: str
-    meaning: str
-    rocketmq: str
-    strict: str
-    audit: str
-
-
-OUTCOMES: tuple[Outcome, ...] = (
-    Outcome(
-        "DiscardedUnchecked",
-        "A DISCARD with result CHECK_MAX of a transaction none of whose CHECKs reached a producer (no CHECK "
-        "of it with result SENT): the broker gave up on it without asking anyone",
-        rocketmq="with no producer of the group online (S18), and with a check immunity longer than "
-        "check_max x check interval, whose re-puts spend the budget (S24; #615, #8311, #9320)",
-        strict="the same in both cases: a check nobody receives, and an immunity re-put, still count, as "
-        "the budget bounds the half's life (S18, S24)",
-        audit="checked_out_through_heartbeat_gate and checked_out_through_closed_producers, when the "
-        "checks went to producers being closed or not yet heard"),
-    Outcome(
-        "CheckAfterResolution",
-        "A CHECK with result SENT of a transaction after an END_TX of it with result OK: the producer is "
-        "asked about a transaction it already ended",
-        rocketmq="a late producer end after a renewal does not stop the renewed copy's checks (S20; #8158, "
-        "#6737, #7933), nor does an Op record still buffered (S30) or written during the run (S41)",
-        strict="never: resolved copies are skipped",
-        audit="unexpected_checks (upstream's benchmark TransactionProducer counts the same as "
-        "unexpectedCheck)"),
-    Outcome(
-        "CommitLost",
-        "A transaction whose producer decided COMMIT (a LOCAL_TX COMMIT, not from a check) gets no REAL_PUT "
-        "and ends by a DISCARD or an END_TX ROLLBACK with result OK: the producer's commit never shows",
-        rocketmq="the one-way END_TRANSACTION is lost and the checks cannot reach or convince the producer "
-        "(#2840), or a checked answer ROLLBACK is applied first (#2694)",
-        strict="the same when the END_TRANSACTION is lost: the commit is best-effort and the check is its "
-        "only repair",
-        audit="not observable as such: a client sees a committed message that is never delivered "
-        "(EventuallyDelivered)"),
-    Outcome(
-        "DiscardedResolved",
-        "A DISCARD of a transaction after an END_TX of it with result OK: a resolved half is moved to the "
-        "discard topic, where an operator repairing discards finds a transaction already ended",
-        rocketmq="the last examination discards before the Op queue was read past its first batch (#8311)",
-        strict="never: resolved transactions are skipped",
-        audit="not observable from outside: the discard topic is the broker's"),
-)
-
-OUTCOME_NAMES: tuple[str, ...] = tuple(o.name for o in OUTCOMES)
 
 # Spec operators that TLC models list as invariants without being guarantees of the protocol.
 SPEC_TYPE_CHECKS = ("TypeOK",)

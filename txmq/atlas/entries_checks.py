@@ -65,7 +65,8 @@ CHECKS: tuple[Entry, ...] = (
     Entry(
         "op-written-during-run", (), "an Op written during a run does not stop a check",
         "unchanged at HEAD (code reading)",
-        "TransactionalMessageServiceImpl.check (isNeedCheck while opMsg is null) / TransactionalOpBatchService",
+        "TransactionalMessageServiceImpl.check (isNeedCheck while opMsg is null), "
+        "TransactionalOpBatchService",
         "a half whose Op record was written after the run drained the Op queue is checked anyway",
         "NoCheckAfterDurableOp", s.op_written_during_the_run, config={"op_batch_max_chars": 3},
         spec="rocketmq_op_written_during_run",

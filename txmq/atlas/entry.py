@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from txmq.atlas.rig import Rig
-from txmq.catalogue import CATALOGUE, OUTCOME_NAMES
+from txmq.catalogue import CATALOGUE
+from txmq.catalogue_outcomes import OUTCOME_NAMES
 
 Scenario = Callable[[Rig], "list[str] | None"]
 

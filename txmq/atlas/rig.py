@@ -8,7 +8,7 @@ hit exactly and nothing sleeps; a whole scenario runs in milliseconds.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,7 +105,7 @@ class Rig:
         """The Op batch thread's next write (TransactionalOpBatchService), now."""
         self.broker.flush_op_batches(force=True)
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Mapping[str, Any]]:
         return list(self.sink.events)
 
 

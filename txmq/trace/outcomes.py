@@ -37,7 +37,8 @@ def checks_after_resolution(events: list[Event]) -> list[str]:
     ended = _ended_ok(events)
     return [f"{e['txn']}: checked (count {e['check_count']}) at seq {e['seq']}, ended at seq "
             f"{ended[e['txn']]}" for e in events
-            if e["event"] == ev.CHECK and e["result"] == ev.CHECK_SENT and ended.get(e["txn"], e["seq"]) < e["seq"]]
+            if e["event"] == ev.CHECK and e["result"] == ev.CHECK_SENT
+            and ended.get(e["txn"], e["seq"]) < e["seq"]]
 
 
 def commits_lost(events: list[Event]) -> list[str]:
