@@ -38,8 +38,8 @@ OUTCOMES: tuple[Outcome, ...] = (
         "CheckAfterResolution",
         "A CHECK with result SENT of a transaction after an END_TX of it with result OK: the producer is "
         "asked about a transaction it already ended",
-        rocketmq="a late producer end after a renewal does not stop the renewed copy's checks (S20; #8158, "
-        "#6737, #7933), nor does an Op record still buffered (S30) or written during the run (S41)",
+        rocketmq="a late producer end after a renewal does not stop the renewed copy's checks (S20; #8158), "
+        "nor does an Op record still buffered (S30) or written during the run (S41)",
         strict="never: resolved copies are skipped",
         audit="unexpected_checks (upstream's benchmark TransactionProducer counts the same as "
         "unexpectedCheck)"),

@@ -32,7 +32,7 @@ CHECKS: tuple[Entry, ...] = (
         audit_note="the discard topic is the broker's"),
     Entry(
         "immunity-same-millisecond", (544,), "a half examined as its immunity ends was never checked",
-        "fixed in 4.4.0 (PR #548)", "TransactionalMessageServiceImpl.checkPrepareQueueOffset",
+        "fixed by PR #548 (2018)", "TransactionalMessageServiceImpl.checkPrepareQueueOffset",
         "a run at exactly the end of the window re-puts the half; the next run checks it",
         "DiscardedUnchecked", s.immunity_boundary, reproduces=False,
         spec_note="the spec has no milliseconds", audit_note="the audit sets no check immunity"),

@@ -22,7 +22,7 @@ RESOLUTION: tuple[Entry, ...] = (
         audit="NoDuplicateReal"),
     Entry(
         "commit-after-check-rollback", (2694, 8158), "a COMMIT after a check answered ROLLBACK",
-        "closed, unchanged at HEAD: the rollback is not remembered",
+        "closed (stale question), unchanged at HEAD: the rollback is not remembered",
         "EndTransactionProcessor.processRequest (rollbackMessage writes only an Op)",
         "a listener unsure of a slow local transaction answers ROLLBACK; the later COMMIT is applied too",
         "SingleResolution", s.commit_after_check_rollback, spec="rocketmq_commit_after_rollback",
@@ -36,8 +36,8 @@ RESOLUTION: tuple[Entry, ...] = (
         spec_note="CheckAfterResolution is an outcome, not a spec operator; the spec reaches it in "
         "rocketmq_faults without a control", audit="unexpected_checks"),
     Entry(
-        "checks-after-rollback", (6737,), "repeated checks after ROLLBACK",
-        "open", "TransactionalMessageServiceImpl.check (as #8158's late end)",
+        "checks-after-late-rollback", (8158,), "checks go on after the producer's late ROLLBACK",
+        "closed (stale), unchanged at HEAD", "TransactionalMessageServiceImpl.check (as the late COMMIT)",
         "a ROLLBACK that arrives after the first renewal does not stop the renewed copy's checks",
         "CheckAfterResolution", s.checks_after_rollback,
         spec_note="as checks-after-late-commit", audit="unexpected_checks"),

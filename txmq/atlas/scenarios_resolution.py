@@ -56,7 +56,7 @@ def checks_after_late_end(rig: Rig, action: str = ev.COMMIT) -> None:
 
 
 def checks_after_rollback(rig: Rig) -> None:
-    """#6737: after a ROLLBACK the checks go on (the same path as #8158 (3), with ROLLBACK)."""
+    """#8158 (3) with ROLLBACK: a producer's ROLLBACK after the first renewal does not stop the checks."""
     checks_after_late_end(rig, ev.ROLLBACK)
 
 
