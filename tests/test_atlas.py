@@ -15,6 +15,7 @@ from txmq.atlas.entry import Entry
 from txmq.atlas.page import render_markdown
 from txmq.atlas.runner import Run, run, trace_judge
 from txmq.audit.report import AUDITED, figures
+from txmq.audit.workload import Fault
 from txmq.catalogue import CATALOGUE
 from txmq.catalogue_outcomes import OUTCOME_NAMES, OUTCOMES
 from txmq.cli import main
@@ -50,6 +51,7 @@ def test_every_name_an_entry_gives_exists() -> None:
         if e.audit in AUDITED:
             assert e.audit == e.catalogue, e.key  # a finding is reported under the entry's own name
         assert e.scenario.__doc__, e.key
+        assert not e.outside or e.outside in {f.value for f in Fault}, e.key
 
 
 def test_entries_without_their_own_evidence_have_a_trace_judge() -> None:
@@ -107,3 +109,35 @@ def test_an_unknown_name_is_one_line_and_exit_code_2(capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert err.startswith("txmq: error: unknown atlas entry: no-such-entry (known: duplicate-commit, ")
     assert len(err.splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- txmq atlas --endpoint
+def _committed_twice(deliveries: int) -> list[dict[str, object]]:
+    """A history of one transaction committed twice by its client, delivered ``deliveries`` times."""
+    tx = "atlas-duplicate-commit-1-0"
+    records: list[dict[str, object]] = [
+        {"ev": "send", "tx": tx, "producer": "p0.1", "invoked": 0.0, "returned": 0.01, "ok": True},
+        {"ev": "local", "tx": tx, "decision": "COMMIT", "t": 0.02}]
+    records += [{"ev": "end", "tx": tx, "action": "COMMIT", "source": "client", "producer": "p0.1",
+                 "invoked": at, "returned": at + 0.01, "ok": True} for at in (0.03, 0.05)]
+    records += [{"ev": "deliver", "tx": tx, "attempt": 1, "consumer": "c0", "message_id": f"m{n}",
+                 "invoked": 0.5, "returned": 1.0 + n} for n in range(deliveries)]
+    return records
+
+
+def test_an_endpoint_run_judges_the_entry_by_its_catalogue_name() -> None:
+    endpoint = pytest.importorskip("txmq.atlas.endpoint")
+    entry = next(e for e in ENTRIES if e.key == "duplicate-commit")
+    target = endpoint.Target("127.0.0.1:1", "atlas", "atlas", 3.0, 2.0, 15, 10.0)
+    plan = endpoint.plan_for(entry, 7)
+    assert len(plan.transactions) == endpoint.TRANSACTIONS
+    assert {t.fault.value for t in plan.transactions} == {"duplicated"} and plan.kills_at_s == ()
+    shown, lines = endpoint.verdict(entry, _committed_twice(2), target)  # type: ignore[arg-type]
+    assert shown == endpoint.REPRODUCED and lines and lines[0].startswith("atlas-duplicate-commit-1-0: ")
+    assert endpoint.verdict(entry, _committed_twice(1), target)[0] == endpoint.NOT_REPRODUCED  # type: ignore[arg-type]
+
+
+def test_endpoint_options_out_of_range_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["atlas", "--endpoint", "127.0.0.1:1", "--check-interval", "0"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("txmq: error: --settle must not be negative") and len(err.splitlines()) == 1

@@ -24,7 +24,9 @@ class Entry:
     ``strict_shares``: why strict mode shows it too ("" when strict shows it absent). ``spec``: the TLC
     control of ``spec/models.json`` that reaches it, or ``spec_note`` why there is none. ``audit``: the
     audit's finding (catalogue name) or figure that counts it, or ``audit_note`` why a client cannot see
-    it. ``config``: broker settings the scenario needs beyond upstream's defaults."""
+    it. ``config``: broker settings the scenario needs beyond upstream's defaults. ``outside``: the audit's
+    client-side fault (``txmq.audit.workload.Fault`` value) that reproduces it against any endpoint
+    (``txmq atlas --endpoint``); "" when a client cannot bring it about."""
 
     key: str
     numbers: tuple[int, ...]
@@ -41,6 +43,7 @@ class Entry:
     audit: str = ""
     audit_note: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    outside: str = ""
 
     def __post_init__(self) -> None:
         if self.catalogue not in CATALOGUE and self.catalogue not in OUTCOME_NAMES:

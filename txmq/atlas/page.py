@@ -18,6 +18,12 @@ def reproduced_in(entry: Entry) -> str:
     return "rocketmq and strict" if entry.strict_shares else "rocketmq"
 
 
+def against_upstream(entry: Entry) -> str:
+    """What ``txmq atlas --endpoint`` finds on upstream HEAD (the RocketMQ kit's proxy and broker):
+    tests/test_atlas_upstream.py holds every reachable entry to "reproduced"."""
+    return "reproduced" if entry.outside else "not reachable from outside"
+
+
 def _catalogue_link(name: str) -> str:
     kind = "outcome" if name in OUTCOME_NAMES else "invariant"
     return f"[`{name}`](invariants.md#{name.lower()}) ({kind})"
@@ -32,6 +38,8 @@ def _section(entry: Entry) -> list[str]:
              f"- Upstream: {entry.upstream}; `{entry.where}`.",
              f"- Catalogue: {_catalogue_link(entry.catalogue)}.",
              f"- txmq reproduces it in: {reproduced_in(entry)}; strict mode: {strict}.",
+             f"- Against upstream HEAD from outside: {against_upstream(entry)}"
+             + (f" (the audit's client fault `{entry.outside}`)." if entry.outside else "."),
              f"- Spec: {spec}.", f"- Audit: {audit}.",
              f"- Scenario: `txmq atlas {entry.key}` (`{entry.scenario.__module__}.{entry.scenario.__name__}`"
              + (", with " + ", ".join(f"{k}={v}" for k, v in entry.config.items()) if entry.config else "")
@@ -56,14 +64,23 @@ def render_markdown() -> str:
         "marks one found in upstream's code. Layers: the spec's TLC control that reaches it, and what",
         "`txmq audit` reports when it sees it from outside ([audit.md](audit.md)).",
         "",
-        "| entry | upstream | title | status upstream | reproduced in | catalogue | spec | audit |",
-        "|---|---|---|---|---|---|---|---|",
+        "`txmq atlas --endpoint HOST:PORT --topic T` runs the entries a client can bring about against any",
+        "5.x endpoint (txmq serve, an upstream proxy; `T` must be a TRANSACTION topic there): a few",
+        "transactions with the audit's matching client fault, judged by the audit's checkers, and prints",
+        "*reproduced*, *not reproduced* or *unreachable* for each. Give the endpoint's settings",
+        "(`--transaction-timeout`, `--check-interval`, `--check-max`, in seconds); `--settle` bounds the",
+        "wait per entry. The column *upstream HEAD* is that run against the RocketMQ kit's broker and proxy",
+        "(`tests/test_atlas_upstream.py`).",
+        "",
+        "| entry | upstream | title | status upstream | reproduced in | upstream HEAD | catalogue | spec "
+        "| audit |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in ENTRIES:
         spec = f"`{e.spec}`" if e.spec else "-"
         audit = f"`{e.audit}`" if e.audit else "-"
         lines.append(f"| [{e.key}](#{e.key}) | {e.issues} | {e.title} | {e.upstream} | {reproduced_in(e)} | "
-                     f"`{e.catalogue}` | {spec} | {audit} |")
+                     f"{against_upstream(e)} | `{e.catalogue}` | {spec} | {audit} |")
     lines.append("")
     for e in ENTRIES:
         lines += _section(e)
