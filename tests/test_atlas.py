@@ -132,9 +132,9 @@ def test_an_endpoint_run_judges_the_entry_by_its_catalogue_name() -> None:
     plan = endpoint.plan_for(entry, 7)
     assert len(plan.transactions) == endpoint.TRANSACTIONS
     assert {t.fault.value for t in plan.transactions} == {"duplicated"} and plan.kills_at_s == ()
-    shown, lines = endpoint.verdict(entry, _committed_twice(2), target)  # type: ignore[arg-type]
+    shown, lines = endpoint.verdict(entry, _committed_twice(2), target)
     assert shown == endpoint.REPRODUCED and lines and lines[0].startswith("atlas-duplicate-commit-1-0: ")
-    assert endpoint.verdict(entry, _committed_twice(1), target)[0] == endpoint.NOT_REPRODUCED  # type: ignore[arg-type]
+    assert endpoint.verdict(entry, _committed_twice(1), target)[0] == endpoint.NOT_REPRODUCED
 
 
 def test_endpoint_options_out_of_range_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
