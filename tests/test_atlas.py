@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from txmq.atlas import scenarios_resolution
+from txmq.atlas import endpoint, scenarios_resolution
 from txmq.atlas.cli import agrees
 from txmq.atlas.entries import ENTRIES
 from txmq.atlas.entry import Entry
@@ -126,7 +126,6 @@ def _committed_twice(deliveries: int) -> list[dict[str, object]]:
 
 
 def test_an_endpoint_run_judges_the_entry_by_its_catalogue_name() -> None:
-    endpoint = pytest.importorskip("txmq.atlas.endpoint")
     entry = next(e for e in ENTRIES if e.key == "duplicate-commit")
     target = endpoint.Target("127.0.0.1:1", "atlas", "atlas", 3.0, 2.0, 15, 10.0)
     plan = endpoint.plan_for(entry, 7)
@@ -137,7 +136,13 @@ def test_an_endpoint_run_judges_the_entry_by_its_catalogue_name() -> None:
     assert endpoint.verdict(entry, _committed_twice(1), target)[0] == endpoint.NOT_REPRODUCED
 
 
-def test_endpoint_options_out_of_range_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["atlas", "--endpoint", "127.0.0.1:1", "--check-interval", "0"]) == 3
+@pytest.mark.parametrize("args, message", [
+    (["--endpoint", "127.0.0.1:1", "--check-interval", "0"], "--settle must not be negative"),
+    (["--endpoint", "127.0.0.1:1", "--settle", "-1"], "--settle must not be negative"),
+    (["--endpoint", "nohost"], "endpoint 'nohost': write HOST:PORT"),
+])
+def test_endpoint_mistakes_are_one_line(args: list[str], message: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["atlas", *args]) == 3
     err = capsys.readouterr().err
-    assert err.startswith("txmq: error: --settle must not be negative") and len(err.splitlines()) == 1
+    assert err.startswith(f"txmq: error: {message}") and len(err.splitlines()) == 1

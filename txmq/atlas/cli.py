@@ -10,9 +10,12 @@ import argparse
 import sys
 from typing import Any
 
+from txmq.atlas import endpoint
 from txmq.atlas.entry import Entry
 from txmq.atlas.runner import Run, run, select
-from txmq.errors import ConfigError, ToolMissingError, TxmqError
+from txmq.audit.nemesis import split_endpoint
+from txmq.audit.timing import endpoint_settings
+from txmq.errors import ConfigError, TxmqError
 
 
 def agrees(rocketmq: Run, strict: Run) -> bool:
@@ -50,22 +53,37 @@ def _select(keys: list[str]) -> list[Entry]:
         raise TxmqError(str(exc)) from None
 
 
+# --endpoint's options: (option, type, default, help); the endpoint's settings default to upstream's, as
+# ``txmq audit`` takes them (txmq.audit.timing.endpoint_settings).
+_ENDPOINT_OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
+    ("--topic", str, "atlas", "an existing topic of type TRANSACTION (default atlas)"),
+    ("--group", str, "atlas", "the consumer group (default atlas)"),
+    ("--transaction-timeout", float, None, "the endpoint's transaction timeout, s (default 6, upstream's)"),
+    ("--check-interval", float, None, "the endpoint's check interval, s (default 30, upstream's)"),
+    ("--check-max", int, None, "the endpoint's check max (default 15, upstream's)"),
+    ("--settle", float, None, "the longest wait per entry for its transactions to end, s (default: the "
+     "timeout, two check intervals and 10 s)"),
+    ("--seed", int, 1, "names the transactions (default 1)"),
+)
+SETTLE_MARGIN_S = 10.0
+
+
 def _progress(line: str) -> None:
     print(f"  {line}", file=sys.stderr, flush=True)
 
 
 def _against_endpoint(args: argparse.Namespace) -> int:
     entries = _select(args.names)
-    if args.settle < 0 or args.transaction_timeout <= 0 or args.check_interval <= 0 or args.check_max < 1:
+    split_endpoint(args.endpoint)
+    settings = endpoint_settings(args)
+    settle = args.settle if args.settle is not None else \
+        settings.transaction_timeout_s + 2 * settings.check_interval_s + SETTLE_MARGIN_S
+    if settle < 0 or settings.transaction_timeout_s <= 0 or settings.check_interval_s <= 0 \
+            or settings.check_max < 1:
         raise ConfigError("--settle must not be negative; --transaction-timeout, --check-interval and "
                           "--check-max must be positive")
-    try:
-        from txmq.atlas import endpoint
-    except ImportError as exc:
-        raise ToolMissingError(f"txmq atlas --endpoint needs the official client ({exc.name}): pip install "
-                               "'txmq[serve]'") from None
-    target = endpoint.Target(args.endpoint, args.topic, args.group, args.transaction_timeout,
-                             args.check_interval, args.check_max, args.settle)
+    target = endpoint.Target(args.endpoint, args.topic, args.group, settings.transaction_timeout_s,
+                             settings.check_interval_s, settings.check_max, settle)
     print(f"txmq atlas against {args.endpoint} (seed {args.seed}, topic {args.topic})", flush=True)
     width = max(len(e.key) for e in entries)
     for entry, shown, lines in endpoint.run_against(entries, target, args.seed, _progress):
@@ -92,18 +110,7 @@ def register(sub: Any) -> None:
     parser.add_argument("names", nargs="*", metavar="NAME", help="entries to run (default: all)")
     parser.add_argument("--endpoint", metavar="HOST:PORT",
                         help="run the entries a client can bring about against this 5.x endpoint")
-    parser.add_argument("--topic", default="atlas",
-                        help="with --endpoint: an existing topic of type TRANSACTION (default atlas)")
-    parser.add_argument("--group", default="atlas",
-                        help="with --endpoint: the consumer group (default atlas)")
-    parser.add_argument("--transaction-timeout", type=float, default=6.0,
-                        help="with --endpoint: the endpoint's transaction timeout, s (default 6)")
-    parser.add_argument("--check-interval", type=float, default=30.0,
-                        help="with --endpoint: the endpoint's check interval, s (default 30)")
-    parser.add_argument("--check-max", type=int, default=15,
-                        help="with --endpoint: the endpoint's check max (default 15)")
-    parser.add_argument("--settle", type=float, default=60.0,
-                        help="with --endpoint: the longest wait per entry for its transactions to end "
-                             "(default 60 s)")
-    parser.add_argument("--seed", type=int, default=1, help="with --endpoint: names the transactions")
+    for option, kind, default, what in _ENDPOINT_OPTIONS:
+        parser.add_argument(option, type=kind, default=default, help=f"with --endpoint: {what}")
+    parser.set_defaults(launch=None)  # txmq.audit.timing.endpoint_settings: no launched endpoint here
     parser.set_defaults(handler=_handle)

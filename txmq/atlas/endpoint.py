@@ -18,6 +18,7 @@ from txmq.audit.checkers import Expectations, run_checks
 from txmq.audit.history import History, Record
 from txmq.audit.nemesis import wait_reachable
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.errors import ToolMissingError
 
 REPRODUCED, NOT_REPRODUCED, UNREACHABLE = "reproduced", "not reproduced", "unreachable"
 TRANSACTIONS = 3  # per entry: the late ones race the consumer's last receive, so more than one
@@ -47,7 +48,11 @@ def plan_for(entry: Entry, seed: int) -> Plan:
 
 def history_of(entry: Entry, target: Target, seed: int) -> list[Record]:
     """Drive the entry's plan against the endpoint; the history recorded."""
-    from txmq.audit.driver import Driver, DriverSettings  # the official client: txmq[serve]
+    try:
+        from txmq.audit.driver import Driver, DriverSettings  # the official client: txmq[serve]
+    except ImportError as exc:
+        raise ToolMissingError(f"txmq atlas --endpoint needs the official client ({exc.name}): pip install "
+                               "'txmq[serve]'") from None
 
     recorder = History()
     settings = DriverSettings(target.endpoint, target.topic, target.group, consumers=1, invisible_s=5,
