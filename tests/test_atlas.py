@@ -70,6 +70,7 @@ def test_outcomes_are_catalogued_once_and_judged_under_their_names() -> None:
     ({"spec": "x", "spec_note": "y"}, "a spec control or a note"),
     ({"spec": ""}, "a spec control or a note"),
     ({"audit": "NoDuplicateReal", "audit_note": "y"}, "the audit's name for it or a note"),
+    ({"outside": "duplicated"}, "upstream HEAD's verdict exactly"),
 ])
 def test_inconsistent_entries_are_refused(fields: dict[str, object], message: str) -> None:
     values: dict[str, object] = {"key": "k", "numbers": (1,), "title": "t", "upstream": "u", "where": "w",
@@ -134,6 +135,10 @@ def test_an_endpoint_run_judges_the_entry_by_its_catalogue_name() -> None:
     shown, lines = endpoint.verdict(entry, _committed_twice(2), target)
     assert shown == endpoint.REPRODUCED and lines and lines[0].startswith("atlas-duplicate-commit-1-0: ")
     assert endpoint.verdict(entry, _committed_twice(1), target)[0] == endpoint.NOT_REPRODUCED
+    # a checked transaction's duplicate may be the check answer's (an Op not yet written), not the end's
+    checked = [*_committed_twice(2), {"ev": "check", "tx": "atlas-duplicate-commit-1-0", "producer": "p0.1",
+                                      "answer": "COMMIT", "t": 0.04}]
+    assert endpoint.verdict(entry, checked, target)[0] == endpoint.NOT_REPRODUCED
 
 
 @pytest.mark.parametrize("args, message", [

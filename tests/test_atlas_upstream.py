@@ -1,7 +1,6 @@
 """``txmq atlas --endpoint`` against upstream RocketMQ (the session's cluster, ``tests/upstreamkit.py``):
-each atlas entry a client can bring about is reproduced by upstream HEAD's broker through its proxy, as
-rocketmq mode reproduces it in-process (``tests/test_atlas.py``); the others are reported unreachable.
-Where upstream did not reproduce one, rocketmq mode would be wrong for HEAD."""
+each atlas entry a client can bring about gets the verdict its entry records (``Entry.upstream_head``);
+the others are reported unreachable."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from txmq.upstream import UpstreamCluster
 TOPIC = "atlas-upstream"
 
 
-def test_upstream_reproduces_every_entry_reachable_from_outside(
+def test_upstream_gives_the_recorded_verdict_of_every_entry_reachable_from_outside(
         upstream: UpstreamCluster, capsys: pytest.CaptureFixture[str]) -> None:
     upstream.create_topic(TOPIC, "TRANSACTION")
     wait_until_routed(upstream.proxy_endpoint, TOPIC)
@@ -28,5 +27,5 @@ def test_upstream_reproduces_every_entry_reachable_from_outside(
     verdicts = {line.split()[0]: line for line in out.splitlines()[1:] if not line.startswith(" ")}
     assert code == 0 and set(verdicts) == {e.key for e in ENTRIES}, out
     for entry in ENTRIES:
-        expected = "reproduced" if entry.outside else "unreachable"
+        expected = entry.upstream_head.split(":")[0] if entry.outside else "unreachable"
         assert f"  {expected}  " in verdicts[entry.key] + "  ", (entry.key, out)

@@ -26,7 +26,9 @@ class Entry:
     audit's finding (catalogue name) or figure that counts it, or ``audit_note`` why a client cannot see
     it. ``config``: broker settings the scenario needs beyond upstream's defaults. ``outside``: the audit's
     client-side fault (``txmq.audit.workload.Fault`` value) that reproduces it against any endpoint
-    (``txmq atlas --endpoint``); "" when a client cannot bring it about."""
+    (``txmq atlas --endpoint``); "" when a client cannot bring it about. ``upstream_head``: what that run
+    found against upstream HEAD (the RocketMQ kit's proxy and broker), "reproduced" or "not reproduced"
+    with why; tests/test_atlas_upstream.py holds the run to it."""
 
     key: str
     numbers: tuple[int, ...]
@@ -44,6 +46,7 @@ class Entry:
     audit_note: str = ""
     config: dict[str, Any] = field(default_factory=dict)
     outside: str = ""
+    upstream_head: str = ""
 
     def __post_init__(self) -> None:
         if self.catalogue not in CATALOGUE and self.catalogue not in OUTCOME_NAMES:
@@ -51,6 +54,9 @@ class Entry:
                              "catalogue")
         if bool(self.spec) == bool(self.spec_note):
             raise ValueError(f"{self.key}: give a spec control or a note why there is none, not both")
+        if bool(self.outside) != bool(self.upstream_head):
+            raise ValueError(f"{self.key}: record upstream HEAD's verdict exactly for an entry reachable "
+                             "from outside")
         if bool(self.audit) == bool(self.audit_note):
             raise ValueError(f"{self.key}: give the audit's name for it or a note why it cannot see it")
 

@@ -19,9 +19,8 @@ def reproduced_in(entry: Entry) -> str:
 
 
 def against_upstream(entry: Entry) -> str:
-    """What ``txmq atlas --endpoint`` finds on upstream HEAD (the RocketMQ kit's proxy and broker):
-    tests/test_atlas_upstream.py holds every reachable entry to "reproduced"."""
-    return "reproduced" if entry.outside else "not reachable from outside"
+    """What ``txmq atlas --endpoint`` found on upstream HEAD (the RocketMQ kit's proxy and broker)."""
+    return entry.upstream_head or "not reachable from outside"
 
 
 def _catalogue_link(name: str) -> str:
@@ -38,7 +37,7 @@ def _section(entry: Entry) -> list[str]:
              f"- Upstream: {entry.upstream}; `{entry.where}`.",
              f"- Catalogue: {_catalogue_link(entry.catalogue)}.",
              f"- txmq reproduces it in: {reproduced_in(entry)}; strict mode: {strict}.",
-             f"- Against upstream HEAD from outside: {against_upstream(entry)}"
+             f"- Against upstream HEAD through its proxy: {against_upstream(entry)}"
              + (f" (the audit's client fault `{entry.outside}`)." if entry.outside else "."),
              f"- Spec: {spec}.", f"- Audit: {audit}.",
              f"- Scenario: `txmq atlas {entry.key}` (`{entry.scenario.__module__}.{entry.scenario.__name__}`"
