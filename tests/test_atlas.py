@@ -13,6 +13,7 @@ from txmq.atlas.cli import agrees
 from txmq.atlas.entries import ENTRIES
 from txmq.atlas.entry import Entry
 from txmq.atlas.page import render_markdown
+from txmq.atlas.pending import PENDING
 from txmq.atlas.runner import Run, run, trace_judge
 from txmq.audit.report import AUDITED, figures
 from txmq.audit.workload import Fault
@@ -57,6 +58,11 @@ def test_every_name_an_entry_gives_exists() -> None:
 def test_entries_without_their_own_evidence_have_a_trace_judge() -> None:
     judged = {e.catalogue for e in ENTRIES if e.scenario.__annotations__.get("return") == "None"}
     assert judged and all(trace_judge(name) is not None for name in judged)
+
+
+def test_no_number_is_both_an_entry_and_pending() -> None:
+    assert not {n for e in ENTRIES for n in e.numbers} & {n for p in PENDING for n in p.numbers}
+    assert all(p.what and p.why for p in PENDING)
 
 
 def test_outcomes_are_catalogued_once_and_judged_under_their_names() -> None:

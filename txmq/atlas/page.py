@@ -8,6 +8,7 @@ import sys
 
 from txmq.atlas.entries import ENTRIES
 from txmq.atlas.entry import Entry
+from txmq.atlas.pending import PENDING
 from txmq.catalogue_outcomes import OUTCOME_NAMES
 
 
@@ -83,6 +84,9 @@ def render_markdown() -> str:
     lines.append("")
     for e in ENTRIES:
         lines += _section(e)
+    lines += ["## Not in the atlas", "", "Candidates without a scenario, and why.", "",
+              "| upstream | behaviour | why not |", "|---|---|---|"]
+    lines += [f"| {', '.join(f'#{n}' for n in p.numbers)} | {p.what} | {p.why} |" for p in PENDING]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
