@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -33,7 +34,14 @@ from hypothesis.stateful import (
     rule,
 )
 
-from model_tests.invariants import CATALOGUE, InvariantViolation, Received, assert_holds, observe
+from model_tests.invariants import (
+    CATALOGUE,
+    InvariantViolation,
+    Received,
+    assert_holds,
+    observe,
+    outcomes_shown,
+)
 from txmq.broker import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
@@ -365,6 +373,11 @@ class BrokerMachine(RuleBasedStateMachine):
         obs = observe(self.broker, self.sink.events, self.received)
         if self.hunt is None:
             assert_holds(obs, strict=self.strict)
+            counted, wrong = outcomes_shown(obs, self.strict)
+            if wrong:
+                raise InvariantViolation(wrong)
+            for name in counted:
+                event(f"outcome {name}")  # Hypothesis's statistics count them; not failures
             return
         name, pattern = self.hunt
         found = [p for p in CATALOGUE[name](obs, True) if re.search(pattern, p)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from txmq.catalogue import AUDIT, MODEL, SPARK, Layer
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -14,13 +16,18 @@ class Outcome:
     in both modes (the anomaly atlas, ``txmq.atlas``, names its entries by these and by the invariants):
     ``meaning`` is stated over the trace and judged by ``txmq.trace.outcomes`` under this name;
     ``rocketmq`` and ``strict`` say when each mode shows it; ``audit`` is the audit's figure counting it,
-    or why a client cannot see it."""
+    or why a client cannot see it. ``layers``: where it is judged, always by the one judge of
+    ``txmq.trace.outcomes`` (the model tests after every step, Spark over a whole trace, the audit from
+    outside); a layer counts it as an outcome, and fails a strict trace showing one that ``strict_never``
+    says strict mode never shows."""
 
     name: str
     meaning: str
     rocketmq: str
     strict: str
     audit: str
+    layers: Layer
+    strict_never: bool = False
 
 
 OUTCOMES: tuple[Outcome, ...] = (
@@ -33,7 +40,7 @@ OUTCOMES: tuple[Outcome, ...] = (
         strict="the same in both cases: a check nobody receives, and an immunity re-put, still count, as "
         "the budget bounds the half's life (S18, S24)",
         audit="checked_out_through_heartbeat_gate and checked_out_through_closed_producers, when the "
-        "checks went to producers being closed or not yet heard"),
+        "checks went to producers being closed or not yet heard", layers=MODEL | SPARK),
     Outcome(
         "CheckAfterResolution",
         "A CHECK with result SENT of a transaction after an END_TX of it with result OK: the producer is "
@@ -42,7 +49,7 @@ OUTCOMES: tuple[Outcome, ...] = (
         "nor does an Op record still buffered (S30) or written during the run (S41)",
         strict="never: resolved copies are skipped",
         audit="unexpected_checks (upstream's benchmark TransactionProducer counts the same as "
-        "unexpectedCheck)"),
+        "unexpectedCheck)", layers=MODEL | SPARK | AUDIT, strict_never=True),
     Outcome(
         "CommitLost",
         "A transaction whose producer decided COMMIT (a LOCAL_TX COMMIT, not from a check) gets no REAL_PUT "
@@ -52,14 +59,21 @@ OUTCOMES: tuple[Outcome, ...] = (
         strict="the same when the END_TRANSACTION is lost: the commit is best-effort and the check is its "
         "only repair",
         audit="not observable as such: a client sees a committed message that is never delivered "
-        "(EventuallyDelivered)"),
+        "(EventuallyDelivered)", layers=MODEL | SPARK),
     Outcome(
         "DiscardedResolved",
         "A DISCARD of a transaction after an END_TX of it with result OK: a resolved half is moved to the "
         "discard topic, where an operator repairing discards finds a transaction already ended",
         rocketmq="the last examination discards before the Op queue was read past its first batch (#8311)",
         strict="never: resolved transactions are skipped",
-        audit="not observable from outside: the discard topic is the broker's"),
+        audit="not observable from outside: the discard topic is the broker's", layers=MODEL | SPARK,
+        strict_never=True),
 )
 
 OUTCOME_NAMES: tuple[str, ...] = tuple(o.name for o in OUTCOMES)
+BY_NAME: dict[str, Outcome] = {o.name: o for o in OUTCOMES}
+
+
+def outcome_names(layer: Layer) -> tuple[str, ...]:
+    """The outcomes judged in ``layer``, in catalogue order."""
+    return tuple(o.name for o in OUTCOMES if layer in o.layers)
