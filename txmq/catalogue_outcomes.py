@@ -19,7 +19,8 @@ class Outcome:
     or why a client cannot see it. ``layers``: where it is judged, always by the one judge of
     ``txmq.trace.outcomes`` (the model tests after every step, Spark over a whole trace, the audit from
     outside); a layer counts it as an outcome, and fails a strict trace showing one that ``strict_never``
-    says strict mode never shows."""
+    says strict mode never shows. ``needs``: the trace events its judge reads, so a trace that cannot
+    show one of them (``absent_events`` of an imported store) is not judged for it."""
 
     name: str
     meaning: str
@@ -28,6 +29,7 @@ class Outcome:
     audit: str
     layers: Layer
     strict_never: bool = False
+    needs: tuple[str, ...] = ()
 
 
 OUTCOMES: tuple[Outcome, ...] = (
@@ -40,7 +42,8 @@ OUTCOMES: tuple[Outcome, ...] = (
         strict="the same in both cases: a check nobody receives, and an immunity re-put, still count, as "
         "the budget bounds the half's life (S18, S24)",
         audit="checked_out_through_heartbeat_gate and checked_out_through_closed_producers, when the "
-        "checks went to producers being closed or not yet heard", layers=MODEL | SPARK),
+        "checks went to producers being closed or not yet heard", layers=MODEL | SPARK,
+        needs=("CHECK", "DISCARD")),
     Outcome(
         "CheckAfterResolution",
         "A CHECK with result SENT of a transaction after an END_TX of it with result OK: the producer is "
@@ -49,7 +52,8 @@ OUTCOMES: tuple[Outcome, ...] = (
         "nor does an Op record still buffered (S30) or written during the run (S41)",
         strict="never: resolved copies are skipped",
         audit="unexpected_checks (upstream's benchmark TransactionProducer counts the same as "
-        "unexpectedCheck)", layers=MODEL | SPARK | AUDIT, strict_never=True),
+        "unexpectedCheck)", layers=MODEL | SPARK | AUDIT, strict_never=True,
+        needs=("CHECK", "END_TX")),
     Outcome(
         "CommitLost",
         "A transaction whose producer decided COMMIT (a LOCAL_TX COMMIT, not from a check) gets no REAL_PUT "
@@ -59,7 +63,8 @@ OUTCOMES: tuple[Outcome, ...] = (
         strict="the same when the END_TRANSACTION is lost: the commit is best-effort and the check is its "
         "only repair",
         audit="not observable as such: a client sees a committed message that is never delivered "
-        "(EventuallyDelivered)", layers=MODEL | SPARK),
+        "(EventuallyDelivered)", layers=MODEL | SPARK,
+        needs=("LOCAL_TX", "REAL_PUT", "DISCARD", "END_TX")),
     Outcome(
         "DiscardedResolved",
         "A DISCARD of a transaction after an END_TX of it with result OK: a resolved half is moved to the "
@@ -67,7 +72,7 @@ OUTCOMES: tuple[Outcome, ...] = (
         rocketmq="the last examination discards before the Op queue was read past its first batch (#8311)",
         strict="never: resolved transactions are skipped",
         audit="not observable from outside: the discard topic is the broker's", layers=MODEL | SPARK,
-        strict_never=True),
+        strict_never=True, needs=("DISCARD", "END_TX")),
 )
 
 OUTCOME_NAMES: tuple[str, ...] = tuple(o.name for o in OUTCOMES)

@@ -96,7 +96,10 @@ def render_markdown() -> str:
     for outcome in OUTCOMES:
         lines += [f"## {outcome.name}", "", f"*Outcome.* {outcome.meaning}.", "",
                   f"- rocketmq mode: {outcome.rocketmq}.", f"- strict mode: {outcome.strict}.",
-                  f"- audit: {outcome.audit}.", ""]
+                  f"- audit: {outcome.audit}.",
+                  "- judged in: " + ", ".join(h for layer, h in _LAYER_HEADINGS if layer in outcome.layers)
+                  + (" (counted, never a failure, but in a strict trace: strict mode never shows it)"
+                     if outcome.strict_never else " (counted, never a failure)") + ".", ""]
     for fact in UPSTREAM_FACTS:
         heading = f"*Upstream fact, audit figure `{fact.figure}`.*"
         lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",
