@@ -34,6 +34,8 @@ def run(events: Any, absent: list[str], limit: int) -> dict[str, tuple[int, list
     from pyspark.sql import functions as F
 
     judged = [n for n in OUTCOME_IDS if not set(BY_NAME[n].needs) & set(absent)]
+    if not judged:  # a trace imported from a store: no Python workers started for nothing
+        return dict.fromkeys(OUTCOME_IDS)
     rows = events.where(F.col("event").isin(_EVENTS)).select(*_COLUMNS)
     found = dict(rows.rdd.keyBy(lambda r: r["txn"]).groupByKey().flatMap(_judged)
                  .reduceByKey(lambda a, b: (a[0] + b[0], sorted(a[1] + b[1])[:limit])).collect())
