@@ -5,8 +5,10 @@ from __future__ import annotations
 import inspect
 
 from txmq.catalogue import MODEL, names
+from txmq.catalogue_outcomes import outcome_names
 from txmq.checks import invariants
 from txmq.trace import schema as ev
+from txmq.trace.outcomes import OUTCOME_JUDGES
 
 
 def test_model_tests_check_exactly_their_layer_by_name() -> None:
@@ -26,3 +28,19 @@ def test_commit_writes_real_counts_commits_against_real_messages() -> None:
     assert judged(commit, real) == []
     assert judged(commit, real, commit) == ["t1: 2 END_TX COMMIT OK, 1 REAL_PUT"]
     assert judged(commit, real, commit, real) == []  # rocketmq's duplicate commit writes its duplicate
+
+
+def test_model_tests_judge_exactly_their_layers_outcomes_by_the_one_judge() -> None:
+    """The outcomes the catalogue places in the model tests are judged there by txmq.trace.outcomes."""
+    assert tuple(invariants.OUTCOMES) == outcome_names(MODEL)
+    assert all(invariants.OUTCOMES[n] is OUTCOME_JUDGES[n] for n in invariants.OUTCOMES)
+
+
+def test_an_outcome_strict_mode_never_shows_fails_a_strict_observation_only() -> None:
+    commit = {"event": ev.END_TX, "txn": "t1", "result": ev.OK, "action": ev.COMMIT, "seq": 0}
+    check = {"event": ev.CHECK, "txn": "t1", "result": ev.CHECK_SENT, "check_count": 1, "seq": 1}
+    obs = invariants.Observation((commit, check), 15, 6000)
+    assert invariants.outcomes_shown(obs, strict=True)[1] == {
+        "CheckAfterResolution": ["t1: checked (count 1) at seq 1, ended at seq 0"]}
+    counted, wrong = invariants.outcomes_shown(obs, strict=False)
+    assert (list(counted), wrong) == (["CheckAfterResolution"], {})

@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from spark_validation import ops, per_txn, queues, samples
+from spark_validation import ops, outcomes, per_txn, queues, samples
 from spark_validation.catalogue import CHECK_IDS
 from spark_validation.errors import SparkFailedError
 from spark_validation.inputs import TraceInput, load_events, open_trace
-from spark_validation.report import Report, check_result
+from spark_validation.report import Report, check_result, outcome_result
 from spark_validation.session import start_session
 from spark_validation.stats import TraceStats, collect_stats
 from spark_validation.tally import Tally
@@ -67,7 +67,7 @@ def _metrics(trace: TraceInput, stats: TraceStats, txns: per_txn.TxnResult) -> d
 def _run_passes(
     spark: Any, trace: TraceInput, limit: int, progress: Callable[[str], None]
 ) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
-    """The four passes, one after another.
+    """The four passes over the invariants, one after another (the outcomes are pass 5).
 
     Not as concurrent jobs: on 2 cores that gained nothing (38 s together against 36 s in a row on 10^6
     transactions), and together the Op pass's broadcast tables and the queue pass's sorts and window
@@ -76,7 +76,7 @@ def _run_passes(
     events = load_events(spark, trace)
     t = time.perf_counter()
     stats = collect_stats(events, trace)
-    progress(f"pass 1/4 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
+    progress(f"pass 1/5 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
 
     def timed(name: str, job: Callable[[], Any]) -> Any:
         t = time.perf_counter()
@@ -84,9 +84,9 @@ def _run_passes(
         progress(f"{name} ({time.perf_counter() - t:.1f} s)")
         return result
 
-    txns = timed("pass 2/4 per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
-    op_tallies = timed("pass 3/4 Op references", lambda: ops.run(events, trace, limit))
-    queue_tallies = timed("pass 4/4 queues and deliveries",
+    txns = timed("pass 2/5 per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
+    op_tallies = timed("pass 3/5 Op references", lambda: ops.run(events, trace, limit))
+    queue_tallies = timed("pass 4/5 queues and deliveries",
                           lambda: queues.run(events, trace, stats, limit, queues.last_deliveries(events)))
     tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
     for part in (txns.tallies, op_tallies, queue_tallies):
@@ -119,6 +119,9 @@ def validate(
     t1 = time.perf_counter()
     try:
         stats, txns, tallies, events = _run_passes(spark, trace, limit, progress)
+        t = time.perf_counter()
+        shown = outcomes.run(events, trace.absent_events, limit)
+        progress(f"pass 5/5 outcomes ({time.perf_counter() - t:.1f} s)")
         wanted = {k for t in tallies.values() for k in t.samples(limit)}
         found = samples.fetch(events, wanted) if wanted else {}
     except TxmqError:
@@ -169,6 +172,7 @@ def validate(
         },
         spark={"master": spark.sparkContext.master, "version": spark.version},
         absent_events=trace.absent_events,
+        outcomes=[outcome_result(oid, found, trace.mode) for oid, found in shown.items()],
     )
 
 

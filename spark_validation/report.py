@@ -13,11 +13,13 @@ from typing import Any
 
 from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
 from spark_validation.tally import NAMED_SEP, NOTE_SEP, named_seqs
+from txmq.catalogue_outcomes import BY_NAME as OUTCOME_BY_NAME
 from txmq.files import replacing
 
 HOLDS = "holds"
 VIOLATED = "violated"
 EXPECTED = "expected in rocketmq mode"
+SHOWN = "shown (an outcome)"
 NOT_JUDGED = "not judged"  # the trace lacks events the invariant needs (header ``absent_events``)
 
 
@@ -30,6 +32,30 @@ class CheckResult:
     expected: int
     semantics: str
     samples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class OutcomeResult:
+    """A catalogue outcome over the trace: ``status`` is SHOWN (counted, not a failure), HOLDS (not
+    shown), VIOLATED (shown in a strict trace though the catalogue says strict mode never shows it) or
+    NOT_JUDGED; ``samples`` are its judge's lines."""
+
+    id: str
+    status: str
+    transactions: int
+    meaning: str
+    samples: list[str] = field(default_factory=list)
+
+
+def outcome_result(oid: str, found: tuple[int, list[str]] | None, mode: str) -> OutcomeResult:
+    """The outcome's result in a trace of ``mode``."""
+    outcome = OUTCOME_BY_NAME[oid]
+    if found is None:
+        return OutcomeResult(oid, NOT_JUDGED, 0, outcome.meaning)
+    count, lines = found
+    fails = mode == "strict" and outcome.strict_never
+    status = HOLDS if not count else VIOLATED if fails else SHOWN
+    return OutcomeResult(oid, status, count, outcome.meaning, lines)
 
 
 @dataclass
@@ -48,11 +74,14 @@ class Report:
     spark: dict[str, str] = field(default_factory=dict)  # where it ran: master URL and Spark version
     notes: list[str] = field(default_factory=lambda: [LIVENESS_HORIZON, COUNT_UNIT])
     absent_events: list[str] = field(default_factory=list)  # events the trace's source could not show
+    outcomes: list[OutcomeResult] = field(default_factory=list)  # the catalogue's outcomes Spark judges
 
     @property
-    def failed(self) -> list[CheckResult]:
-        """Checks with violations that the trace's mode does not explain."""
-        return [c for c in self.checks if c.status == VIOLATED]
+    def failed(self) -> list[CheckResult | OutcomeResult]:
+        """Checks with violations that the trace's mode does not explain, and outcomes its mode never
+        shows."""
+        found: list[CheckResult | OutcomeResult] = [*self.checks, *self.outcomes]
+        return [c for c in found if c.status == VIOLATED]
 
     @property
     def exit_code(self) -> int:
@@ -82,6 +111,9 @@ class Report:
         for c in self.checks:
             count = f"{c.violations:,}" if c.violations else "-"
             lines.append(f"{c.id:<{width}}  {c.kind:<8}  {c.status:<26}  {count:>10}")
+        for o in self.outcomes:
+            count = f"{o.transactions:,}" if o.transactions else "-"
+            lines.append(f"{o.id:<{width}}  {'outcome':<8}  {o.status:<26}  {count:>10}")
         m = self.metrics
         vis = m["time_to_visibility"]
         lines += [
@@ -97,6 +129,7 @@ class Report:
         for c in self.checks:
             if c.samples:
                 lines.append(f"{c.id} sample {_sample_line(c.samples[0])}")
+        lines += [f"{o.id} sample {o.samples[0]}" for o in self.outcomes if o.samples]
         if self.timings:
             lines.append("timings (s): " + "  ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))
         unjudged = [c.id for c in self.checks if c.status == NOT_JUDGED]

@@ -81,3 +81,13 @@ def test_a_transaction_alive_at_a_crash_may_lose_every_check_before_the_heartbea
     assert report.figures(records, 15, 5.0, 3.0, 2.0)["checked_out_through_heartbeat_gate"] == 1
     # a check seen after the window shows the producers were reachable again: no excuse for the rest
     assert names([*records, check("t", 120.0, "UNKNOWN")], gated) == [("EventuallyResolved", False)]
+
+
+def test_unexpected_checks_count_checks_after_a_decision_was_sent() -> None:
+    """Upstream's benchmark TransactionProducer counts a check of a transaction whose local transaction
+    had decided, or whose earlier check was answered with a decision, as an unexpectedCheck."""
+    records = [send("late", 0.0), check("late", 6.5, "UNKNOWN"), end("late", "COMMIT", 10.0),
+               check("late", 36.5, "COMMIT"), end("late", "COMMIT", 36.6, source="check"),
+               check("late", 66.5, "COMMIT"),
+               send("plain", 0.0), check("plain", 6.5, "UNKNOWN"), check("plain", 36.5, "UNKNOWN")]
+    assert report.figures(records, 15)["unexpected_checks"] == 2

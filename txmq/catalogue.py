@@ -16,7 +16,8 @@ adding one entry; the layers it names must then implement it under that name:
 fail until they do.
 
 Meanings are stated over the trace (``docs/trace-events.md``), because every layer but the spec judges
-traces; the spec states the same guarantee over its own variables.
+traces; the spec states the same guarantee over its own variables. Outcomes that break no invariant
+in both modes but that a user must tell apart are ``txmq.catalogue_outcomes``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from txmq.catalogue import (
     UPSTREAM_FACTS,
     Invariant,
 )
+from txmq.catalogue_outcomes import OUTCOMES
 
 _LAYER_HEADINGS = ((SPEC, "spec"), (TRACE, "trace validation"), (MODEL, "model tests"), (SPARK, "Spark"),
                    (AUDIT, "audit"))
@@ -72,6 +73,9 @@ def render_markdown() -> str:
         lines.append(f"| [`{e.name}`](#{e.name.lower()}) | {e.kind.value} | {e.modes.value} | "
                      + " | ".join(cells) + f" | {_rocketmq_cell(e)} | {_store_cell(e)} |")
     lines += ["", "`TypeOK` in the spec is a type check of its variables, not a guarantee: not listed.", ""]
+    lines += ["Outcomes a user must tell apart, judged over traces by `txmq.trace.outcomes` and named by the",
+              "[anomaly atlas](atlas.md): "
+              + ", ".join(f"[`{o.name}`](#{o.name.lower()})" for o in OUTCOMES) + ".", ""]
     lines += ["Upstream facts that break no invariant but that a client sees (the audit reports each as the",
               "figure named; it is never a violation): "
               + ", ".join(f"[`{f.name}`](#{f.name.lower()})" for f in UPSTREAM_FACTS) + ".", ""]
@@ -89,6 +93,13 @@ def render_markdown() -> str:
         lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS
                   for unchecked, why in e.unchecked if unchecked is layer]
         lines += [""] if e.unchecked else []
+    for outcome in OUTCOMES:
+        lines += [f"## {outcome.name}", "", f"*Outcome.* {outcome.meaning}.", "",
+                  f"- rocketmq mode: {outcome.rocketmq}.", f"- strict mode: {outcome.strict}.",
+                  f"- audit: {outcome.audit}.",
+                  "- judged in: " + ", ".join(h for layer, h in _LAYER_HEADINGS if layer in outcome.layers)
+                  + (" (counted, never a failure, but in a strict trace: strict mode never shows it)"
+                     if outcome.strict_never else " (counted, never a failure)") + ".", ""]
     for fact in UPSTREAM_FACTS:
         heading = f"*Upstream fact, audit figure `{fact.figure}`.*"
         lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",

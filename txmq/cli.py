@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "txmq.diff.cli",
     "txmq.upstream.cli",
     "txmq.upstream.import_cli",
+    "txmq.atlas.cli",
 )
 
 

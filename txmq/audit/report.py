@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from txmq.audit.checkers import Expectations, Finding, Tx, kill_times, transactions
+from txmq.audit.checkers import DECISIONS, Expectations, Finding, Tx, kill_times, transactions
 from txmq.audit.history import Record, at
 from txmq.catalogue import AUDIT, CATALOGUE, names
 
@@ -49,6 +49,14 @@ def early_by_truncation(tx: Tx, timeout_s: float) -> int:
     return sum(1 for c in tx.checks if tx.stamped_born + timeout_s <= float(c["t"]) < tx.born + timeout_s)
 
 
+def unexpected_checks(tx: Tx) -> int:
+    """Checks of ``tx`` received after the client had sent a decision for it (its own end or an earlier
+    check's answer, COMMIT or ROLLBACK): upstream's benchmark counts the same as unexpectedCheck
+    (``example/.../benchmark/TransactionProducer``, ``TransactionListenerImpl.checkLocalTransaction``)."""
+    decided = [float(e["invoked"]) for e in tx.ends if e["action"] in DECISIONS]
+    return sum(1 for c in tx.checks if decided and float(c["t"]) > min(decided))
+
+
 def figures(records: list[Record], check_max: int, heartbeat_s: float | None = None,
             transaction_timeout_s: float | None = None, check_interval_s: float = 30.0) -> dict[str, Any]:
     """The run in numbers. Throughputs are measured, not planned (the plan's rate is a ceiling):
@@ -73,6 +81,7 @@ def figures(records: list[Record], check_max: int, heartbeat_s: float | None = N
         "faults": dict(Counter(r["fault"] for r in records if r["ev"] == "fault")),
         "endpoint_kills": len(kill_times(records)),
         "checks": sum(len(t.checks) for t in sent),
+        "unexpected_checks": sum(unexpected_checks(t) for t in sent),
         "checks_per_transaction": {str(k): v for k, v in
                                    sorted(Counter(len(t.checks) for t in sent).items())},
         "rollbacks_in_doubt": sum(1 for t in sent if t.rollback_in_doubt),

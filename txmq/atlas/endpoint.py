@@ -1,0 +1,93 @@
+"""``txmq atlas --endpoint HOST:PORT``: the entries a client can bring about, run against any 5.x endpoint
+(txmq serve, an upstream proxy) as small targeted audits.
+
+Each reachable entry names the audit's client-side fault that reproduces it (``Entry.outside``): a plan of
+a few committing transactions all given that fault is driven through the official client by the audit's
+driver (``txmq.audit.driver``), and the history is judged by the audit's checkers. The entry is
+*reproduced* when a finding carries its catalogue name, *not reproduced* otherwise (fixed, or the
+endpoint keeps it absent, as strict mode does); the other entries are *unreachable* from outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from txmq.atlas.entry import Entry
+from txmq.audit.checkers import Expectations, run_checks
+from txmq.audit.history import History, Record
+from txmq.audit.nemesis import wait_reachable
+from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.errors import ToolMissingError
+
+REPRODUCED, NOT_REPRODUCED, UNREACHABLE = "reproduced", "not reproduced", "unreachable"
+TRANSACTIONS = 3  # per entry: the late ones race the consumer's last receive, so more than one
+REACH_TIMEOUT_S = 5
+
+
+@dataclass(frozen=True)
+class Target:
+    """The endpoint and what the audit needs to know of it."""
+
+    endpoint: str
+    topic: str
+    group: str
+    transaction_timeout_s: float
+    check_interval_s: float
+    check_max: int
+    settle_s: float
+
+
+def plan_for(entry: Entry, seed: int) -> Plan:
+    """``TRANSACTIONS`` committing transactions of one producer, each with the entry's fault."""
+    fault = Fault(entry.outside)
+    txs = tuple(PlannedTx(f"atlas-{entry.key}-{seed}-{n}", round(0.2 * n, 6), 0, Outcome.COMMIT, fault)
+                for n in range(TRANSACTIONS))
+    return Plan(seed, txs, (), 0.0)
+
+
+def history_of(entry: Entry, target: Target, seed: int) -> list[Record]:
+    """Drive the entry's plan against the endpoint; the history recorded."""
+    try:
+        from txmq.audit.driver import Driver, DriverSettings  # the official client: txmq[serve]
+    except ImportError as exc:
+        raise ToolMissingError(f"txmq atlas --endpoint needs the official client ({exc.name}): pip install "
+                               "'txmq[serve]'") from None
+
+    recorder = History()
+    settings = DriverSettings(target.endpoint, target.topic, target.group, consumers=1, invisible_s=5,
+                              settle_s=target.settle_s, check_max=target.check_max,
+                              check_interval_s=target.check_interval_s)
+    Driver(plan_for(entry, seed), settings, recorder).run()
+    return recorder.records
+
+
+def _checked(records: list[Record]) -> set[str]:
+    return {str(r["tx"]) for r in records if r["ev"] == "check"}
+
+
+def verdict(entry: Entry, records: list[Record], target: Target) -> tuple[str, list[str]]:
+    """Reproduced or not, with the findings under the entry's catalogue name. A duplicated end counts only
+    on a transaction that was never checked: a check's COMMIT answer duplicates a message by itself when
+    it reaches a half whose Op record was not yet written (S30), which is another entry."""
+    expectations = Expectations("rocketmq", target.transaction_timeout_s, target.check_max,
+                                check_interval_s=target.check_interval_s)
+    excused = _checked(records) if Fault(entry.outside) is Fault.DUPLICATED else set()
+    findings = run_checks(records, expectations)
+    mine = [f"{f.tx}: {f.detail}" for f in findings if f.invariant == entry.catalogue and f.tx not in excused]
+    return (REPRODUCED if mine else NOT_REPRODUCED), mine
+
+
+def run_against(entries: list[Entry], target: Target, seed: int,
+                progress: Callable[[str], None] = lambda line: None) -> list[tuple[Entry, str, list[str]]]:
+    """Each entry's verdict against the endpoint (unreachable ones are not run)."""
+    wait_reachable(target.endpoint, REACH_TIMEOUT_S)
+    results: list[tuple[Entry, str, list[str]]] = []
+    for entry in entries:
+        if not entry.outside:
+            results.append((entry, UNREACHABLE, []))
+            continue
+        progress(f"{entry.key}: {TRANSACTIONS} transactions with the client fault {entry.outside}")
+        shown, lines = verdict(entry, history_of(entry, target, seed), target)
+        results.append((entry, shown, lines))
+    return results

@@ -1,0 +1,66 @@
+"""One entry of the anomaly atlas, as data: what upstream does, where in its code, under which catalogue
+name txmq judges it, what strict mode, the spec and the audit do about it, and the scenario that shows
+it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from txmq.atlas.rig import Rig
+from txmq.catalogue import CATALOGUE
+from txmq.catalogue_outcomes import OUTCOME_NAMES
+
+Scenario = Callable[[Rig], "list[str] | None"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """``numbers``: apache/rocketmq issues and pull requests (empty: found by reading the code).
+    ``upstream``: its status there. ``where``: the broker setting or upstream ``Class.method``.
+    ``catalogue``: the invariant or outcome of ``txmq.catalogue`` that names what a user sees.
+    ``reproduces``: whether rocketmq mode shows it (False: fixed upstream, and txmq follows the fix).
+    ``strict_shares``: why strict mode shows it too ("" when strict shows it absent). ``spec``: the TLC
+    control of ``spec/models.json`` that reaches it, or ``spec_note`` why there is none. ``audit``: the
+    audit's finding (catalogue name) or figure that counts it, or ``audit_note`` why a client cannot see
+    it. ``config``: broker settings the scenario needs beyond upstream's defaults. ``outside``: the audit's
+    client-side fault (``txmq.audit.workload.Fault`` value) that reproduces it against any endpoint
+    (``txmq atlas --endpoint``); "" when a client cannot bring it about. ``upstream_head``: what that run
+    found against upstream HEAD (the RocketMQ kit's proxy and broker), "reproduced" or "not reproduced"
+    with why; tests/test_atlas_upstream.py holds the run to it."""
+
+    key: str
+    numbers: tuple[int, ...]
+    title: str
+    upstream: str
+    where: str
+    behaviour: str
+    catalogue: str
+    scenario: Scenario
+    reproduces: bool = True
+    strict_shares: str = ""
+    spec: str = ""
+    spec_note: str = ""
+    audit: str = ""
+    audit_note: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    outside: str = ""
+    upstream_head: str = ""
+
+    def __post_init__(self) -> None:
+        if self.catalogue not in CATALOGUE and self.catalogue not in OUTCOME_NAMES:
+            raise ValueError(f"{self.key}: {self.catalogue} is neither an invariant nor an outcome of the "
+                             "catalogue")
+        if bool(self.spec) == bool(self.spec_note):
+            raise ValueError(f"{self.key}: give a spec control or a note why there is none, not both")
+        if bool(self.outside) != bool(self.upstream_head):
+            raise ValueError(f"{self.key}: record upstream HEAD's verdict exactly for an entry reachable "
+                             "from outside")
+        if bool(self.audit) == bool(self.audit_note):
+            raise ValueError(f"{self.key}: give the audit's name for it or a note why it cannot see it")
+
+    @property
+    def issues(self) -> str:
+        """The upstream numbers as "#1, #2", or "code reading"."""
+        return ", ".join(f"#{n}" for n in self.numbers) or "code reading"

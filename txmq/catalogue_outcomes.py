@@ -1,0 +1,84 @@
+"""The catalogue's outcomes: what a user must be able to tell apart though it breaks no invariant of
+``txmq.catalogue`` in both modes, defined once, as data. The anomaly atlas (``txmq.atlas``) names its
+entries by these and by the invariants; ``txmq.trace.outcomes`` judges each over a trace under its name;
+``docs/invariants.md`` lists them (``txmq.catalogue_page``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from txmq.catalogue import AUDIT, MODEL, SPARK, Layer
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An outcome a user must be able to tell apart from the others, though it breaks no invariant above
+    in both modes (the anomaly atlas, ``txmq.atlas``, names its entries by these and by the invariants):
+    ``meaning`` is stated over the trace and judged by ``txmq.trace.outcomes`` under this name;
+    ``rocketmq`` and ``strict`` say when each mode shows it; ``audit`` is the audit's figure counting it,
+    or why a client cannot see it. ``layers``: where it is judged, always by the one judge of
+    ``txmq.trace.outcomes`` (the model tests after every step, Spark over a whole trace, the audit from
+    outside); a layer counts it as an outcome, and fails a strict trace showing one that ``strict_never``
+    says strict mode never shows. ``needs``: the trace events its judge reads, so a trace that cannot
+    show one of them (``absent_events`` of an imported store) is not judged for it."""
+
+    name: str
+    meaning: str
+    rocketmq: str
+    strict: str
+    audit: str
+    layers: Layer
+    strict_never: bool = False
+    needs: tuple[str, ...] = ()
+
+
+OUTCOMES: tuple[Outcome, ...] = (
+    Outcome(
+        "DiscardedUnchecked",
+        "A DISCARD with result CHECK_MAX of a transaction none of whose CHECKs reached a producer (no CHECK "
+        "of it with result SENT): the broker gave up on it without asking anyone",
+        rocketmq="with no producer of the group online (S18), and with a check immunity longer than "
+        "check_max x check interval, whose re-puts spend the budget (S24; #615, #8311, #9320)",
+        strict="the same in both cases: a check nobody receives, and an immunity re-put, still count, as "
+        "the budget bounds the half's life (S18, S24)",
+        audit="checked_out_through_heartbeat_gate and checked_out_through_closed_producers, when the "
+        "checks went to producers being closed or not yet heard", layers=MODEL | SPARK,
+        needs=("CHECK", "DISCARD")),
+    Outcome(
+        "CheckAfterResolution",
+        "A CHECK with result SENT of a transaction after an END_TX of it with result OK: the producer is "
+        "asked about a transaction it already ended",
+        rocketmq="a late producer end after a renewal does not stop the renewed copy's checks (S20; #8158), "
+        "nor does an Op record still buffered (S30) or written during the run (S41)",
+        strict="never: resolved copies are skipped",
+        audit="unexpected_checks (upstream's benchmark TransactionProducer counts the same as "
+        "unexpectedCheck)", layers=MODEL | SPARK | AUDIT, strict_never=True,
+        needs=("CHECK", "END_TX")),
+    Outcome(
+        "CommitLost",
+        "A transaction whose producer decided COMMIT (a LOCAL_TX COMMIT, not from a check) gets no REAL_PUT "
+        "and ends by a DISCARD or an END_TX ROLLBACK with result OK: the producer's commit never shows",
+        rocketmq="the one-way END_TRANSACTION is lost and the checks cannot reach or convince the producer "
+        "(#2840), or a checked answer ROLLBACK is applied first (#2694)",
+        strict="the same when the END_TRANSACTION is lost: the commit is best-effort and the check is its "
+        "only repair",
+        audit="not observable as such: a client sees a committed message that is never delivered "
+        "(EventuallyDelivered)", layers=MODEL | SPARK,
+        needs=("LOCAL_TX", "REAL_PUT", "DISCARD", "END_TX")),
+    Outcome(
+        "DiscardedResolved",
+        "A DISCARD of a transaction after an END_TX of it with result OK: a resolved half is moved to the "
+        "discard topic, where an operator repairing discards finds a transaction already ended",
+        rocketmq="the last examination discards before the Op queue was read past its first batch (#8311)",
+        strict="never: resolved transactions are skipped",
+        audit="not observable from outside: the discard topic is the broker's", layers=MODEL | SPARK,
+        strict_never=True, needs=("DISCARD", "END_TX")),
+)
+
+OUTCOME_NAMES: tuple[str, ...] = tuple(o.name for o in OUTCOMES)
+BY_NAME: dict[str, Outcome] = {o.name: o for o in OUTCOMES}
+
+
+def outcome_names(layer: Layer) -> tuple[str, ...]:
+    """The outcomes judged in ``layer``, in catalogue order."""
+    return tuple(o.name for o in OUTCOMES if layer in o.layers)
