@@ -243,8 +243,12 @@ def test_an_end_cut_off_by_its_producers_shutdown_is_named() -> None:
 def test_both_endpoints_get_the_same_settings_under_their_own_names() -> None:
     settings = Settings(transaction_timeout_s=3, check_interval_s=2, check_max=15, heartbeat_s=5,
                         op_batch_interval_s=0.5)
-    assert settings.upstream_broker() == {"transactionTimeOut": 3000, "transactionCheckInterval": 2000,
-                                          "transactionCheckMax": 15, "transactionOpBatchInterval": 500}
+    broker_keys = settings.upstream_broker()
+    timings = ("transactionTimeOut", "transactionCheckInterval", "transactionCheckMax",
+               "transactionOpBatchInterval")
+    assert [broker_keys[k] for k in timings] == [3000, 2000, 15, 500]
+    # load shedding that would refuse sends on a loaded machine is held off, under the client's timeout
+    assert broker_keys["waitTimeMillsInSendQueue"] == broker_keys["waitTimeMillsInTransactionQueue"] == 4000
     assert settings.upstream_proxy()["transactionHeartbeatPeriodSecond"] == 5
     arguments = settings.serve_arguments()
     broker = pairs([v for k, v in zip(arguments, arguments[1:], strict=False) if k == "--broker"], "--broker")
@@ -253,7 +257,10 @@ def test_both_endpoints_get_the_same_settings_under_their_own_names() -> None:
     config = BrokerConfig.from_mapping(broker)
     assert (config.transaction_timeout_ms, config.check_interval_ms, config.check_max,
             config.op_batch_interval_ms) == (3000, 2000, 15, 500)
-    assert ServeConfig.from_mapping(proxy).min_invisible_ms_for_receive == 1000
+    served = ServeConfig.from_mapping(proxy)
+    assert served.min_invisible_ms_for_receive == 1000
+    # serve gates checks on the same heartbeat period as upstream's proxy (it was left at 20 s)
+    assert served.transaction_heartbeat_period_ms == 5000
 
 
 # ----------------------------------------------------------------------------- --rejudge

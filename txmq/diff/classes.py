@@ -13,9 +13,11 @@ transaction, read from the client-side history (``txmq.audit.checkers.Tx``):
   nemesis, not from the protocol;
 - ``resolved_by``: who resolved it first: ``producer`` (its own end-transaction), ``check`` (an answer to a
   check), or ``none``. The first end-transaction carrying COMMIT or ROLLBACK whose call returned OK;
-- ``checks``: how many checks its producers saw, as ``check_class`` buckets it (see there);
+- ``checks``: how many checks its producers saw, as ``check_class`` buckets it (see there), or ``max`` for
+  an unresolved transaction whose missing checks were lost where the endpoint still counts them
+  (``counted_checks``);
 - ``discarded``: never delivered, never rolled back by an end that returned OK, and checked check-max
-  times: the endpoint gave up on it.
+  times (so counted): the endpoint gave up on it.
 
 Moments are not part of a class: only counts and the order "who resolved it first", which the plan fixes
 for a faithful endpoint (a producer's end goes at once; a check cannot come before the transaction
@@ -96,7 +98,19 @@ def classify(tx: Tx | None, check_max: int, kills: Sequence[float] = ()) -> Outc
     if tx is None:
         return OutcomeClass(False, False, 0, "none", "0", False)
     visible = bool(tx.deliveries)
-    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK")
-                 and len(tx.checks) >= check_max)
-    return OutcomeClass(tx.sent, visible, copies(tx, kills), resolver(tx),
-                        check_class(len(tx.checks), check_max), discarded)
+    resolved_by = resolver(tx)
+    counted = counted_checks(tx, check_max, visible or resolved_by != "none")
+    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK") and counted >= check_max)
+    return OutcomeClass(tx.sent, visible, copies(tx, kills), resolved_by, check_class(counted, check_max),
+                        discarded)
+
+
+def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
+    """The checks the endpoint counted, as far as the client can tell: those its producers saw, or
+    check-max for an unresolved transaction whose missing checks fall where checks are lost and still
+    counted (a producer being closed, a group the endpoint has not heard yet: ``Tx.checked_out``, the
+    audit's own reading). A resolved transaction is not checked to the end, so no missing check is
+    inferred for it."""
+    if not resolved and tx.checked_out(check_max):
+        return max(len(tx.checks), check_max)
+    return len(tx.checks)

@@ -23,6 +23,7 @@ class Timings:
 
     check_interval_s: float = 2.0
     op_batch_interval_s: float = 0.5
+    heartbeat_s: float | None = None  # the proxy's transaction heartbeat (checks lost before it count)
 
     @property
     def op_race_s(self) -> float:

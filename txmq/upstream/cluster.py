@@ -45,6 +45,7 @@ from txmq.errors import BrokerUnavailableError, ConfigError, ToolMissingError
 LOOPBACK = "127.0.0.1"
 CLUSTER_NAME = "DefaultCluster"
 BROKER_NAME = "broker-a"
+TOPIC_ATTEMPTS = 3  # tries of mqadmin updateTopic (create_topic)
 # What each process prints on its standard output once it serves (NamesrvStartup, BrokerStartup after the
 # broker registered with the name server, ProxyStartup).
 _READY = {"namesrv": "boot success", "broker": "boot success", "proxy": "startup successfully"}
@@ -264,8 +265,14 @@ class UpstreamCluster:
         a 5.x proxy routes transactional producers' checks only for TRANSACTION topics."""
         if not re.fullmatch(r"[%A-Za-z0-9_-]{1,127}", topic):
             raise ConfigError(f"topic {topic!r}: letters, digits, '%', '_' and '-' only")
-        self.mqadmin("updateTopic", "-c", CLUSTER_NAME, "-t", topic, "-r", str(queues), "-w", str(queues),
-                     "-a", f"+message.type={message_type}")
+        for attempt in range(TOPIC_ATTEMPTS):  # idempotent; a loaded machine times mqadmin's calls out
+            try:
+                self.mqadmin("updateTopic", "-c", CLUSTER_NAME, "-t", topic, "-r", str(queues), "-w",
+                             str(queues), "-a", f"+message.type={message_type}")
+                return
+            except BrokerUnavailableError:
+                if attempt == TOPIC_ATTEMPTS - 1:
+                    raise
 
     def mqadmin(self, *args: str, timeout_s: float = 120) -> str:
         """Run ``bin/mqadmin COMMAND -n <name server> ARGS...``; its output, or an error naming it."""
@@ -273,7 +280,10 @@ class UpstreamCluster:
         argv = [str(self.home / "bin" / "mqadmin"), command, "-n", self.namesrv_addr, *rest]
         done = proc.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self._env(),
                         timeout=timeout_s, cwd=self.workdir)
-        if done.returncode != 0 or "Exception" in done.stdout:
+        # mqadmin exits 0 when its command failed (MQAdminStartup.main0 prints the SubCommandException's
+        # stack trace to stderr): a topic that was never created showed up only as sends failing to
+        # find its route
+        if done.returncode != 0 or "Exception" in done.stdout or "SubCommandException" in done.stderr:
             last = (done.stdout + done.stderr).strip().splitlines()[-3:]
             raise BrokerUnavailableError(f"mqadmin {command} failed: {' / '.join(last)}")
         return str(done.stdout)
