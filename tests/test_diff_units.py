@@ -62,6 +62,19 @@ def test_a_never_deciding_transaction_is_discarded_at_check_max() -> None:
     assert not one(checked(CHECK_MAX - 1)).discarded  # one check fewer: not given up on yet
 
 
+def test_a_check_lost_to_a_closing_producer_still_counts_towards_discarding() -> None:
+    # checks at 3, 4 and 5 s, the last relayed to a producer being shut down: the endpoint counted it
+    seen = [send("t0"), check("t0", 3.0, "UNKNOWN"), check("t0", 4.0, "UNKNOWN")]
+    closing = [{"ev": "fault", "tx": "other", "fault": "producer-closed", "producer": "p0.1", "t": 4.9},
+               {"ev": "client", "action": "stop", "producer": "p0.1", "t": 5.1}]
+    assert one([*seen, *closing]) == OutcomeClass(True, False, 0, "none", "max", True)
+    assert one(seen).checks == "2"  # no producer was closing: the check was simply not made
+    # a transaction its second check resolved is not checked on, whatever closes after
+    decided = [*seen[:-1], check("t0", 4.0, "COMMIT"), end("t0", "COMMIT", 4.05, source="check"),
+               deliver("t0", 4.2), *closing]
+    assert one(decided).checks == "2"
+
+
 def test_copies_count_first_attempts_only() -> None:
     lapsed = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 3.0, attempt=2)])
     duplicated = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 4.0)])
