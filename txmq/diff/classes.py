@@ -106,11 +106,29 @@ def classify(tx: Tx | None, check_max: int, kills: Sequence[float] = ()) -> Outc
 
 
 def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
-    """The checks the endpoint counted, as far as the client can tell: those its producers saw, or
-    check-max for an unresolved transaction whose missing checks fall where checks are lost and still
-    counted (a producer being closed, a group the endpoint has not heard yet: ``Tx.checked_out``, the
-    audit's own reading). A resolved transaction is not checked to the end, so no missing check is
-    inferred for it."""
-    if not resolved and tx.checked_out(check_max):
-        return max(len(tx.checks), check_max)
-    return len(tx.checks)
+    """The checks that count, as far as the client can tell. For an unresolved transaction, the checks the
+    endpoint counted: those its producers saw, or check-max when its missing checks fall where checks are
+    lost and still counted (a producer being closed, a group the endpoint has not heard yet:
+    ``Tx.checked_out``, the audit's own reading). For a resolved one, the checks whose answer reached the
+    endpoint: a check answered by a producer the audit was shutting down, whose answer its own shutdown
+    stopped (``ends_cut_by_shutdown``), is to the endpoint a check lost to a closing producer, and which
+    check a shutdown meets is timing. A resolved transaction is not checked to the end, so no missing
+    check is inferred for it."""
+    if not resolved:
+        return max(len(tx.checks), check_max) if tx.checked_out(check_max) else len(tx.checks)
+    return len(tx.checks) - ends_cut_by_shutdown(tx, source="check")
+
+
+# What the official Python client's errors say when the audit's own shutdown of a producer (the plan's
+# producer-closed fault) stopped an end-transaction: refused before sending (by the producer, or by its
+# RPC client already closed), or cancelled in flight.
+_SHUTDOWN_MARKERS = ("producer is not running", "RpcClient is not running", "CancelledError")
+
+
+def ends_cut_by_shutdown(tx: Tx | None, source: str | None = None) -> int:
+    """End-transactions of ``tx`` (of one ``source``, ``client`` or ``check``, if given) that their
+    producer's shutdown refused or cancelled."""
+    if tx is None:
+        return 0
+    return sum(1 for e in tx.ends if not e["ok"] and source in (None, e["source"])
+               and any(m in e.get("error", "") for m in _SHUTDOWN_MARKERS))
