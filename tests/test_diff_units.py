@@ -75,6 +75,18 @@ def test_a_check_lost_to_a_closing_producer_still_counts_towards_discarding() ->
     assert one(decided).checks == "2"
 
 
+def test_a_check_answer_its_producers_shutdown_stopped_is_a_lost_check() -> None:
+    # the first check reached a producer being shut down, whose answer never went; the second resolved it
+    def answered(error: str) -> list[dict[str, Any]]:
+        return [send("t0"), check("t0", 3.0, "COMMIT"), end("t0", "COMMIT", 3.0, source="check", ok=False,
+                                                             error=error),
+                check("t0", 5.0, "COMMIT"), end("t0", "COMMIT", 5.0, source="check"), deliver("t0", 5.5)]
+
+    assert one(answered("Exception: RpcClient is not running.")).checks == "1"
+    # an answer the endpoint refused or lost is the endpoint's doing: both checks count
+    assert one(answered("AioRpcError: UNAVAILABLE: Socket closed")).checks == "2"
+
+
 def test_copies_count_first_attempts_only() -> None:
     lapsed = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 3.0, attempt=2)])
     duplicated = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 4.0)])
