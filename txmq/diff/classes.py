@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from txmq.audit.checkers import DECISIONS, Tx
+from txmq.audit.checkers import DECISIONS, Tx, may_have_arrived
+from txmq.audit.history import Record
 
 FIELDS = ("sent", "visible", "copies", "resolved_by", "checks", "discarded")
 
@@ -74,8 +75,9 @@ class OutcomeClass:
 
 def resolver(tx: Tx) -> str:
     """``producer``, ``check`` or ``none``: the source of the first end-transaction with a decision whose
-    call returned OK (by invocation)."""
-    decided = [e for e in tx.ends if e["action"] in DECISIONS and e["ok"]]
+    call returned OK, or that its producer's shutdown cancelled in flight with no check after it
+    (``cancelled_in_flight``), by invocation."""
+    decided = [e for e in tx.ends if e["action"] in DECISIONS and (e["ok"] or cancelled_in_flight(tx, e))]
     if not decided:
         return "none"
     first = min(decided, key=lambda e: float(e["invoked"]))
@@ -116,7 +118,8 @@ def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
     check is inferred for it."""
     if not resolved:
         return max(len(tx.checks), check_max) if tx.checked_out(check_max) else len(tx.checks)
-    return len(tx.checks) - ends_cut_by_shutdown(tx, source="check")
+    cut = [e for e in _cut_by_shutdown(tx) if e["source"] == "check" and not cancelled_in_flight(tx, e)]
+    return len(tx.checks) - len(cut)
 
 
 # What the official Python client's errors say when the audit's own shutdown of a producer (the plan's
@@ -125,10 +128,18 @@ def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
 _SHUTDOWN_MARKERS = ("producer is not running", "RpcClient is not running", "CancelledError")
 
 
-def ends_cut_by_shutdown(tx: Tx | None, source: str | None = None) -> int:
-    """End-transactions of ``tx`` (of one ``source``, ``client`` or ``check``, if given) that their
-    producer's shutdown refused or cancelled."""
-    if tx is None:
-        return 0
-    return sum(1 for e in tx.ends if not e["ok"] and source in (None, e["source"])
-               and any(m in e.get("error", "") for m in _SHUTDOWN_MARKERS))
+def _cut_by_shutdown(tx: Tx) -> list[Record]:
+    return [e for e in tx.ends if not e["ok"] and any(m in e.get("error", "") for m in _SHUTDOWN_MARKERS)]
+
+
+def ends_cut_by_shutdown(tx: Tx | None) -> int:
+    """End-transactions of ``tx`` that their producer's shutdown refused or cancelled."""
+    return 0 if tx is None else len(_cut_by_shutdown(tx))
+
+
+def cancelled_in_flight(tx: Tx, end: Record) -> bool:
+    """``end`` was cancelled by its producer's shutdown after it may have gone out, and no check of ``tx``
+    came after it: it reached the endpoint, which then had nothing left to check (the audit reads a
+    failed ROLLBACK so, ``Tx.rollback_in_doubt``)."""
+    return (end in _cut_by_shutdown(tx) and may_have_arrived(end)
+            and not any(float(c["t"]) > float(end["invoked"]) for c in tx.checks))
