@@ -85,6 +85,21 @@ def test_a_check_answer_its_producers_shutdown_stopped_is_a_lost_check() -> None
     assert one(answered("Exception: RpcClient is not running.")).checks == "1"
     # an answer the endpoint refused or lost is the endpoint's doing: both checks count
     assert one(answered("AioRpcError: UNAVAILABLE: Socket closed")).checks == "2"
+    # an UNKNOWN answer changes nothing whether it arrived or not: that check counts
+    unknown = [send("t0"), check("t0", 3.0, "UNKNOWN"),
+               end("t0", "UNKNOWN", 3.0, source="check", ok=False, error="CancelledError: "),
+               check("t0", 5.0, "ROLLBACK"), end("t0", "ROLLBACK", 5.0, source="check")]
+    assert one(unknown).checks == "2"
+
+
+def test_an_answer_cancelled_in_flight_with_no_check_after_it_resolved_the_transaction() -> None:
+    cancelled = [send("t0"), check("t0", 3.0, "ROLLBACK"),
+                 end("t0", "ROLLBACK", 3.0, source="check", ok=False, error="CancelledError: ")]
+    assert one(cancelled) == OutcomeClass(True, False, 0, "check", "1", False)
+    # refused before it was sent, it resolved nothing
+    refused = [*cancelled[:2], end("t0", "ROLLBACK", 3.0, source="check", ok=False,
+                                   error="Exception: RpcClient is not running.")]
+    assert one(refused).resolved_by == "none"
 
 
 def test_copies_count_first_attempts_only() -> None:

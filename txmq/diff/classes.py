@@ -112,13 +112,15 @@ def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
     endpoint counted: those its producers saw, or check-max when its missing checks fall where checks are
     lost and still counted (a producer being closed, a group the endpoint has not heard yet:
     ``Tx.checked_out``, the audit's own reading). For a resolved one, the checks whose answer reached the
-    endpoint: a check answered by a producer the audit was shutting down, whose answer its own shutdown
-    stopped (``ends_cut_by_shutdown``), is to the endpoint a check lost to a closing producer, and which
-    check a shutdown meets is timing. A resolved transaction is not checked to the end, so no missing
+    endpoint: a check answered COMMIT or ROLLBACK by a producer the audit was shutting down, whose answer
+    its own shutdown stopped (``ends_cut_by_shutdown``), is to the endpoint a check lost to a closing
+    producer, and which check a shutdown meets is timing (an UNKNOWN answer changes nothing whether it
+    arrives or not: that check counts). A resolved transaction is not checked to the end, so no missing
     check is inferred for it."""
     if not resolved:
         return max(len(tx.checks), check_max) if tx.checked_out(check_max) else len(tx.checks)
-    cut = [e for e in _cut_by_shutdown(tx) if e["source"] == "check" and not cancelled_in_flight(tx, e)]
+    cut = [e for e in _cut_by_shutdown(tx) if e["source"] == "check" and e["action"] in DECISIONS
+           and not cancelled_in_flight(tx, e)]
     return len(tx.checks) - len(cut)
 
 
