@@ -184,9 +184,13 @@ def never_deciding(*missing_at: float) -> list[dict[str, Any]]:
     return [send("n"), *(check("n", at, "UNKNOWN") for at in seen)]
 
 
-def closed(producer: str, begin: float, end: float) -> list[dict[str, Any]]:
+def closed(producer: str, begin: float, end: float, closing: float | None = None) -> list[dict[str, Any]]:
+    """A producer-closed fault at ``begin``, whose shutdown began at ``closing`` (the driver waited for the
+    producer's other transactions) and ended at ``end``."""
+    waited = [] if closing is None else [{"ev": "client", "action": "closing", "producer": producer,
+                                          "t": closing}]
     return [{"ev": "fault", "tx": "other", "fault": "producer-closed", "producer": producer, "t": begin},
-            {"ev": "client", "action": "stop", "producer": producer, "t": end}]
+            *waited, {"ev": "client", "action": "stop", "producer": producer, "t": end}]
 
 
 LENIENT = Expectations("strict", transaction_timeout_s=1.0, check_max=15)
@@ -202,10 +206,17 @@ def test_a_check_that_went_to_a_closing_producer_counts_toward_check_max(missing
     assert report.figures(records, check_max=15)["checked_out_through_closed_producers"] == 1
 
 
+def test_a_closing_window_opens_when_the_shutdown_began() -> None:
+    # the fault came at 20 s, the shutdown waited for the producer's other transactions until 55.95 s
+    waited = [*never_deciding(56.0), *closed("p1.7", 20.0, 56.02, closing=55.95)]
+    assert names(waited, LENIENT) == []
+
+
 @pytest.mark.parametrize("records", [
     never_deciding(56.0),  # no producer was closed
     [*never_deciding(56.0), *closed("p1.7", 60.0, 60.1)],  # one was, but not when the check was due
     [*never_deciding(56.0, 66.0), *closed("p1.7", 55.9, 56.1)],  # it explains one of two missing checks
+    [*never_deciding(56.0), *closed("p1.7", 55.9, 60.1, closing=60.0)],  # it was not shutting down yet
 ])
 def test_a_missing_check_no_closing_producer_explains_is_stuck(records: list[dict[str, Any]]) -> None:
     assert names(records, LENIENT) == [("EventuallyResolved", False)]

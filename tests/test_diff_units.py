@@ -62,6 +62,46 @@ def test_a_never_deciding_transaction_is_discarded_at_check_max() -> None:
     assert not one(checked(CHECK_MAX - 1)).discarded  # one check fewer: not given up on yet
 
 
+def test_a_check_lost_to_a_closing_producer_still_counts_towards_discarding() -> None:
+    # checks at 3, 4 and 5 s, the last relayed to a producer being shut down: the endpoint counted it
+    seen = [send("t0"), check("t0", 3.0, "UNKNOWN"), check("t0", 4.0, "UNKNOWN")]
+    closing = [{"ev": "fault", "tx": "other", "fault": "producer-closed", "producer": "p0.1", "t": 4.9},
+               {"ev": "client", "action": "stop", "producer": "p0.1", "t": 5.1}]
+    assert one([*seen, *closing]) == OutcomeClass(True, False, 0, "none", "max", True)
+    assert one(seen).checks == "2"  # no producer was closing: the check was simply not made
+    # a transaction its second check resolved is not checked on, whatever closes after
+    decided = [*seen[:-1], check("t0", 4.0, "COMMIT"), end("t0", "COMMIT", 4.05, source="check"),
+               deliver("t0", 4.2), *closing]
+    assert one(decided).checks == "2"
+
+
+def test_a_check_answer_its_producers_shutdown_stopped_is_a_lost_check() -> None:
+    # the first check reached a producer being shut down, whose answer never went; the second resolved it
+    def answered(error: str) -> list[dict[str, Any]]:
+        return [send("t0"), check("t0", 3.0, "COMMIT"), end("t0", "COMMIT", 3.0, source="check", ok=False,
+                                                             error=error),
+                check("t0", 5.0, "COMMIT"), end("t0", "COMMIT", 5.0, source="check"), deliver("t0", 5.5)]
+
+    assert one(answered("Exception: RpcClient is not running.")).checks == "1"
+    # an answer the endpoint refused or lost is the endpoint's doing: both checks count
+    assert one(answered("AioRpcError: UNAVAILABLE: Socket closed")).checks == "2"
+    # an UNKNOWN answer changes nothing whether it arrived or not: that check counts
+    unknown = [send("t0"), check("t0", 3.0, "UNKNOWN"),
+               end("t0", "UNKNOWN", 3.0, source="check", ok=False, error="CancelledError: "),
+               check("t0", 5.0, "ROLLBACK"), end("t0", "ROLLBACK", 5.0, source="check")]
+    assert one(unknown).checks == "2"
+
+
+def test_an_answer_cancelled_in_flight_with_no_check_after_it_resolved_the_transaction() -> None:
+    cancelled = [send("t0"), check("t0", 3.0, "ROLLBACK"),
+                 end("t0", "ROLLBACK", 3.0, source="check", ok=False, error="CancelledError: ")]
+    assert one(cancelled) == OutcomeClass(True, False, 0, "check", "1", False)
+    # refused before it was sent, it resolved nothing
+    refused = [*cancelled[:2], end("t0", "ROLLBACK", 3.0, source="check", ok=False,
+                                   error="Exception: RpcClient is not running.")]
+    assert one(refused).resolved_by == "none"
+
+
 def test_copies_count_first_attempts_only() -> None:
     lapsed = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 3.0, attempt=2)])
     duplicated = one([send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), deliver("t0", 4.0)])
@@ -243,8 +283,12 @@ def test_an_end_cut_off_by_its_producers_shutdown_is_named() -> None:
 def test_both_endpoints_get_the_same_settings_under_their_own_names() -> None:
     settings = Settings(transaction_timeout_s=3, check_interval_s=2, check_max=15, heartbeat_s=5,
                         op_batch_interval_s=0.5)
-    assert settings.upstream_broker() == {"transactionTimeOut": 3000, "transactionCheckInterval": 2000,
-                                          "transactionCheckMax": 15, "transactionOpBatchInterval": 500}
+    broker_keys = settings.upstream_broker()
+    timings = ("transactionTimeOut", "transactionCheckInterval", "transactionCheckMax",
+               "transactionOpBatchInterval")
+    assert [broker_keys[k] for k in timings] == [3000, 2000, 15, 500]
+    # load shedding that would refuse sends on a loaded machine is held off, under the client's timeout
+    assert broker_keys["waitTimeMillsInSendQueue"] == broker_keys["waitTimeMillsInTransactionQueue"] == 4000
     assert settings.upstream_proxy()["transactionHeartbeatPeriodSecond"] == 5
     arguments = settings.serve_arguments()
     broker = pairs([v for k, v in zip(arguments, arguments[1:], strict=False) if k == "--broker"], "--broker")
@@ -253,7 +297,10 @@ def test_both_endpoints_get_the_same_settings_under_their_own_names() -> None:
     config = BrokerConfig.from_mapping(broker)
     assert (config.transaction_timeout_ms, config.check_interval_ms, config.check_max,
             config.op_batch_interval_ms) == (3000, 2000, 15, 500)
-    assert ServeConfig.from_mapping(proxy).min_invisible_ms_for_receive == 1000
+    served = ServeConfig.from_mapping(proxy)
+    assert served.min_invisible_ms_for_receive == 1000
+    # serve gates checks on the same heartbeat period as upstream's proxy (it was left at 20 s)
+    assert served.transaction_heartbeat_period_ms == 5000
 
 
 # ----------------------------------------------------------------------------- --rejudge

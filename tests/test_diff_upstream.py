@@ -24,6 +24,7 @@ from txmq.audit.checkers import transactions
 from txmq.audit.workload import make_plan
 from txmq.diff.classes import FIELDS
 from txmq.diff.compare import compare
+from txmq.diff.deviations import Timings
 from txmq.upstream import UpstreamCluster
 
 SEED, DURATION_S, RATE, PRODUCERS, CHECK_MAX = 14, 4, 3, 2, 15
@@ -63,7 +64,10 @@ def test_txmq_diff_against_upstream_reports_an_honest_agreement(upstream: Upstre
     _, serve_records = history.read(out / "serve" / "history.jsonl")
     assert up_header["side"] == "upstream" and up_header["endpoint"] == upstream.proxy_endpoint
     plan = make_plan(SEED, DURATION_S, RATE, PRODUCERS, "heavy")
-    comparison = compare(plan, up_records, serve_records, CHECK_MAX)
+    # with the timings txmq diff was told (the heartbeat places checks lost and counted)
+    timings = Timings(SESSION_BROKER["transactionCheckInterval"] / 1000, 3.0,
+                      SESSION_PROXY["transactionHeartbeatPeriodSecond"])
+    comparison = compare(plan, up_records, serve_records, CHECK_MAX, timings)
     assert comparison.agreed == report["agreeing"]
     assert [d.tx for d in comparison.differences] == [d["tx"] for d in report["differences"]]
     # honest both ways: upstream's history agrees with itself entirely, and a copy of it doctored to

@@ -168,6 +168,9 @@ def test_bad_requests_get_upstreams_codes_and_the_server_goes_on(server: ServerP
         return code_name(stub.EndTransaction(request, metadata=META))
 
     assert route("NoSuchTopic") == "TOPIC_NOT_FOUND"
+    missing = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="NoSuchTopic")), metadata=META)
+    upstream_words = "CODE: 17  DESC: No topic route info in name server for the topic: NoSuchTopic"
+    assert upstream_words in missing.status.message
     assert send("NoSuchTopic", b"x") == "TOPIC_NOT_FOUND"
     assert route("RMQ_SYS_TRANS_HALF_TOPIC") == "ILLEGAL_TOPIC"
     assert send("RMQ_SYS_TRANS_OP_HALF_TOPIC", b"x") == "ILLEGAL_TOPIC"

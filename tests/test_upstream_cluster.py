@@ -10,7 +10,9 @@ import pytest
 from servekit import ClientProcess
 
 from txmq.cli import main
+from txmq.errors import BrokerUnavailableError
 from txmq.upstream import UpstreamCluster
+from txmq.upstream.cluster import TOPIC_ATTEMPTS
 
 
 def _receive(client: ClientProcess, name: str, want: set[str], timeout_s: float = 60) -> set[str]:
@@ -76,3 +78,33 @@ def test_txmq_upstream_without_rocketmq_home_says_how(tmp_path: Path, capsys: py
     monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
     assert main(["upstream", "--dir", str(tmp_path)]) == 7
     assert "ROCKETMQ_HOME is not set" in capsys.readouterr().err
+
+
+def _fake_mqadmin(home: Path, failures: int) -> Path:
+    """A distribution whose mqadmin fails ``failures`` times as upstream's does (exit 0, the
+    SubCommandException on stderr), then succeeds; each call is logged."""
+    (home / "bin").mkdir(parents=True)
+    (home / "work").mkdir()  # the cluster's folder, which start() makes
+    calls = home / "calls"
+    script = home / "bin" / "mqadmin"
+    script.write_text(f"""#!/bin/sh
+echo "$@" >> {calls}
+if [ "$(wc -l < {calls})" -le {failures} ]; then
+  echo "org.apache.rocketmq.tools.command.SubCommandException: UpdateTopicSubCommand command failed" >&2
+  exit 0
+fi
+echo "create topic to 127.0.0.1:10911 success."
+""")
+    script.chmod(0o755)
+    return calls
+
+
+def test_create_topic_sees_a_failed_mqadmin_and_tries_again(tmp_path: Path) -> None:
+    calls = _fake_mqadmin(tmp_path / "home", failures=1)
+    cluster = UpstreamCluster(tmp_path / "home", tmp_path / "home" / "work", base_port=30000)
+    cluster.create_topic("t", "TRANSACTION")
+    assert len(calls.read_text().splitlines()) == 2
+    never = _fake_mqadmin(tmp_path / "home2", failures=99)
+    with pytest.raises(BrokerUnavailableError, match="mqadmin updateTopic failed: .*SubCommandException"):
+        UpstreamCluster(tmp_path / "home2", tmp_path / "home2" / "work", base_port=30000).create_topic("t")
+    assert len(never.read_text().splitlines()) == TOPIC_ATTEMPTS

@@ -44,8 +44,10 @@ HEARTBEAT_SLACK_S = 1.0
 
 
 def closing_windows(ordered: Iterable[Record]) -> list[Window]:
-    """When producers were being shut down by the producer-closed fault: from the fault to the end of the
-    producer's shutdown (its ``client`` stop record; the fault's moment alone in a history without one).
+    """When producers were being shut down by the producer-closed fault: from the fault, or the start of
+    the shutdown when the driver waited for the producer's other transactions (its ``client`` closing
+    record), to the end of the producer's shutdown (its ``client`` stop record; the start alone in a
+    history without one).
     A check the endpoint relays to that producer then may never reach the application. ``ordered``: the
     history in time order (a producer's name is used once, so it is closed at most once)."""
     closing: dict[str, float] = {}
@@ -53,6 +55,8 @@ def closing_windows(ordered: Iterable[Record]) -> list[Window]:
     for record in ordered:
         if record["ev"] == "fault" and record["fault"] == "producer-closed":
             closing[record["producer"]] = float(record["t"])
+        elif record["ev"] == "client" and record["action"] == "closing" and record["producer"] in closing:
+            closing[record["producer"]] = float(record["t"])  # its shutdown began only now
         elif record["ev"] == "client" and record["action"] == "stop" and record["producer"] in closing:
             windows.append((closing.pop(record["producer"]), float(record["t"])))
     return windows + [(begin, begin) for begin in closing.values()]

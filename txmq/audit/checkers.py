@@ -131,7 +131,7 @@ class Tx:
 
 # What the official client's errors say when it certainly sent nothing: it refused the call itself (a
 # producer shut down), or no connection to the endpoint could be made.
-_NOT_SENT = ("producer is not running", "failed to connect to all addresses")
+_NOT_SENT = ("producer is not running", "RpcClient is not running", "failed to connect to all addresses")
 
 
 def may_have_arrived(end: Record) -> bool:

@@ -73,6 +73,7 @@ class Driver:
         self._lock = threading.Lock()
         self._producers: list[AuditProducer] = []  # one per slot, replaced when the plan closes one
         self._spares: list[AuditProducer] = []  # replaced ones, kept for their transactions in flight
+        self._closers: list[threading.Thread] = []  # producer-closed faults' shutdowns (_close_when_idle)
         self._generation = 0
         self._consumers: list[Any] = []
         self.delivered: set[str] = set()  # transactions received and acked at least once
@@ -110,14 +111,31 @@ class Driver:
         return consumer
 
     def _close_producer(self, slot: int) -> None:
-        """The producer-closed fault: shut the slot's producer down and start a replacement."""
+        """The producer-closed fault: start a replacement for the slot's producer, and shut the closed one
+        down once the slot's other transactions in flight on it are done (``_close_when_idle``)."""
         with self._lock:
             closing = self._producers[slot]
         replacement = self._start_producer(f"p{slot}")
         with self._lock:
             self._producers[slot] = replacement
+            self._spares.append(closing)
+        closer = threading.Thread(target=self._close_when_idle, args=(closing,), daemon=True)
+        self._closers.append(closer)
+        closer.start()
+
+    def _close_when_idle(self, closing: AuditProducer) -> None:
+        """Shut ``closing`` down as an application's graceful shutdown would: after the transactions it
+        is still sending or ending (a late end waits for the first check) are done. The fault is meant
+        for one transaction; cutting off the ends of others would make their outcome depend on how the
+        endpoint's timing falls against the workload's, which ``txmq diff`` cannot compare. The
+        ``closing`` record opens the window in which a check relayed to it may be lost
+        (``txmq.audit.blind.closing_windows``)."""
+        closing.wait_idle(self.stop)
+        self.history.add("client", action="closing", producer=closing.name)
         _shutdown_quietly(closing)
         self.history.add("client", action="stop", producer=closing.name)
+        with self._lock:
+            self._spares.remove(closing)
 
     # ------------------------------------------------------------------ transactions
     def _end(self, tx: PlannedTx, producer: AuditProducer, transaction: Any, action: str) -> None:
@@ -128,8 +146,15 @@ class Driver:
             pass
 
     def _run_tx(self, tx: PlannedTx) -> None:
-        with self._lock:
+        with self._lock:  # taken with the lock, so that a close of the slot sees it in use
             producer = self._producers[tx.producer]
+            producer.take()
+        try:
+            self._run_tx_with(tx, producer)
+        finally:
+            producer.release()
+
+    def _run_tx_with(self, tx: PlannedTx, producer: AuditProducer) -> None:
         message = Message()
         message.topic = self.settings.topic
         message.body = tx.name.encode()
@@ -260,6 +285,8 @@ class Driver:
         finally:
             self.stop.set()
             self.lifecycles.shutdown(wait=True)
+            for closer in self._closers:
+                closer.join(15)
             self._consuming.clear()
             for thread in consumer_threads:
                 thread.join(10)

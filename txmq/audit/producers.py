@@ -94,6 +94,25 @@ class AuditProducer(Producer):
         self.local = local
         self.history = history
         self.answers = answers
+        self._in_use = 0  # transactions of the plan this producer is still sending or ending
+        self._idle = threading.Condition()
+
+    def take(self) -> None:
+        """One more transaction's life at this producer (send to last end, a late end included)."""
+        with self._idle:
+            self._in_use += 1
+
+    def release(self) -> None:
+        """That transaction is done with this producer."""
+        with self._idle:
+            self._in_use -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, stop: threading.Event) -> None:
+        """Until none of the plan's transactions uses this producer, or ``stop`` is set."""
+        with self._idle:
+            while self._in_use and not stop.is_set():
+                self._idle.wait(0.2)
 
     def on_recover_orphaned_transaction_command(self, endpoints: Any, msg: Any, transaction_id: str) -> None:
         """Called by the client's stream thread: decode, then answer on the audit's own threads."""

@@ -35,7 +35,8 @@ def judge(plan: Plan, reference: list[Record], candidate: list[Record], header: 
     it, with the endpoints)."""
     options = header["options"]
     comparison = compare(plan, reference, candidate, expectations.check_max,
-                         Timings(options["check_interval"], options["op_batch_interval"]))
+                         Timings(options["check_interval"], options["op_batch_interval"],
+                                 options.get("heartbeat")))
     findings = {"upstream": report.findings_summary(reference, expectations),
                 "serve": report.findings_summary(candidate, expectations)}
     return report.build(header, comparison, findings)
@@ -62,7 +63,8 @@ def run_both(plan: Plan, args: argparse.Namespace, header: dict[str, Any], out: 
     """Run the plan against upstream and serve; the diff report (``txmq.diff.report.build``)."""
     settings = settings_of(args)
     driver = DriverSettings("", args.topic, args.group, args.consumers, args.invisible,
-                            header["options"]["settle"], args.check_max)
+                            header["options"]["settle"], args.check_max, heartbeat_s=args.heartbeat,
+                            check_interval_s=args.check_interval)
     cluster = None
     if args.upstream is None:
         cluster = UpstreamCluster(rocketmq_home(args.home), out / "upstream" / "cluster",

@@ -13,9 +13,11 @@ transaction, read from the client-side history (``txmq.audit.checkers.Tx``):
   nemesis, not from the protocol;
 - ``resolved_by``: who resolved it first: ``producer`` (its own end-transaction), ``check`` (an answer to a
   check), or ``none``. The first end-transaction carrying COMMIT or ROLLBACK whose call returned OK;
-- ``checks``: how many checks its producers saw, as ``check_class`` buckets it (see there);
+- ``checks``: how many checks its producers saw, as ``check_class`` buckets it (see there), or ``max`` for
+  an unresolved transaction whose missing checks were lost where the endpoint still counts them
+  (``counted_checks``);
 - ``discarded``: never delivered, never rolled back by an end that returned OK, and checked check-max
-  times: the endpoint gave up on it.
+  times (so counted): the endpoint gave up on it.
 
 Moments are not part of a class: only counts and the order "who resolved it first", which the plan fixes
 for a faithful endpoint (a producer's end goes at once; a check cannot come before the transaction
@@ -28,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from txmq.audit.checkers import DECISIONS, Tx
+from txmq.audit.checkers import DECISIONS, Tx, may_have_arrived
+from txmq.audit.history import Record
 
 FIELDS = ("sent", "visible", "copies", "resolved_by", "checks", "discarded")
 
@@ -72,8 +75,9 @@ class OutcomeClass:
 
 def resolver(tx: Tx) -> str:
     """``producer``, ``check`` or ``none``: the source of the first end-transaction with a decision whose
-    call returned OK (by invocation)."""
-    decided = [e for e in tx.ends if e["action"] in DECISIONS and e["ok"]]
+    call returned OK, or that its producer's shutdown cancelled in flight with no check after it
+    (``cancelled_in_flight``), by invocation."""
+    decided = [e for e in tx.ends if e["action"] in DECISIONS and (e["ok"] or cancelled_in_flight(tx, e))]
     if not decided:
         return "none"
     first = min(decided, key=lambda e: float(e["invoked"]))
@@ -96,7 +100,48 @@ def classify(tx: Tx | None, check_max: int, kills: Sequence[float] = ()) -> Outc
     if tx is None:
         return OutcomeClass(False, False, 0, "none", "0", False)
     visible = bool(tx.deliveries)
-    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK")
-                 and len(tx.checks) >= check_max)
-    return OutcomeClass(tx.sent, visible, copies(tx, kills), resolver(tx),
-                        check_class(len(tx.checks), check_max), discarded)
+    resolved_by = resolver(tx)
+    counted = counted_checks(tx, check_max, visible or resolved_by != "none")
+    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK") and counted >= check_max)
+    return OutcomeClass(tx.sent, visible, copies(tx, kills), resolved_by, check_class(counted, check_max),
+                        discarded)
+
+
+def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
+    """The checks that count, as far as the client can tell. For an unresolved transaction, the checks the
+    endpoint counted: those its producers saw, or check-max when its missing checks fall where checks are
+    lost and still counted (a producer being closed, a group the endpoint has not heard yet:
+    ``Tx.checked_out``, the audit's own reading). For a resolved one, the checks whose answer reached the
+    endpoint: a check answered COMMIT or ROLLBACK by a producer the audit was shutting down, whose answer
+    its own shutdown stopped (``ends_cut_by_shutdown``), is to the endpoint a check lost to a closing
+    producer, and which check a shutdown meets is timing (an UNKNOWN answer changes nothing whether it
+    arrives or not: that check counts). A resolved transaction is not checked to the end, so no missing
+    check is inferred for it."""
+    if not resolved:
+        return max(len(tx.checks), check_max) if tx.checked_out(check_max) else len(tx.checks)
+    cut = [e for e in _cut_by_shutdown(tx) if e["source"] == "check" and e["action"] in DECISIONS
+           and not cancelled_in_flight(tx, e)]
+    return len(tx.checks) - len(cut)
+
+
+# What the official Python client's errors say when the audit's own shutdown of a producer (the plan's
+# producer-closed fault) stopped an end-transaction: refused before sending (by the producer, or by its
+# RPC client already closed), or cancelled in flight.
+_SHUTDOWN_MARKERS = ("producer is not running", "RpcClient is not running", "CancelledError")
+
+
+def _cut_by_shutdown(tx: Tx) -> list[Record]:
+    return [e for e in tx.ends if not e["ok"] and any(m in e.get("error", "") for m in _SHUTDOWN_MARKERS)]
+
+
+def ends_cut_by_shutdown(tx: Tx | None) -> int:
+    """End-transactions of ``tx`` that their producer's shutdown refused or cancelled."""
+    return 0 if tx is None else len(_cut_by_shutdown(tx))
+
+
+def cancelled_in_flight(tx: Tx, end: Record) -> bool:
+    """``end`` was cancelled by its producer's shutdown after it may have gone out, and no check of ``tx``
+    came after it: it reached the endpoint, which then had nothing left to check (the audit reads a
+    failed ROLLBACK so, ``Tx.rollback_in_doubt``)."""
+    return (end in _cut_by_shutdown(tx) and may_have_arrived(end)
+            and not any(float(c["t"]) > float(end["invoked"]) for c in tx.checks))

@@ -78,7 +78,8 @@ def compare(plan: Plan, reference: list[Record], candidate: list[Record], check_
     """Classify every planned transaction at both endpoints and compare; ``timings`` (both endpoints')
     let the named deviations recognise timing races."""
     timings = timings or Timings()
-    ref_txs, cand_txs = transactions(reference), transactions(candidate)
+    ref_txs = transactions(reference, timings.heartbeat_s, timings.check_interval_s)
+    cand_txs = transactions(candidate, timings.heartbeat_s, timings.check_interval_s)
     ref_kills, cand_kills = kill_times(reference), kill_times(candidate)
     per_field: Counter[str] = Counter()
     by_class: dict[str, list[bool]] = defaultdict(list)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from txmq.audit.checkers import DECISIONS, Tx
 from txmq.audit.workload import Outcome, PlannedTx
-from txmq.diff.classes import OutcomeClass
+from txmq.diff.classes import OutcomeClass, ends_cut_by_shutdown
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Timings:
 
     check_interval_s: float = 2.0
     op_batch_interval_s: float = 0.5
+    heartbeat_s: float | None = None  # the proxy's transaction heartbeat (checks lost before it count)
 
     @property
     def op_race_s(self) -> float:
@@ -92,17 +93,6 @@ def _op_race(sides: Sides) -> bool:
     cand_after = checks_after_decision(sides.cand_tx)
     return len(ref_after) != len(cand_after) and all(
         gap <= sides.timings.op_race_s for gap in ref_after + cand_after)
-
-
-# What the official client's errors say when the audit's own shutdown of a producer (the plan's
-# producer-closed fault) stopped an end-transaction: refused before sending, or cancelled in flight.
-_SHUTDOWN_MARKERS = ("producer is not running", "CancelledError")
-
-
-def ends_cut_by_shutdown(tx: Tx | None) -> int:
-    """End-transactions of ``tx`` that its producer's shutdown refused or cancelled."""
-    return 0 if tx is None else sum(1 for e in tx.ends if not e["ok"]
-                                    and any(m in e.get("error", "") for m in _SHUTDOWN_MARKERS))
 
 
 def _closed_producer(sides: Sides) -> bool:

@@ -23,6 +23,14 @@ from txmq.audit.nemesis import Launched, wait_reachable
 from txmq.upstream import UpstreamCluster
 
 START_TIMEOUT_S = 60
+# How long upstream's broker lets a send or an end-transaction wait in its thread pool's queue before
+# refusing it (``BrokerFastFailure.cleanExpiredRequest``: a send answered "[TIMEOUT_CLEAN_QUEUE]broker
+# busy", an end-transaction dropped unanswered, since the proxy forwards it one-way). Upstream's defaults,
+# 200 ms and 3 s, are load shedding for a busy production broker: on a shared, loaded test machine they
+# refused sends and dropped decisions that txmq serve took, which says nothing about the transactional
+# protocol. 4 s stays under the client's 5 s request timeout, so a send is still refused by the broker
+# rather than abandoned by the client.
+QUEUE_WAIT_MS = 4000
 
 
 @dataclass(frozen=True)
@@ -38,11 +46,14 @@ class Settings:
     min_long_poll_s: float = 1.0
 
     def upstream_broker(self) -> dict[str, object]:
-        """Upstream's BrokerConfig keys."""
+        """Upstream's BrokerConfig keys: the transactional timings, and the fast-failure waits raised
+        (``QUEUE_WAIT_MS``)."""
         return {"transactionTimeOut": _ms(self.transaction_timeout_s),
                 "transactionCheckInterval": _ms(self.check_interval_s),
                 "transactionCheckMax": self.check_max,
-                "transactionOpBatchInterval": _ms(self.op_batch_interval_s)}
+                "transactionOpBatchInterval": _ms(self.op_batch_interval_s),
+                "waitTimeMillsInSendQueue": QUEUE_WAIT_MS,
+                "waitTimeMillsInTransactionQueue": QUEUE_WAIT_MS}
 
     def upstream_proxy(self) -> dict[str, object]:
         """Upstream's ProxyConfig keys (rmq-proxy.json)."""
@@ -56,6 +67,7 @@ class Settings:
                  ("--broker", f"check_interval_ms={_ms(self.check_interval_s)}"),
                  ("--broker", f"check_max={self.check_max}"),
                  ("--broker", f"op_batch_interval_ms={_ms(self.op_batch_interval_s)}"),
+                 ("--proxy", f"transaction_heartbeat_period_ms={_ms(self.heartbeat_s)}"),
                  ("--proxy", f"min_invisible_ms_for_receive={_ms(self.min_invisible_s)}"),
                  ("--proxy", f"min_long_polling_ms={_ms(self.min_long_poll_s)}")]
         return [part for pair in pairs for part in pair]

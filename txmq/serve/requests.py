@@ -34,8 +34,11 @@ class TopicTable:
             return 1
         count = self.declared.get(topic)
         if count is None:
-            raise ServeError("TOPIC_NOT_FOUND", f"topic {topic} does not exist on this server; start "
-                                                f"txmq serve with --topic {topic}")
+            # upstream's status message: the name server's remark
+            # (DefaultRequestProcessor.getRouteInfoByTopic) as MQClientException words it; the official
+            # Node.js client's suite matches on it
+            raise ServeError("TOPIC_NOT_FOUND", f"CODE: 17  DESC: No topic route info in name server for the "
+                                                f"topic: {topic} (txmq serve: start it with --topic {topic})")
         return count
 
 
