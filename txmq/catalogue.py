@@ -126,6 +126,14 @@ _SKEW_NOT_IN_EVENTS = (
     "validation reads"
 )
 _IMMUNITY_NOT_IN_EVENTS = "the trace does not carry a half's immunity window (see CheckAfterTimeout)"
+_GROUPS_OWN_SPEC = (
+    "a group's members, allocation, asynchronous offset commits and crashes are the subject of their own "
+    "module, spec/ConsumerGroup.tla, which states it over its variables (models consumer_group_*)"
+)
+_GROUP_UNCHECKED = (
+    (TRACE, "TxMQTrace.tla follows the broker's transaction protocol, not a group's members"),
+    (AUDIT, "not yet: the audit's consumers are not group members"),
+)
 
 ENTRIES: tuple[Invariant, ...] = (
     Invariant(
@@ -200,6 +208,30 @@ ENTRIES: tuple[Invariant, ...] = (
         "The REAL_PUT and PLAIN_PUT queue offsets of each (topic, queue_id) are 0, 1, 2, ... without gaps "
         "or repeats.",
         not_in_spec=_DELIVERY_BELOW_SPEC),
+    Invariant(
+        "DuplicateConsumptionExplained", SAFETY, BOTH, MODEL | SPARK,
+        "A group consumes a position (topic, queue_id, queue_offset) a second time (two CONSUMEs) only when "
+        "the member consuming it again took the queue (ALLOCATE ADD) from exactly the offset committed then "
+        "(the last OFFSET_COMMIT), after the first consumption or as another member: the queue changed "
+        "owner, or its first consumer crashed (MEMBER CRASH), before the commit covering it. A message "
+        "consumed again at another position is a retry after a failure (from the group's retry topic, "
+        "after a RETRY sent it back) or a producer send retry (stored at two positions of its topic). Any "
+        "other duplicate consumption is a violation; the explained ones are counted per cause.",
+        not_in_spec=_GROUPS_OWN_SPEC, needs=("CONSUME", "ALLOCATE"), unchecked=_GROUP_UNCHECKED),
+    Invariant(
+        "GroupSkipsNothing", SAFETY, BOTH, MODEL | SPARK,
+        "A group commits an offset of a queue (OFFSET_COMMIT) only after consuming every position from "
+        "where it began reading that queue up to it, a member takes a queue from no higher than the "
+        "committed offset, and in a finished trace (END) every put of a topic the group reads (and of its "
+        "retry topic) from there on was consumed: no committed message is skipped, even across rebalances.",
+        not_in_spec=_GROUPS_OWN_SPEC, needs=("CONSUME", "OFFSET_COMMIT"), unchecked=_GROUP_UNCHECKED),
+    Invariant(
+        "DeadLetterOnlyAtMax", SAFETY, BOTH, MODEL | SPARK,
+        "A failed message goes to the dead-letter topic (RETRY result DLQ) exactly when it failed more than "
+        "max_reconsume_times times (its attempt exceeds the header's max_reconsume_times, 16 by default); "
+        "before that, back to the retry topic (result RETRY).",
+        not_in_spec="the group module spec/ConsumerGroup.tla has no failures: the rule is arithmetic on one "
+        "message's count", needs=("RETRY",), unchecked=_GROUP_UNCHECKED),
     Invariant(
         "HalfCacheBounded", SAFETY, BOTH, SPEC,
         "The half cache (txmq's RIP-50 extension) holds at most its capacity of distinct original halves; "

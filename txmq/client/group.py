@@ -18,13 +18,14 @@ from pathlib import Path
 
 from txmq.broker import Broker, validate_topic
 from txmq.client.allocate import STRATEGIES
-from txmq.client.membership import ALLOCATE, CONSUME, RETRY, GroupDirectory, GroupTrace, no_trace, retry_topic
+from txmq.client.membership import GroupDirectory, GroupTrace, no_trace, retry_topic
 from txmq.client.offsets import LocalOffsets, OffsetStore, QueueRef, RemoteOffsets
 from txmq.client.process_queue import ProcessQueue
 from txmq.client.retry import due_ms, reconsume_times, send_back
 from txmq.clock import Clock
 from txmq.errors import ClientError
 from txmq.protocol import MessageExt
+from txmq.trace.schema import ALLOCATE, CONSUME, RETRY
 
 
 class ConsumeStatus(enum.Enum):

@@ -13,13 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from txmq.clock import Clock
+from txmq.trace.schema import MEMBER
 from txmq.trace.sinks import TraceSink
 
 RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX
 DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
-
-# Trace events of consumer groups (docs/trace-events.md); the schema lists them with the broker's.
-MEMBER, ALLOCATE, CONSUME, OFFSET_COMMIT, RETRY = "MEMBER", "ALLOCATE", "CONSUME", "OFFSET_COMMIT", "RETRY"
 
 
 def retry_topic(group: str) -> str:

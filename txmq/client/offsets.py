@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 
 from txmq.broker import Broker
-from txmq.client.membership import OFFSET_COMMIT, GroupTrace, no_trace
+from txmq.client.membership import GroupTrace, no_trace
+from txmq.trace.schema import OFFSET_COMMIT
 
 QueueRef = tuple[str, int]
 
