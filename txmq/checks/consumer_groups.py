@@ -40,6 +40,7 @@ class _QueueState:
     committed: int | None = None
     low: int | None = None  # where the group began reading the queue
     consumed: dict[int, tuple[int, str]] = field(default_factory=dict)  # offset -> (first seq, member)
+    gap: int | None = None  # the lowest position from ``low`` on not consumed yet (moved lazily)
 
 
 class GroupJudge:
@@ -96,8 +97,11 @@ class GroupJudge:
 
     def commit(self, e: Mapping[str, Any]) -> None:
         state, offset = self.q(e), e["queue_offset"]
-        first = state.low if state.low is not None else offset
-        missing = next((o for o in range(first, offset) if o not in state.consumed), None)
+        gap = state.gap if state.gap is not None else state.low if state.low is not None else offset
+        while gap < offset and gap in state.consumed:
+            gap += 1
+        state.gap = gap
+        missing = gap if gap < offset else None
         if missing is not None:
             self.v.problems["GroupSkipsNothing"].append(
                 f"seq {e['seq']}: {e['consumer_group']} committed {e['topic']}/{e['queue_id']} at {offset}, "
