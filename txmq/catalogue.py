@@ -53,8 +53,10 @@ class Layer(enum.Flag):
 
 SAFETY, LIVENESS = Kind.SAFETY, Kind.LIVENESS
 # The trace events a broker's store cannot show (``txmq import`` writes them into its header's
-# ``absent_events``): requests and answers that leave no record, deliveries, producers, check runs, crashes.
-STORE_ABSENT_EVENTS = ("LOCAL_TX", "END_TX", "CHECK", "DELIVER", "PRODUCER", "CHECKPOINT", "CRASH", "RESTART")
+# ``absent_events``): requests and answers that leave no record, deliveries, producers, check runs, crashes,
+# and what a consumer group's members do (MEMBER, ALLOCATE, CONSUME, OFFSET_COMMIT, RETRY: clients).
+STORE_ABSENT_EVENTS = ("LOCAL_TX", "END_TX", "CHECK", "DELIVER", "PRODUCER", "CHECKPOINT", "CRASH", "RESTART",
+                       "MEMBER", "ALLOCATE", "CONSUME", "OFFSET_COMMIT", "RETRY")
 BOTH, PART, STRICT = Modes.BOTH, Modes.PART, Modes.STRICT
 SPEC, TRACE, MODEL, SPARK, AUDIT = Layer.SPEC, Layer.TRACE, Layer.MODEL, Layer.SPARK, Layer.AUDIT
 
