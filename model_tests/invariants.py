@@ -22,7 +22,7 @@ from typing import Any
 
 from txmq import catalogue
 from txmq.broker import Broker
-from txmq.checks.consumer_groups import GroupVerdict, judge_groups
+from txmq.checks.consumer_groups import judge_trace_groups
 from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
 from txmq.trace.check_bound import check_counts
@@ -66,7 +66,7 @@ class Observation:
     received: Sequence[Received] = ()
     states: Mapping[str, TransactionState] | None = None
     queue_ends: Mapping[QueueKey, int] | None = None
-    max_reconsume_times: int = 16
+    max_reconsume_times: int = 16  # the consumer-group judge: failures before the DLQ
 
 
 def observe(broker: Broker, events: Sequence[Event], received: Sequence[Received] = ()) -> Observation:
@@ -337,29 +337,20 @@ def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
     return problems
 
 
-def _groups(obs: Observation) -> GroupVerdict:
-    """The consumer-group judge (``txmq.checks.consumer_groups``) over the trace; a group is owed the
-    topics it consumed outside its retry topic."""
-    groups: dict[str, set[str]] = defaultdict(set)
-    for e in obs.events:
-        if e["event"] == ev.CONSUME and not e["topic"].startswith("%"):
-            groups[e["consumer_group"]].add(e["topic"])
-    return judge_groups(obs.events, {g: sorted(t) for g, t in groups.items()}, obs.max_reconsume_times)
+def _groups(obs: Observation, name: str) -> list[str]:
+    return judge_trace_groups(obs.events, obs.max_reconsume_times).problems[name]
 
 
 def DuplicateConsumptionExplained(obs: Observation, strict: bool = True) -> list[str]:
-    """Judged by ``txmq.checks.consumer_groups``, which also counts the duplicates per cause."""
-    return _groups(obs).problems["DuplicateConsumptionExplained"]
+    return _groups(obs, "DuplicateConsumptionExplained")
 
 
 def GroupSkipsNothing(obs: Observation, strict: bool = True) -> list[str]:
-    """Judged by ``txmq.checks.consumer_groups``."""
-    return _groups(obs).problems["GroupSkipsNothing"]
+    return _groups(obs, "GroupSkipsNothing")
 
 
 def DeadLetterOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:
-    """Judged by ``txmq.checks.consumer_groups``."""
-    return _groups(obs).problems["DeadLetterOnlyAtMax"]
+    return _groups(obs, "DeadLetterOnlyAtMax")
 
 
 Invariant = Callable[[Observation, bool], list[str]]

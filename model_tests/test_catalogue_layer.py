@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from model_tests import invariants
 from txmq.catalogue import MODEL, names
+from txmq.sim.groups import GroupSimulation, GroupWorkload
 from txmq.trace import schema as ev
+from txmq.trace.sinks import MemorySink
 
 
 def test_model_tests_check_exactly_their_layer_by_name() -> None:
@@ -26,3 +29,18 @@ def test_commit_writes_real_counts_commits_against_real_messages() -> None:
     assert judged(commit, real) == []
     assert judged(commit, real, commit) == ["t1: 2 END_TX COMMIT OK, 1 REAL_PUT"]
     assert judged(commit, real, commit, real) == []  # rocketmq's duplicate commit writes its duplicate
+
+
+def test_the_group_invariants_judge_a_simulated_group_and_flag_a_doctored_one(tmp_path: Path) -> None:
+    """A seeded group (members joining, leaving, crashing) holds them; a member's second consumption of a
+    position while holding the queue all along does not."""
+    sink = MemorySink()
+    GroupSimulation(GroupWorkload(messages=200, max_reconsume_times=1), 2, sink, tmp_path).run()
+    def judged(events: list[dict[str, object]]) -> dict[str, list[str]]:
+        obs = invariants.Observation(events, 15, 6000, max_reconsume_times=1)
+        return invariants.check(obs, True, ["DuplicateConsumptionExplained", "GroupSkipsNothing",
+                                            "DeadLetterOnlyAtMax"])
+    assert judged(sink.events) == {}
+    consume = next(e for e in sink.events if e["event"] == ev.CONSUME)
+    doctored = [*sink.events, {**consume, "seq": len(sink.events)}]
+    assert set(judged(doctored)) == {"DuplicateConsumptionExplained"}

@@ -14,7 +14,7 @@ producer send retry (``SEND_RETRY``: the broker stored it at two positions of th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,9 @@ class _QueueState:
     gap: int | None = None  # the lowest position from ``low`` on not consumed yet (moved lazily)
 
 
-class _Judge:
+class GroupJudge:
+    """The judgement as it goes: ``event`` for each event in seq order, then ``end``."""
+
     def __init__(self, groups: Mapping[str, list[str]], max_reconsume: int) -> None:
         self.groups, self.max_reconsume = groups, max_reconsume
         self.v = GroupVerdict()
@@ -167,7 +169,16 @@ class _Judge:
 def judge_groups(events: Iterable[Mapping[str, Any]], groups: Mapping[str, list[str]],
                  max_reconsume: int) -> GroupVerdict:
     """Judge a trace's consumer-group events; ``groups`` is the header's ``consumer_groups``."""
-    judge = _Judge(groups, max_reconsume)
+    judge = GroupJudge(groups, max_reconsume)
     for e in events:
         judge.event(e)
     return judge.end()
+
+
+def judge_trace_groups(events: Sequence[Mapping[str, Any]], max_reconsume: int) -> GroupVerdict:
+    """``judge_groups`` when no header says what each group reads: the topics it consumed outside its
+    retry topic (the model tests' observations)."""
+    read = {(e["consumer_group"], e["topic"]) for e in events
+            if e["event"] == ev.CONSUME and not e["topic"].startswith(RETRY_PREFIX)}
+    groups = {group: sorted(t for g, t in read if g == group) for group, _ in read}
+    return judge_groups(events, groups, max_reconsume)
