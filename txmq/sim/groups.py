@@ -107,12 +107,8 @@ class GroupRunResult:
 class GroupSimulation:
     """One seeded run of a group over one broker (its store in memory)."""
 
-    def __init__(self, w: GroupWorkload, seed: int, sink: TraceSink, store_dir: Path,
-                 schedule: list[tuple[int, str, str | None]] | None = None) -> None:
-        """``schedule``: (ms after the start, change, member or None for a seeded choice) to replay a given
-        schedule (benchmarks/upstream_groups.py) instead of drawing joins, leaves and crashes."""
+    def __init__(self, w: GroupWorkload, seed: int, sink: TraceSink, store_dir: Path) -> None:
         self.w, self.seed, self.rng, self.sink = w, seed, random.Random(seed), sink
-        self.fixed = schedule
         self.clock = ManualClock(START_MS)
         self.broker = Broker(store_dir, BrokerConfig(), self.clock, sink, open_store=memory_opener())
         self.directory = GroupDirectory({TOPIC: w.queues}, sink_trace(sink, self.clock))
@@ -132,12 +128,12 @@ class GroupSimulation:
             self.broker, self.directory, GROUP, member, [TOPIC], self._listen, self.clock, self.w.settings(),
             sink_trace(self.sink, self.clock)).start()
 
-    def _change(self, kind: str, name: str | None = None) -> None:
+    def _change(self, kind: str) -> None:
         """A join always happens; a leave or crash only when another member stays."""
         if kind == "join":
             self._join()
-        elif len(self.running) > 1 and (name is None or name in self.running):
-            member = self.running.pop(name or self.rng.choice(sorted(self.running)))
+        elif len(self.running) > 1:
+            member = self.running.pop(self.rng.choice(sorted(self.running)))
             member.crash() if kind == "crash" else member.shutdown()
         else:
             return
@@ -166,10 +162,9 @@ class GroupSimulation:
         for _ in range(w.messages):
             now += rng.randint(0, 2 * w.mean_gap_ms)
             send_at.append(now)
-        schedule = sorted((rng.randint(START_MS, now), CHANGES.index(kind), kind, None)
+        schedule = sorted((rng.randint(START_MS, now), CHANGES.index(kind), kind)
                           for kind, count in zip(CHANGES, (w.joins, w.leaves, w.crashes), strict=True)
-                          for _ in range(count)) if self.fixed is None else [
-            (START_MS + at, i, kind, member) for i, (at, kind, member) in enumerate(self.fixed)]
+                          for _ in range(count))
         sent = 0
         while sent < len(send_at) or schedule:
             clock.advance(w.poll_interval_ms)
@@ -177,8 +172,7 @@ class GroupSimulation:
                 self._send(sent)
                 sent += 1
             while schedule and schedule[0][0] <= clock.now_ms():
-                _, _, kind, member = schedule.pop(0)
-                self._change(kind, member)
+                self._change(schedule.pop(0)[2])
             self._tick()
         end = clock.now_ms() + w.drain_ms()
         while clock.now_ms() < end:
