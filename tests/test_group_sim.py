@@ -15,7 +15,7 @@ from txmq.sim.groups import GroupWorkload, simulate_groups
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
 
-SMALL = GroupWorkload(messages=600, max_reconsume_times=2, fail=0.03, poison=0.01, send_retry=0.02)
+SMALL = GroupWorkload(messages=300, max_reconsume_times=2, fail=0.03, poison=0.01, send_retry=0.02)
 
 
 @pytest.fixture(scope="module")
@@ -29,20 +29,28 @@ def _judge(events: list[dict[str, Any]]) -> GroupVerdict:
     return judge_groups(events, {"CG": ["T"]}, SMALL.max_reconsume_times)
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    return list(read_events(path)[1])
+@pytest.fixture(scope="module")
+def recorded(trace: Path) -> list[dict[str, Any]]:
+    return list(read_events(trace)[1])
+
+
+@pytest.fixture
+def events(recorded: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace's events, for a test to doctor."""
+    return [dict(e) for e in recorded]
 
 
 def test_same_seed_same_trace_byte_for_byte(trace: Path, tmp_path: Path) -> None:
     again = tmp_path / "again.ndjson"
     simulate_groups(SMALL, 5, again)
     assert again.read_bytes() == trace.read_bytes()
-    simulate_groups(SMALL, 6, tmp_path / "other.ndjson")
-    assert (tmp_path / "other.ndjson").read_bytes() != trace.read_bytes()
+    other = SMALL.with_overrides(messages=50)
+    simulate_groups(other, 6, tmp_path / "other.ndjson")
+    simulate_groups(other, 7, tmp_path / "seven.ndjson")
+    assert (tmp_path / "other.ndjson").read_bytes() != (tmp_path / "seven.ndjson").read_bytes()
 
 
-def test_every_duplicate_is_explained_and_counted_by_cause(trace: Path) -> None:
-    events = _events(trace)
+def test_every_duplicate_is_explained_and_counted_by_cause(events: list[dict[str, Any]]) -> None:
     verdict = _judge(events)
     assert verdict.problems == {name: [] for name in verdict.problems}
     assert set(verdict.duplicates) == {"REBALANCE", "CRASH", "RETRY", "SEND_RETRY"}
@@ -50,15 +58,13 @@ def test_every_duplicate_is_explained_and_counted_by_cause(trace: Path) -> None:
     assert {(ev.MEMBER, "CRASH"), (ev.MEMBER, "JOIN"), (ev.RETRY, "DLQ")} <= kinds
 
 
-def test_a_doctored_unexplained_duplicate_is_flagged(trace: Path) -> None:
-    events = _events(trace)
+def test_a_doctored_unexplained_duplicate_is_flagged(events: list[dict[str, Any]]) -> None:
     first = next(e for e in events if e["event"] == ev.CONSUME)
     events.append({**first, "seq": len(events)})  # the same member again, holding the queue all along
     assert len(_judge(events).problems["DuplicateConsumptionExplained"]) == 1
 
 
-def test_a_doctored_skipped_message_is_flagged(trace: Path) -> None:
-    events = _events(trace)
+def test_a_doctored_skipped_message_is_flagged(events: list[dict[str, Any]]) -> None:
     commit = next(e for e in events if e["event"] == ev.OFFSET_COMMIT and e["queue_offset"] > 0)
     at = (commit["topic"], commit["queue_id"], commit["queue_offset"] - 1)
     skipped = next(e for e in events
@@ -70,8 +76,7 @@ def test_a_doctored_skipped_message_is_flagged(trace: Path) -> None:
     assert problems and f"position {skipped['queue_offset']} was never consumed" in problems[0]
 
 
-def test_an_early_dead_letter_is_flagged(trace: Path) -> None:
-    events = _events(trace)
+def test_an_early_dead_letter_is_flagged(events: list[dict[str, Any]]) -> None:
     retry = next(e for e in events if e["event"] == ev.RETRY and e["result"] == "RETRY")
     retry["result"] = "DLQ"
     assert len(_judge(events).problems["DeadLetterOnlyAtMax"]) == 1
@@ -79,7 +84,7 @@ def test_an_early_dead_letter_is_flagged(trace: Path) -> None:
 
 def test_the_command_prints_duplicates_per_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "g.ndjson"
-    assert main(["simulate-groups", "-n", "200", "--set", "max_reconsume_times=1", "--out", str(out)]) == 0
+    assert main(["simulate-groups", "-n", "50", "--set", "max_reconsume_times=1", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "duplicates: " in printed and printed.rstrip().endswith("OK")
     assert main(["simulate-groups", "--set", "fail=2", "--out", str(out)]) != 0
