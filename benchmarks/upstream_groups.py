@@ -7,7 +7,8 @@ The clients are the same on both sides: members ``benchmarks/java/PushGroupMembe
 a SIGKILL whose closed connection the broker sees) and a producer sending ``rate`` messages a second to a
 topic of 4 queues. Upstream: a name server and broker from ``ROCKETMQ_HOME`` (``txmq.upstream.cluster``).
 txmq: a ``ServeSession`` in rocketmq mode with its remoting port as the name server. The schedule, in
-seconds after the first send: c0 and c1 from the start, c2 joins at a quarter of the sending time, c0
+seconds after the first send: c0 and c1 from the start, c2 joins at a quarter of the sending time (its JVM
+started beforehand, so a slow start-up does not move the schedule), c0
 leaves cleanly at a half, c1 crashes at three quarters. A duplicate is a message key consumed again: a
 retry (reconsume count > 0), a producer send retry (another position), after its first consumer crashed
 (CRASH), by another member (REBALANCE), else unexplained. A JVM whose first request timed out on a loaded
@@ -63,12 +64,13 @@ class Jvms:
         self.env = dict(os.environ, NAMESRV_ADDR=namesrv, RMQ_LOG_DIR=str(work / "rmqlogs"))
         self.work = work
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path] = {}
 
     def start(self, name: str, source: str, args: list[str], ready: str) -> None:
         """Start ``source`` and wait until its output shows ``ready``; again if its start-up failed."""
-        log = self.work / f"{name}.log"
         for attempt in range(1, STARTS + 1):
-            with log.open("ab") as out:
+            log = self.work / f"{name}.{attempt}.log"
+            with log.open("wb") as out:
                 proc = subprocess.Popen([*self.java, str(JAVA / source), *args], env=self.env, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True)
             self.procs[name] = proc
@@ -76,14 +78,14 @@ class Jvms:
             while time.monotonic() < deadline:
                 text = log.read_text(errors="replace")
                 if ready in text:
+                    self.logs[name] = log
                     return
                 if STARTUP_FAILED in text or proc.poll() is not None:
                     break
-                time.sleep(0.5)
+                time.sleep(0.2)
             self.kill(name)
-            log.write_text(f"(start {attempt} failed)\n")
-            print(f"  {name}: start {attempt} failed, again", file=sys.stderr)
-        raise RuntimeError(f"{name} did not start in {STARTS} attempts (log: {log})")
+            print(f"  {name}: start {attempt} failed, again ({log})", file=sys.stderr)
+        raise RuntimeError(f"{name} did not start in {STARTS} attempts (logs: {self.work}/{name}.*.log)")
 
     def kill(self, name: str) -> None:
         proc = self.procs[name]
@@ -104,23 +106,25 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
     """The schedule against the name server at ``namesrv``; duplicates per cause and a summary line."""
     jvms = Jvms(home, namesrv, work)
 
-    def member(name: str) -> None:
+    def member(name: str, *go: str) -> None:
         jvms.start(name, "PushGroupMember.java", [GROUP, TOPIC, name, str(work / f"{name}.out"),
-                                                  str(work / f"{name}.stop")], f"started {name}")
+                                                  str(work / f"{name}.stop"), *go],
+                   f"ready {name}" if go else f"started {name}")
 
     count = rate * seconds
     crashed: set[str] = set()
     try:
         member("c0")
         member("c1")
-        time.sleep(5)  # both registered and rebalanced
+        member("c2", str(work / "c2.go"))  # up now, consuming from its join on
+        time.sleep(5)  # c0 and c1 registered and rebalanced
         jvms.start("producer", "PushGroupProducer.java", [TOPIC, str(count), str(rate)], "first sent")
         started = time.monotonic()
         for fraction, kind, name in ((0.25, "join", "c2"), (0.5, "leave", "c0"), (0.75, "crash", "c1")):
             time.sleep(max(0.0, fraction * seconds - (time.monotonic() - started)))
             print(f"  {kind} {name} at {time.monotonic() - started:.1f} s", file=sys.stderr)
             if kind == "join":
-                member(name)
+                (work / f"{name}.go").touch()
             elif kind == "leave":
                 (work / f"{name}.stop").touch()
             else:
@@ -130,6 +134,7 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
         time.sleep(30)  # the survivors take the crashed member's queues (20 s rebalance) and consume the rest
     finally:
         for name in ("c0", "c1", "c2"):
+            (work / f"{name}.go").touch()
             (work / f"{name}.stop").touch()
         jvms.stop_all(60)
     stamped = []
@@ -138,7 +143,7 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
             millis, who, key, queue, offset, times = line.split()
             stamped.append((int(millis), who, key, int(queue), int(offset), int(times)))
     records = [r[1:] for r in sorted(stamped)]
-    finished = f"sent {count}" in (work / "producer.log").read_text(errors="replace")
+    finished = f"sent {count}" in jvms.logs["producer"].read_text(errors="replace")
     consumed = len({r[1] for r in records})
     summary = f"{count} messages, producer finished: {finished}, {consumed} distinct consumed"
     return classify(records, crashed), summary

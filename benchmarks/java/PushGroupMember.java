@@ -2,8 +2,9 @@
 // AllocateMessageQueueAveragely, persistConsumerOffsetInterval 5 s), for benchmarks/upstream_groups.py.
 // Every consumption is appended to OUT as "millis member key queueId queueOffset reconsumeTimes" before the
 // listener answers, so a SIGKILL (a crash) loses no record of what was consumed. The member shuts down
-// cleanly (persisting its offsets) when the file STOP appears. Run in source-file mode:
-//   java -cp "$ROCKETMQ_HOME/lib/*" PushGroupMember.java GROUP TOPIC MEMBER OUT STOP
+// cleanly (persisting its offsets) when the file STOP appears. With a sixth argument GO it starts consuming
+// only once that file appears (a join at a set time, the JVM already up). Run in source-file mode:
+//   java -cp "$ROCKETMQ_HOME/lib/*" PushGroupMember.java GROUP TOPIC MEMBER OUT STOP [GO]
 // with the name server in $NAMESRV_ADDR.
 import java.io.FileWriter;
 import java.io.PrintWriter;
@@ -22,6 +23,7 @@ public class PushGroupMember {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(args[0]);
         consumer.setInstanceName(member);
         consumer.setClientIP("127.0.0.1");
+        consumer.setMqClientApiTimeout(20_000); // a loaded machine answers the first route request slowly
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(args[1], "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (messages, context) -> {
@@ -33,6 +35,12 @@ public class PushGroupMember {
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
+        if (args.length > 5) {
+            System.out.println("ready " + member);
+            while (!Files.exists(Path.of(args[5]))) {
+                Thread.sleep(20);
+            }
+        }
         consumer.start();
         System.out.println("started " + member);
         Path stop = Path.of(args[4]);

@@ -10,6 +10,7 @@ public class PushGroupProducer {
         DefaultMQProducer producer = new DefaultMQProducer("group_bench_producer");
         producer.setInstanceName("group-bench-producer");
         producer.setSendMsgTimeout(20_000); // a loaded machine answers the first route request slowly
+        producer.setMqClientApiTimeout(20_000); // the name server's route answer too (3 s by default)
         producer.start();
         long next = System.nanoTime();
         for (int i = 0; i < count; i++) {
