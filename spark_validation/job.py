@@ -8,7 +8,7 @@ produces the same report as ``txmq validate``. Plan (four scans, however many ch
   4. queues  — puts and deliveries shuffled once per queue; windows over the sorted queue for gaps,
                integrity, what never arrived and delivery order (four checks)
   5. groups  — consumer-group events in seq order through the shared judge (three checks, duplicates
-               per cause; one filtered scan when the trace has none)
+               per cause; no job when pass 1 counted none)
 Each pass counts violations with numeric aggregates only; only when something is violated do further
 filtered queries collect sample keys and the sample transactions' events.
 """
@@ -90,7 +90,8 @@ def _run_passes(
     op_tallies = timed("pass 3/5 Op references", lambda: ops.run(events, trace, limit))
     queue_tallies = timed("pass 4/5 queues and deliveries",
                           lambda: queues.run(events, trace, stats, limit, queues.last_deliveries(events)))
-    group_tallies, duplicates = timed("pass 5/5 consumer groups", lambda: groups.run(events, trace, limit))
+    group_tallies, duplicates = timed("pass 5/5 consumer groups",
+                                      lambda: groups.run(events, trace, stats, limit))
     tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
     for part in (txns.tallies, op_tallies, queue_tallies, group_tallies):
         for cid, tally in part.items():
