@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from txmq.catalogue import MODEL, names
 from txmq.catalogue_outcomes import outcome_names
 from txmq.checks import invariants
+from txmq.sim.groups import GroupSimulation, GroupWorkload
 from txmq.trace import schema as ev
 from txmq.trace.outcomes import OUTCOME_JUDGES
+from txmq.trace.sinks import MemorySink
 
 
 def test_model_tests_check_exactly_their_layer_by_name() -> None:
@@ -44,3 +47,18 @@ def test_an_outcome_strict_mode_never_shows_fails_a_strict_observation_only() ->
         "CheckAfterResolution": ["t1: checked (count 1) at seq 1, ended at seq 0"]}
     counted, wrong = invariants.outcomes_shown(obs, strict=False)
     assert (list(counted), wrong) == (["CheckAfterResolution"], {})
+
+
+def test_the_group_invariants_judge_a_simulated_group_and_flag_a_doctored_one(tmp_path: Path) -> None:
+    """A seeded group (members joining, leaving, crashing) holds them; a member's second consumption of a
+    position while holding the queue all along does not."""
+    sink = MemorySink()
+    GroupSimulation(GroupWorkload(messages=200, max_reconsume_times=1), 2, sink, tmp_path).run()
+    def judged(events: list[dict[str, object]]) -> dict[str, list[str]]:
+        obs = invariants.Observation(events, 15, 6000, max_reconsume_times=1)
+        return invariants.check(obs, True, ["DuplicateConsumptionExplained", "GroupSkipsNothing",
+                                            "DeadLetterOnlyAtMax"])
+    assert judged(sink.events) == {}
+    consume = next(e for e in sink.events if e["event"] == ev.CONSUME)
+    doctored = [*sink.events, {**consume, "seq": len(sink.events)}]
+    assert set(judged(doctored)) == {"DuplicateConsumptionExplained"}

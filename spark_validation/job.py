@@ -7,6 +7,8 @@ produces the same report as ``txmq validate``. Plan (four scans, however many ch
   3. ops     — Op entries exploded and joined to half copies and CHECKs (two checks)
   4. queues  — puts and deliveries shuffled once per queue; windows over the sorted queue for gaps,
                integrity, what never arrived and delivery order (four checks)
+  5. groups  — consumer-group events in seq order through the shared judge (three checks, duplicates
+               per cause; no job when pass 1 counted none)
 Each pass counts violations with numeric aggregates only; only when something is violated do further
 filtered queries collect sample keys and the sample transactions' events.
 """
@@ -20,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from spark_validation import ops, outcomes, per_txn, queues, samples
+from spark_validation import groups, ops, outcomes, per_txn, queues, samples
 from spark_validation.catalogue import CHECK_IDS
 from spark_validation.errors import SparkFailedError
 from spark_validation.inputs import TraceInput, load_events, open_trace
@@ -66,8 +68,8 @@ def _metrics(trace: TraceInput, stats: TraceStats, txns: per_txn.TxnResult) -> d
 
 def _run_passes(
     spark: Any, trace: TraceInput, limit: int, progress: Callable[[str], None]
-) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any]:
-    """The four passes over the invariants, one after another (the outcomes are pass 5).
+) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any, dict[str, int]]:
+    """The five passes over the invariants, one after another (the outcomes are pass 6).
 
     Not as concurrent jobs: on 2 cores that gained nothing (38 s together against 36 s in a row on 10^6
     transactions), and together the Op pass's broadcast tables and the queue pass's sorts and window
@@ -76,7 +78,7 @@ def _run_passes(
     events = load_events(spark, trace)
     t = time.perf_counter()
     stats = collect_stats(events, trace)
-    progress(f"pass 1/5 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
+    progress(f"pass 1/6 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
 
     def timed(name: str, job: Callable[[], Any]) -> Any:
         t = time.perf_counter()
@@ -84,15 +86,17 @@ def _run_passes(
         progress(f"{name} ({time.perf_counter() - t:.1f} s)")
         return result
 
-    txns = timed("pass 2/5 per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
-    op_tallies = timed("pass 3/5 Op references", lambda: ops.run(events, trace, limit))
-    queue_tallies = timed("pass 4/5 queues and deliveries",
+    txns = timed("pass 2/6 per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
+    op_tallies = timed("pass 3/6 Op references", lambda: ops.run(events, trace, limit))
+    queue_tallies = timed("pass 4/6 queues and deliveries",
                           lambda: queues.run(events, trace, stats, limit, queues.last_deliveries(events)))
+    group_tallies, duplicates = timed("pass 5/6 consumer groups",
+                                      lambda: groups.run(events, trace, stats, limit))
     tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
-    for part in (txns.tallies, op_tallies, queue_tallies):
+    for part in (txns.tallies, op_tallies, queue_tallies, group_tallies):
         for cid, tally in part.items():
             tallies[cid].add(tally, limit)
-    return stats, txns, tallies, events
+    return stats, txns, tallies, events, duplicates
 
 
 def _root_cause(exc: Exception) -> str:
@@ -118,10 +122,10 @@ def validate(
     progress(f"Spark {spark.version} on {spark.sparkContext.master} ({session_s:.1f} s)")
     t1 = time.perf_counter()
     try:
-        stats, txns, tallies, events = _run_passes(spark, trace, limit, progress)
+        stats, txns, tallies, events, duplicates = _run_passes(spark, trace, limit, progress)
         t = time.perf_counter()
         shown = outcomes.run(events, trace.absent_events, limit)
-        progress(f"pass 5/5 outcomes ({time.perf_counter() - t:.1f} s)")
+        progress(f"pass 6/6 outcomes ({time.perf_counter() - t:.1f} s)")
         wanted = {k for t in tallies.values() for k in t.samples(limit)}
         found = samples.fetch(events, wanted) if wanted else {}
     except TxmqError:
@@ -164,7 +168,7 @@ def validate(
             "too_young": txns.too_young,
         },
         checks=results,
-        metrics=_metrics(trace, stats, txns),
+        metrics=_metrics(trace, stats, txns) | {"duplicates_by_cause": duplicates},
         timings={
             "session_start_s": round(session_s, 3),
             "job_s": round(job_s, 3),

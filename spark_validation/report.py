@@ -126,6 +126,9 @@ class Report:
             f"p99 {_fmt(vis['p99_ms'])}  max {_fmt(vis['max_ms'])}  "
             f"over {vis['transactions']:,} transactions",
         ]
+        if m.get("duplicates_by_cause"):
+            lines.append("duplicate consumptions by cause: " + ", ".join(
+                f"{cause} {n:,}" for cause, n in m["duplicates_by_cause"].items()))
         for c in self.checks:
             if c.samples:
                 lines.append(f"{c.id} sample {_sample_line(c.samples[0])}")

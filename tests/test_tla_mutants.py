@@ -25,8 +25,8 @@ MODELS = {entry.name: entry for entry in load_manifest(SPEC)}
 def test_mutant_applies_and_names_a_ci_model(mutant: Mutant, tmp_path: Path) -> None:
     assert mutant.model in MODELS and MODELS[mutant.model].ci
     apply(mutant, SPEC, tmp_path)
-    mutated = (tmp_path / "TxMQ.tla").read_text(encoding="utf-8")
-    assert mutated != (SPEC / "TxMQ.tla").read_text(encoding="utf-8")
+    for module in {edit.file for edit in mutant.edits}:  # TxMQ.tla, or ConsumerGroup.tla
+        assert (tmp_path / module).read_text(encoding="utf-8") != (SPEC / module).read_text(encoding="utf-8")
 
 
 def test_the_required_mutants_are_there() -> None:

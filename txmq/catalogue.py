@@ -56,8 +56,10 @@ class Layer(enum.Flag):
 
 SAFETY, LIVENESS = Kind.SAFETY, Kind.LIVENESS
 # The trace events a broker's store cannot show (``txmq import`` writes them into its header's
-# ``absent_events``): requests and answers that leave no record, deliveries, producers, check runs, crashes.
-STORE_ABSENT_EVENTS = ("LOCAL_TX", "END_TX", "CHECK", "DELIVER", "PRODUCER", "CHECKPOINT", "CRASH", "RESTART")
+# ``absent_events``): requests and answers that leave no record, deliveries, producers, check runs, crashes,
+# and what a consumer group's members do (MEMBER, ALLOCATE, CONSUME, OFFSET_COMMIT, RETRY: clients).
+STORE_ABSENT_EVENTS = ("LOCAL_TX", "END_TX", "CHECK", "DELIVER", "PRODUCER", "CHECKPOINT", "CRASH", "RESTART",
+                       "MEMBER", "ALLOCATE", "CONSUME", "OFFSET_COMMIT", "RETRY")
 BOTH, PART, STRICT = Modes.BOTH, Modes.PART, Modes.STRICT
 SPEC, TRACE, MODEL, SPARK, AUDIT = Layer.SPEC, Layer.TRACE, Layer.MODEL, Layer.SPARK, Layer.AUDIT
 
@@ -72,6 +74,8 @@ class Invariant:
     among the layers); such an invariant is checked over traces only. ``unchecked``: for layers that do not
     check it, why not (given for every such layer by the entries of issue #24). ``assumes``: the fairness
     or bound a TLC model must give for the spec to guarantee it; only models that give it check it.
+    ``spec_module``: the module of spec/ that states it (TxMQ.tla; the consumer-group invariants are
+    ConsumerGroup.tla's, whose models check only those).
     """
 
     name: str
@@ -85,6 +89,7 @@ class Invariant:
     needs: tuple[str, ...] = ()
     unchecked: tuple[tuple[Layer, str], ...] = ()
     assumes: str = ""
+    spec_module: str = "TxMQ.tla"
 
     def __post_init__(self) -> None:
         if (self.modes is PART) != bool(self.strict_part):
@@ -129,6 +134,11 @@ _SKEW_NOT_IN_EVENTS = (
     "validation reads"
 )
 _IMMUNITY_NOT_IN_EVENTS = "the trace does not carry a half's immunity window (see CheckAfterTimeout)"
+GROUP_SPEC = "ConsumerGroup.tla"  # a group's members, allocation, asynchronous commits and crashes
+_GROUP_UNCHECKED = (
+    (TRACE, "TxMQTrace.tla follows the broker's transaction protocol, not a group's members"),
+    (AUDIT, "not yet: the audit's consumers are not group members"),
+)
 
 ENTRIES: tuple[Invariant, ...] = (
     Invariant(
@@ -203,6 +213,30 @@ ENTRIES: tuple[Invariant, ...] = (
         "The REAL_PUT and PLAIN_PUT queue offsets of each (topic, queue_id) are 0, 1, 2, ... without gaps "
         "or repeats.",
         not_in_spec=_DELIVERY_BELOW_SPEC),
+    Invariant(
+        "DuplicateConsumptionExplained", SAFETY, BOTH, SPEC | MODEL | SPARK,
+        "A group consumes a position (topic, queue_id, queue_offset) a second time (two CONSUMEs) only when "
+        "the member consuming it again took the queue (ALLOCATE ADD) from exactly the offset committed then "
+        "(the last OFFSET_COMMIT), after the first consumption or as another member: the queue changed "
+        "owner, or its first consumer crashed (MEMBER CRASH), before the commit covering it. A message "
+        "consumed again at another position is a retry after a failure (from the group's retry topic, "
+        "after a RETRY sent it back) or a producer send retry (stored at two positions of its topic). Any "
+        "other duplicate consumption is a violation; the explained ones are counted per cause.",
+        spec_module=GROUP_SPEC, needs=("CONSUME", "ALLOCATE"), unchecked=_GROUP_UNCHECKED),
+    Invariant(
+        "GroupSkipsNothing", SAFETY, BOTH, SPEC | MODEL | SPARK,
+        "A group commits an offset of a queue (OFFSET_COMMIT) only after consuming every position from "
+        "where it began reading that queue up to it, a member takes a queue from no higher than the "
+        "committed offset, and in a finished trace (END) every put of a topic the group reads (and of its "
+        "retry topic) from there on was consumed: no committed message is skipped, even across rebalances.",
+        spec_module=GROUP_SPEC, needs=("CONSUME", "OFFSET_COMMIT"), unchecked=_GROUP_UNCHECKED),
+    Invariant(
+        "DeadLetterOnlyAtMax", SAFETY, BOTH, MODEL | SPARK,
+        "A failed message goes to the dead-letter topic (RETRY result DLQ) exactly when it failed more than "
+        "max_reconsume_times times (its attempt exceeds the header's max_reconsume_times, 16 by default); "
+        "before that, back to the retry topic (result RETRY).",
+        not_in_spec="spec/ConsumerGroup.tla models no failed consumption: the rule is arithmetic on one "
+        "message's count; trace validation and the audit see no consumer group", needs=("RETRY",)),
     Invariant(
         "HalfCacheBounded", SAFETY, BOTH, SPEC,
         "The half cache (txmq's RIP-50 extension) holds at most its capacity of distinct original halves; "

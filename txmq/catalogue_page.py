@@ -88,6 +88,9 @@ def render_markdown() -> str:
             lines += [f"- Expected in rocketmq mode: {e.rocketmq}.", ""]
         if e.not_in_spec:
             lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
+        if SPEC in e.layers and e.spec_module != "TxMQ.tla":
+            lines += [f"- The spec states it in its own module, `spec/{e.spec_module}`, whose models check "
+                      "it (not `spec/TxMQ.tla`'s).", ""]
         if e.assumes:
             lines += [f"- The spec guarantees it under {e.assumes}; only models giving that check it.", ""]
         lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS

@@ -21,6 +21,7 @@ from txmq.proc import interrupted, terminate_as_interrupt
 _COMMAND_MODULES = (
     "txmq.pipeline",
     "txmq.sim.cli",
+    "txmq.sim.groups_cli",
     "spark_validation.cli",
     "txmq.tla.cli",
     "txmq.serve.cli",

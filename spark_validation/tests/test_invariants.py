@@ -277,6 +277,34 @@ def undelivered(t: Trace) -> None:
     t.events.remove(t.find(S.DELIVER, "t1"))
 
 
+def _member_consumes(t: Trace) -> None:
+    """Member c0 of cg1 takes queue 0 from offset 0."""
+    t.add(S.MEMBER, 60_000, consumer_group=GROUP, producer="c0", result="JOIN")
+    t.add(S.ALLOCATE, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0, queue_offset=0,
+          result="ADD")
+
+
+def duplicate_without_owner_change(t: Trace) -> None:
+    """c0 consumes t1's position twice while holding the queue all along."""
+    _member_consumes(t)
+    for _ in range(2):
+        t.add(S.CONSUME, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0, queue_offset=0,
+              txn="t1", result="SUCCESS", attempt=1)
+
+
+def commit_past_unconsumed(t: Trace) -> None:
+    """c0 commits offset 1 of queue 0 without having consumed position 0."""
+    _member_consumes(t)
+    t.add(S.OFFSET_COMMIT, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0,
+          queue_offset=1)
+
+
+def dead_letter_at_first_failure(t: Trace) -> None:
+    """t1 goes to the DLQ after one failed consumption."""
+    t.add(S.RETRY, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0, queue_offset=0,
+          txn="t1", result="DLQ", attempt=1)
+
+
 INJECTIONS = [
     ("NoUncommittedVisible", commit_before_end),
     ("NoUncommittedVisible", deliver_unput_position),
@@ -297,6 +325,9 @@ INJECTIONS = [
     ("QueueContiguity", queue_gap),
     ("EventuallyResolved", unresolved),
     ("EventuallyDelivered", undelivered),
+    ("DuplicateConsumptionExplained", duplicate_without_owner_change),
+    ("GroupSkipsNothing", commit_past_unconsumed),
+    ("DeadLetterOnlyAtMax", dead_letter_at_first_failure),
 ]
 
 

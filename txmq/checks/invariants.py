@@ -25,6 +25,7 @@ from typing import Any
 from txmq import catalogue
 from txmq.catalogue_outcomes import BY_NAME, outcome_names
 from txmq.checks.check_bound import check_counts
+from txmq.checks.consumer_groups import judge_trace_groups
 from txmq.checks.durable_op import checks_after_durable_op
 from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
@@ -68,6 +69,7 @@ class Observation:
     received: Sequence[Received] = ()
     states: Mapping[str, TransactionState] | None = None
     queue_ends: Mapping[QueueKey, int] | None = None
+    max_reconsume_times: int = 16  # the consumer-group judge: failures before the DLQ
 
 
 def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
@@ -323,6 +325,22 @@ def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
         problems += [f"{topic}/{q} ends at {end} but has {count[(topic, q)]} REAL_PUTs"
                      for (topic, q), end in obs.queue_ends.items() if end != count[(topic, q)]]
     return problems
+
+
+def _groups(obs: Observation, name: str) -> list[str]:
+    return judge_trace_groups(obs.events, obs.max_reconsume_times).problems[name]
+
+
+def DuplicateConsumptionExplained(obs: Observation, strict: bool = True) -> list[str]:
+    return _groups(obs, "DuplicateConsumptionExplained")
+
+
+def GroupSkipsNothing(obs: Observation, strict: bool = True) -> list[str]:
+    return _groups(obs, "GroupSkipsNothing")
+
+
+def DeadLetterOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:
+    return _groups(obs, "DeadLetterOnlyAtMax")
 
 
 Invariant = Callable[[Observation, bool], list[str]]

@@ -21,7 +21,11 @@ _LISTS = (("invariants", "INVARIANTS"), ("properties", "PROPERTIES"), ("constrai
 
 
 def merged(defaults: Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, Any]:
-    """The model's settings: the defaults, with the model's constants merged in and its lists replacing."""
+    """The model's settings: the defaults, with the model's constants merged in and its lists replacing.
+    A model of another module than the defaults' (spec/ConsumerGroup.tla's) takes only the specification
+    name from them: the defaults' constants and checks are TxMQ's."""
+    if model.get("module", defaults.get("module")) != defaults.get("module"):
+        defaults = {"specification": defaults.get("specification"), "constants": model.get("constants", {})}
     out = {key: model.get(key, defaults.get(key)) for key in ("module", "specification", *dict(_LISTS))}
     constants = dict(defaults.get("constants", {}))
     unknown = sorted(set(model.get("constants", {})) - set(constants))

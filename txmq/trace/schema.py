@@ -42,8 +42,16 @@ PRODUCER = "PRODUCER"  # a producer registered for checks (result UP) or left (D
 CHECKPOINT = "CHECKPOINT"  # a check run ended: half_offset / op_offset are the checkpoints it moved to
 END = "END"  # clean shutdown, always the last event: what the broker still held (see docs/trace-events.md)
 EXPIRE = "EXPIRE"  # retention deleted commit-log segments: where the log and the half/Op queues now start
+# A consumer group's members (txmq.client.group), in the trace of ``txmq simulate-groups``: ``producer``
+# holds the member's client id on these.
+MEMBER = "MEMBER"  # a member joined (result JOIN), left cleanly (LEAVE) or its connection closed (CRASH)
+ALLOCATE = "ALLOCATE"  # a rebalance gave a member a queue (ADD, reading from queue_offset) or took it (DROP)
+CONSUME = "CONSUME"  # the member's listener consumed a message: result SUCCESS or RECONSUME_LATER
+OFFSET_COMMIT = "OFFSET_COMMIT"  # the member sent a queue's consume offset to the broker
+RETRY = "RETRY"  # a failed message was sent back: to the retry topic (result RETRY) or the DLQ (DLQ)
+GROUP_EVENTS = (MEMBER, ALLOCATE, CONSUME, OFFSET_COMMIT, RETRY)
 EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART,
-          PLAIN_PUT, PRODUCER, CHECKPOINT, END, EXPIRE)
+          PLAIN_PUT, PRODUCER, CHECKPOINT, END, EXPIRE, *GROUP_EVENTS)
 
 # Actions (END_TX, LOCAL_TX, CHECK answers).
 COMMIT = "COMMIT"
