@@ -36,7 +36,8 @@ from hypothesis.stateful import (
 
 from model_tests.observe import observe
 from txmq.broker import Broker
-from txmq.checks.invariants import CATALOGUE, InvariantViolation, Received, assert_holds, outcomes_shown
+from txmq.checks.invariants import CATALOGUE, InvariantViolation, Received, assert_holds
+from txmq.checks.model_outcomes import outcomes_shown
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
@@ -367,7 +368,7 @@ class BrokerMachine(RuleBasedStateMachine):
         obs = observe(self.broker, self.sink.events, self.received)
         if self.hunt is None:
             assert_holds(obs, strict=self.strict)
-            counted, wrong = outcomes_shown(obs, self.strict)
+            counted, wrong = outcomes_shown(obs.events, self.strict)
             if wrong:
                 raise InvariantViolation(wrong)
             for name in counted:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from txmq.catalogue import MODEL, names
 from txmq.catalogue_outcomes import outcome_names
-from txmq.checks import invariants
+from txmq.checks import invariants, model_outcomes
 from txmq.sim.groups import GroupSimulation, GroupWorkload
 from txmq.trace import schema as ev
 from txmq.trace.outcomes import OUTCOME_JUDGES
@@ -35,17 +35,17 @@ def test_commit_writes_real_counts_commits_against_real_messages() -> None:
 
 def test_model_tests_judge_exactly_their_layers_outcomes_by_the_one_judge() -> None:
     """The outcomes the catalogue places in the model tests are judged there by txmq.trace.outcomes."""
-    assert tuple(invariants.OUTCOMES) == outcome_names(MODEL)
-    assert all(invariants.OUTCOMES[n] is OUTCOME_JUDGES[n] for n in invariants.OUTCOMES)
+    assert tuple(model_outcomes.OUTCOMES) == outcome_names(MODEL)
+    assert all(model_outcomes.OUTCOMES[n] is OUTCOME_JUDGES[n] for n in model_outcomes.OUTCOMES)
 
 
 def test_an_outcome_strict_mode_never_shows_fails_a_strict_observation_only() -> None:
     commit = {"event": ev.END_TX, "txn": "t1", "result": ev.OK, "action": ev.COMMIT, "seq": 0}
     check = {"event": ev.CHECK, "txn": "t1", "result": ev.CHECK_SENT, "check_count": 1, "seq": 1}
     obs = invariants.Observation((commit, check), 15, 6000)
-    assert invariants.outcomes_shown(obs, strict=True)[1] == {
+    assert model_outcomes.outcomes_shown(obs.events, strict=True)[1] == {
         "CheckAfterResolution": ["t1: checked (count 1) at seq 1, ended at seq 0"]}
-    counted, wrong = invariants.outcomes_shown(obs, strict=False)
+    counted, wrong = model_outcomes.outcomes_shown(obs.events, strict=False)
     assert (list(counted), wrong) == (["CheckAfterResolution"], {})
 
 

@@ -107,6 +107,21 @@ def _root_cause(exc: Exception) -> str:
     return causes[-1] if causes else lines[0] if lines else exc.__class__.__name__
 
 
+def _results(tallies: dict[str, Tally], found: dict[Any, Any], trace: TraceInput, limit: int) -> list[Any]:
+    """Each check's result, with its sample keys and their events."""
+    return [
+        check_result(
+            cid,
+            t.violations,
+            t.expected,
+            [{"key": k, "expected": k not in t.failing, "events": found.get(k, [])}
+             for k in t.samples(limit)],
+            trace.absent_events,
+        )
+        for cid, t in tallies.items()
+    ]
+
+
 def validate(
     path: str,
     master: str | None = None,
@@ -134,19 +149,6 @@ def validate(
         raise SparkFailedError(f"{trace.path}: Spark failed: {_root_cause(exc)[:300]}") from None
     job_s = time.perf_counter() - t1
 
-    results = [
-        check_result(
-            cid,
-            t.violations,
-            t.expected,
-            [
-                {"key": k, "expected": k not in t.failing, "events": found.get(k, [])}
-                for k in t.samples(limit)
-            ],
-            trace.absent_events,
-        )
-        for cid, t in tallies.items()
-    ]
     config = trace.config
     return Report(
         trace=str(trace.path),
@@ -167,7 +169,7 @@ def validate(
             "judged": txns.judged,
             "too_young": txns.too_young,
         },
-        checks=results,
+        checks=_results(tallies, found, trace, limit),
         metrics=_metrics(trace, stats, txns) | {"duplicates_by_cause": duplicates},
         timings={
             "session_start_s": round(session_s, 3),

@@ -37,6 +37,28 @@ def _store_cell(entry: Invariant) -> str:
     return "no: needs " + ", ".join(entry.needs) if entry.needs else "no"
 
 
+def _entry_section(e: Invariant) -> list[str]:
+    """One invariant's section of the page."""
+    lines: list[str] = []
+    heading = f"*{e.kind.value.capitalize()}, {_MODES_IN_WORDS[e.modes]}.*"
+    lines += [f"## {e.name}", "", f"{heading} {e.meaning}", ""]
+    if e.strict_part:
+        lines += [f"- Strict mode only: {e.strict_part}.", ""]
+    if e.rocketmq:
+        lines += [f"- Expected in rocketmq mode: {e.rocketmq}.", ""]
+    if e.not_in_spec:
+        lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
+    if SPEC in e.layers and e.spec_module != "TxMQ.tla":
+        lines += [f"- The spec states it in its own module, `spec/{e.spec_module}`, whose models check "
+                  "it (not `spec/TxMQ.tla`'s).", ""]
+    if e.assumes:
+        lines += [f"- The spec guarantees it under {e.assumes}; only models giving that check it.", ""]
+    lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS
+              for unchecked, why in e.unchecked if unchecked is layer]
+    lines += [""] if e.unchecked else []
+    return lines
+
+
 def render_markdown() -> str:
     """The catalogue as the Markdown page ``docs/invariants.md``."""
     lines = [
@@ -80,22 +102,7 @@ def render_markdown() -> str:
               "figure named; it is never a violation): "
               + ", ".join(f"[`{f.name}`](#{f.name.lower()})" for f in UPSTREAM_FACTS) + ".", ""]
     for e in ENTRIES:
-        heading = f"*{e.kind.value.capitalize()}, {_MODES_IN_WORDS[e.modes]}.*"
-        lines += [f"## {e.name}", "", f"{heading} {e.meaning}", ""]
-        if e.strict_part:
-            lines += [f"- Strict mode only: {e.strict_part}.", ""]
-        if e.rocketmq:
-            lines += [f"- Expected in rocketmq mode: {e.rocketmq}.", ""]
-        if e.not_in_spec:
-            lines += [f"- Not in the spec: {e.not_in_spec}.", ""]
-        if SPEC in e.layers and e.spec_module != "TxMQ.tla":
-            lines += [f"- The spec states it in its own module, `spec/{e.spec_module}`, whose models check "
-                      "it (not `spec/TxMQ.tla`'s).", ""]
-        if e.assumes:
-            lines += [f"- The spec guarantees it under {e.assumes}; only models giving that check it.", ""]
-        lines += [f"- Not checked in the {heading} layer: {why}." for layer, heading in _LAYER_HEADINGS
-                  for unchecked, why in e.unchecked if unchecked is layer]
-        lines += [""] if e.unchecked else []
+        lines += _entry_section(e)
     for outcome in OUTCOMES:
         lines += [f"## {outcome.name}", "", f"*Outcome.* {outcome.meaning}.", "",
                   f"- rocketmq mode: {outcome.rocketmq}.", f"- strict mode: {outcome.strict}.",

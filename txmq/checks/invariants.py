@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from txmq import catalogue
-from txmq.catalogue_outcomes import BY_NAME, outcome_names
 from txmq.checks.check_bound import check_counts
 from txmq.checks.consumer_groups import judge_trace_groups
 from txmq.checks.durable_op import checks_after_durable_op
 from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
-from txmq.trace.outcomes import OUTCOME_JUDGES
 from txmq.transaction.resolution import TransactionState
 
 Event = Mapping[str, Any]
@@ -346,20 +344,6 @@ def DeadLetterOnlyAtMax(obs: Observation, strict: bool = True) -> list[str]:
 Invariant = Callable[[Observation, bool], list[str]]
 # Every invariant the catalogue says the model tests check, under its catalogue name.
 CATALOGUE: dict[str, Invariant] = {name: globals()[name] for name in catalogue.names(catalogue.MODEL)}
-
-
-# Every outcome the catalogue (``txmq.catalogue_outcomes``) says the model tests judge, by its one judge.
-OUTCOMES: dict[str, Callable[[list[Event]], list[str]]] = {
-    name: OUTCOME_JUDGES[name] for name in outcome_names(catalogue.MODEL)}
-
-
-def outcomes_shown(obs: Observation, strict: bool) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The outcomes the trace shows so far: those the mode may show (counted, not failures), and those
-    the catalogue says strict mode never shows, shown in strict mode (failures)."""
-    events = list(obs.events)
-    shown = {name: lines for name, judge in OUTCOMES.items() if (lines := judge(events))}
-    wrong = {name: lines for name, lines in shown.items() if strict and BY_NAME[name].strict_never}
-    return {n: lines for n, lines in shown.items() if n not in wrong}, wrong
 
 
 class InvariantViolation(AssertionError):
