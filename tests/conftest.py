@@ -87,15 +87,22 @@ def mode(request: pytest.FixtureRequest) -> str:
 _JAVA_MODULES = ("test_serve_java", "test_remoting_java")
 
 
+# Test modules that run servers and clients on the real clock (serve, the audit, remoting, Spark's JVM).
+_REAL_TIME_PREFIXES = ("test_audit_", "test_serve_", "test_remoting_", "spark_validation.tests.")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``needs_upstream`` every test that runs upstream RocketMQ (the session's cluster, or the
-    distribution's Java programs): ``scripts/test.sh`` runs them in a pytest process of their own, beside
-    the TLC tests and the rest, since they mostly wait on JVMs and check intervals."""
+    distribution's Java programs), and ``real_time`` those of the other modules that run servers on the
+    real clock: ``scripts/test.sh`` runs each kind in a pytest process of its own, beside the TLC tests and
+    the rest, since they mostly wait on JVMs, sockets and check intervals."""
     for item in items:
         module = getattr(item, "module", None)
-        if "upstream" in getattr(item, "fixturenames", ()) or (
-                module is not None and module.__name__ in _JAVA_MODULES):
+        name = module.__name__ if module is not None else ""
+        if "upstream" in getattr(item, "fixturenames", ()) or name in _JAVA_MODULES:
             item.add_marker(pytest.mark.needs_upstream)
+        elif name.startswith(_REAL_TIME_PREFIXES):
+            item.add_marker(pytest.mark.real_time)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
