@@ -120,7 +120,7 @@ class CheckService:
                 extra = {}
                 if mark_original:  # the first copy records its original (renewImmunityHalfMessageInner)
                     extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
-                self.ctx.halves.renew(half, count, ev.RENEW_IMMUNITY, **extra)
+                self.ctx.halves.renew(half, count, ev.RENEW_IMMUNITY, None, **extra)
                 report.immunity_renewals += 1
             case Check(half=half, count=count):
                 self._renew_and_check(half, count)
@@ -155,15 +155,17 @@ class CheckService:
     def _renew_and_check(self, half: StoredMessage, count: int) -> None:
         """Renew then check (``TransactionalMessageServiceImpl.putBackHalfMsgQueue``, then
         ``AbstractTransactionalMessageCheckListener.resolveHalfMsg``): the check is for the new copy, sent
-        one-way to any live producer of the half's group."""
+        one-way to any live producer of the half's group. The renewal and the check are traced at one
+        time: the spec takes them as one step (ScanCheck), and a real clock may tick between the two."""
         ctx = self.ctx
-        copy = ctx.halves.renew(half, count, ev.RENEW_FOR_CHECK)
+        at_ms = ctx.clock.now_ms()
+        copy = ctx.halves.renew(half, count, ev.RENEW_FOR_CHECK, at_ms)
         group = half.properties[PROPERTY_PRODUCER_GROUP]
         channel = ctx.producers.select(group)
         txn = half.properties[PROPERTY_TRANSACTION_ID]
         if ctx.trace.enabled:
             ctx.trace.emit(
-                ev.CHECK, ctx.clock.now_ms(), txn=txn, producer_group=group,
+                ev.CHECK, at_ms, txn=txn, producer_group=group,
                 producer=channel.producer_id if channel else None, half_offset=copy.queue_offset,
                 commitlog_offset=copy.commitlog_offset, check_count=count,
                 result=ev.CHECK_SENT if channel else ev.CHECK_NO_PRODUCER,

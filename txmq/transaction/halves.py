@@ -63,20 +63,23 @@ class HalfLog:
         if self._cache is not None:
             self._cache.drop_before(commitlog_offset)
 
-    def renew(self, half: StoredMessage, count: int, reason: str, **extra: str) -> StoredMessage:
+    def renew(self, half: StoredMessage, count: int, reason: str, at_ms: int | None = None,
+              **extra: str) -> StoredMessage:
         """Append a copy of ``half`` carrying check count ``count`` (and ``extra`` properties) and trace
-        it (``bridge.renewal_of``)."""
+        it (``bridge.renewal_of``) at ``at_ms`` (default: now)."""
         copy = self.append(renewal_of(half, count, extra))
-        self.trace_renew(copy, half.queue_offset, reason)
+        self.trace_renew(copy, half.queue_offset, reason, at_ms)
         return copy
 
-    def trace_renew(self, copy: StoredMessage, prev_half_offset: int | None, reason: str) -> None:
-        """Trace a HALF_RENEW for a copy just appended."""
+    def trace_renew(self, copy: StoredMessage, prev_half_offset: int | None, reason: str,
+                    at_ms: int | None = None) -> None:
+        """Trace a HALF_RENEW for a copy just appended, at ``at_ms`` (default: now)."""
         if not self._trace.enabled:
             return
         props = copy.properties
         self._trace.emit(
-            ev.HALF_RENEW, self._clock.now_ms(), txn=props.get(PROPERTY_TRANSACTION_ID),
+            ev.HALF_RENEW, self._clock.now_ms() if at_ms is None else at_ms,
+            txn=props.get(PROPERTY_TRANSACTION_ID),
             producer_group=props.get(PROPERTY_PRODUCER_GROUP), half_offset=copy.queue_offset,
             prev_half_offset=prev_half_offset, commitlog_offset=copy.commitlog_offset,
             check_count=int(props.get(PROPERTY_TRANSACTION_CHECK_TIMES, "0")), result=reason,
