@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from txmq.checks.consumer_groups import CAUSES
+from txmq.proc import popen
 from txmq.sim.groups import GROUP, TOPIC
 from txmq.upstream.cluster import UpstreamCluster, rocketmq_home
 
@@ -71,8 +72,8 @@ class Jvms:
         for attempt in range(1, STARTS + 1):
             log = self.work / f"{name}.{attempt}.log"
             with log.open("wb") as out:
-                proc = subprocess.Popen([*self.java, str(JAVA / source), *args], env=self.env, stdout=out,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                proc = popen([*self.java, str(JAVA / source), *args], env=self.env, stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
             self.procs[name] = proc
             deadline = time.monotonic() + START_TIMEOUT_S
             while time.monotonic() < deadline:

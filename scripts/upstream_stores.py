@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from txmq import proc
 from txmq.audit import cli as audit_cli
 from txmq.audit.nemesis import UpstreamNemesis
 from txmq.cli import build_parser
@@ -75,7 +76,7 @@ def _run_example(home: Path, namesrv: str, work: Path) -> Path:
     for attempt in range(5):
         log = work / f"example-{attempt}.log"
         with open(log, "wb") as out:
-            java = subprocess.Popen([str(home / "bin" / "tools.sh"), EXAMPLE], stdout=out,
+            java = proc.popen([str(home / "bin" / "tools.sh"), EXAMPLE], stdout=out,
                                     stderr=subprocess.STDOUT, env=env)
             while java.poll() is None and not re.search(SENT_OR_FAILED, log.read_text(errors="replace")):
                 time.sleep(1)
@@ -141,7 +142,7 @@ def compare(home: Path, work: Path, seed: int, duration: float) -> dict[str, str
         raise
     upstream = _stopped_store(cluster, work, "compare-upstream")
     trace = work / "compare-serve.parquet"
-    serve = subprocess.Popen(
+    serve = proc.popen(
         [*TXMQ, "serve", "--store", str(work / "serve-store"), "--topic", "audit", "--port", "0",
          "--remoting", "0", "--mode", "rocketmq", "--trace", str(trace),
          "--broker", f"transaction_timeout_ms={BROKER['transactionTimeOut']}",
