@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# The test suite: ruff, mypy, the import layers, then pytest under coverage (branch coverage of txmq/, must stay >= 90%).
+# The test suite: ruff, mypy and the import layers (while the first tests run), and pytest under coverage
+# (branch coverage of txmq/, must stay >= 90%). A failure of either fails the suite.
 # Arguments are passed to pytest. pytest's exit code 5 (no tests collected) counts as a failure.
 TXMQ_EXTRAS="spark,test,bench,serve,remoting"
 source "$(dirname "$0")/bootstrap.sh"
 
-echo "== ruff check" >&2
-ruff check .
+# The linters; 0 when all three pass. Every one runs, so that one report shows every finding.
+lint() {
+    local failed=0
+    echo "== ruff check" >&2
+    ruff check . || failed=1
+    echo "== mypy" >&2
+    mypy || failed=1
+    echo "== import layers (lint-imports)" >&2
+    lint-imports --no-cache || failed=1
+    return "$failed"
+}
 
-echo "== mypy" >&2
-mypy
-
-echo "== import layers (lint-imports)" >&2
-lint-imports --no-cache
-
-echo "== pytest under coverage" >&2
 rm -f .coverage .coverage.*
 # pytest's exit code 5 (no tests collected) is a failure too.
 judge() { if [ "$1" -eq 5 ]; then echo "pytest collected no tests ($2): that is a failure" >&2; echo 1; else echo "$1"; fi; }
 set +e
 if [ "$#" -gt 0 ]; then
+    lint
+    linted=$?
+    echo "== pytest under coverage" >&2
     coverage run -m pytest -q "$@"
     status=$(judge $? "pytest $*")
+    status=$(( status > linted ? status : linted ))
 else
     # The whole suite as four pytest processes side by side: the TLC tests (the models, the mutants, the
     # trace batch: CPU-bound JVMs), the tests that run upstream RocketMQ (its JVMs mostly wait on check
@@ -39,6 +46,10 @@ else
     # An interrupted run stops all four.
     trap 'kill "$tlc_pid" "$upstream_pid" "$real_time_pid" 2>/dev/null || true
           rm -f "$tlc_log" "$upstream_log" "$real_time_log"' EXIT
+    # The linters meanwhile (mypy takes half a minute on one core), then the rest of the tests.
+    lint
+    linted=$?
+    echo "== pytest under coverage" >&2
     coverage run -m pytest -q -m "not needs_tlc and not needs_upstream and not real_time"
     rest=$(judge $? "tests without TLC, upstream or real-time servers")
     wait "$real_time_pid"
@@ -56,6 +67,7 @@ else
     status=$(( rest > tlc ? rest : tlc ))
     status=$(( status > upstream ? status : upstream ))
     status=$(( status > real_time ? status : real_time ))
+    status=$(( status > linted ? status : linted ))
 fi
 set -e
 coverage combine -q || true

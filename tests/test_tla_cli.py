@@ -169,6 +169,17 @@ def test_bad_worker_count_is_a_usage_error(spec_dir: Path, capsys: pytest.Captur
     assert out == ""  # refused before TLC's banner and the table's header
 
 
+def test_jobs_run_models_side_by_side_and_a_bad_count_is_a_usage_error(
+    spec_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "spec", "check", "--jobs", "2", "--workers", "1", "--spec-dir", str(spec_dir))
+    assert code == 0 and out.splitlines()[-1].startswith("all 2 models as expected")
+    assert len(java_calls(spec_dir)) == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["spec", "check", "--jobs", "0", "--spec-dir", str(spec_dir)])
+    assert exited.value.code == 2 and "--jobs: must be > 0" in capsys.readouterr().err
+
+
 def test_trace_option_prints_expected_counterexamples(
     spec_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

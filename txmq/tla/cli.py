@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from txmq.arguments import positive_int
 from txmq.tla.configs import write_all
 from txmq.tla.jar import TLC_VERSION, cache_path, find_jar, install
 from txmq.tla.manifest import load_data, load_manifest, record_counts, select
@@ -89,7 +90,7 @@ def _check(args: argparse.Namespace) -> int:
         for line in _details(report, args.trace):
             print(line, flush=True)
 
-    reports = check_models(entries, jar=jar, workers=args.workers, on_report=show)
+    reports = check_models(entries, jar=jar, workers=args.workers, jobs=args.jobs, on_report=show)
     if args.record:
         exact = args.workers == "1"
         results = {report.entry.name: report.result for report in reports}
@@ -146,6 +147,9 @@ def add_check(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--spec-dir", type=Path, help="directory holding models.json (default: ./spec)")
     parser.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
+    parser.add_argument("--jobs", type=positive_int, default=1,
+                        help="models checked side by side (default: 1); with --workers 1 each keeps a fixed "
+                        "search order")
     parser.add_argument("--trace", action="store_true", help="print every counterexample, expected or not")
     parser.add_argument(
         "--record",

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from txmq.arguments import positive_int
 from txmq.errors import ConfigError
 from txmq.tla.manifest import Expectation, ModelEntry, load_manifest
 from txmq.tla.parser import Outcome, TlcResult
 from txmq.tla.runner import describe_tlc, run_tlc
+from txmq.tla.suite import default_spec_dir, run_each
 
 MUTANTS_NAME = "mutants.json"
 
@@ -137,9 +139,9 @@ def run_mutant(mutant: Mutant, entries: dict[str, ModelEntry], spec_dir: Path, *
 
 
 def run_mutants(spec_dir: Path, names: list[str] | None = None, *, jar: Path | None = None,
-                workers: str = "auto", on_report: Callable[[MutantReport], None] | None = None
-                ) -> list[MutantReport]:
-    """Run the named mutants (all by default), in file order."""
+                workers: str = "auto", jobs: int = 1,
+                on_report: Callable[[MutantReport], None] | None = None) -> list[MutantReport]:
+    """Run the named mutants (all by default), ``jobs`` at a time; the reports come in file order."""
     mutants = load_mutants(spec_dir)
     if names:
         known = {m.name for m in mutants}
@@ -148,19 +150,12 @@ def run_mutants(spec_dir: Path, names: list[str] | None = None, *, jar: Path | N
             raise ConfigError(f"unknown mutant {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         mutants = [m for m in mutants if m.name in names]
     entries = {e.name: e for e in load_manifest(spec_dir)}
-    reports = []
-    for mutant in mutants:
-        report = run_mutant(mutant, entries, spec_dir, jar=jar, workers=workers)
-        if on_report is not None:
-            on_report(report)
-        reports.append(report)
-    return reports
+    return run_each(mutants, lambda mutant: run_mutant(mutant, entries, spec_dir, jar=jar, workers=workers),
+                    jobs=jobs, on_report=on_report)
 
 
 # ----------------------------------------------------------------------------- command line
 def _mutate_command(args: argparse.Namespace) -> int:
-    from txmq.tla.suite import default_spec_dir
-
     spec_dir = args.spec_dir or default_spec_dir()
     print(describe_tlc(), flush=True)
     width = max([len(m.name) for m in load_mutants(spec_dir)] + [len("mutant")])
@@ -175,7 +170,7 @@ def _mutate_command(args: argparse.Namespace) -> int:
         if not report.ok and result.messages:
             print("  " + " ".join(" ".join(result.messages).split())[:300])
 
-    reports = run_mutants(spec_dir, args.mutants, workers=args.workers, on_report=show)
+    reports = run_mutants(spec_dir, args.mutants, workers=args.workers, jobs=args.jobs, on_report=show)
     bad = [r.mutant.name for r in reports if not r.ok]
     total = sum(r.result.duration_s or 0.0 for r in reports)
     if bad:
@@ -196,4 +191,7 @@ def add_mutate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("mutants", nargs="*", metavar="MUTANT", help="mutant names (default: all)")
     parser.add_argument("--spec-dir", type=Path, help="directory holding mutants.json (default: ./spec)")
     parser.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
+    parser.add_argument("--jobs", type=positive_int, default=1,
+                        help="mutants run side by side (default: 1); with --workers 1 each keeps a fixed "
+                        "search order")
     parser.set_defaults(handler=_mutate_command)

@@ -131,6 +131,11 @@ def tlc_command(
         "-metadir",
         str(metadir),
         "-cleanup",
+        # No checkpoints: txmq never recovers a run (-cleanup deletes the states anyway), and each one
+        # pauses every worker through StateQueue.suspendAll, which in TLC 2.15 can miss the last worker's
+        # wake-up and hang for good with one worker (tlaplus/tlaplus#1438), 30 minutes into a long trace.
+        "-checkpoint",
+        "0",
     ]
     if known.no_generate_spec_te:
         command.append("-noGenerateSpecTE")

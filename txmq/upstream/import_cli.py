@@ -17,6 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from txmq.arguments import positive_int
 from txmq.catalogue import STORE_ABSENT_EVENTS
 from txmq.errors import ConfigError
 from txmq.files import check_output_path
@@ -74,16 +75,6 @@ def _import_here(segments: list[Segment], sink: TraceSink, check_max: int, reser
             "torn_tail": [{"offset": t.offset, "reason": t.reason} for t in torn]}
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return value
-
-
 def _import(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".parquet", ".ndjson", ".jsonl"):
@@ -117,14 +108,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="trace file, *.parquet or *.ndjson (default trace.parquet)")
     parser.add_argument("--mode", choices=("rocketmq", "strict"), default="rocketmq",
                         help="what to expect: rocketmq (upstream's anomalies expected; default) or strict")
-    parser.add_argument("--check-max", type=_positive, default=DEFAULTS["check_max"],
+    parser.add_argument("--check-max", type=positive_int, default=DEFAULTS["check_max"],
                         help="the broker's transactionCheckMax (default 15)")
-    parser.add_argument("--transaction-timeout-ms", type=_positive,
+    parser.add_argument("--transaction-timeout-ms", type=positive_int,
                         default=DEFAULTS["transaction_timeout_ms"],
                         help="the broker's transactionTimeOut (default 6000)")
-    parser.add_argument("--check-interval-ms", type=_positive, default=DEFAULTS["check_interval_ms"],
+    parser.add_argument("--check-interval-ms", type=positive_int, default=DEFAULTS["check_interval_ms"],
                         help="the broker's transactionCheckInterval (default 60000)")
-    parser.add_argument("--file-reserved-hours", type=_positive, default=FILE_RESERVED_HOURS,
+    parser.add_argument("--file-reserved-hours", type=positive_int, default=FILE_RESERVED_HOURS,
                         help="the broker's fileReservedTime: older halves are discarded for retention "
                         "(default 72)")
     parser.add_argument("--master", default=None,
