@@ -6,6 +6,3 @@ import os
 # the quick (C1) compiler only: the suite's traces are small, and C2's compile work never pays back.
 # ``SPARK_SUBMIT_OPTS`` is Spark's own way to give spark-submit, which launches the driver, JVM options.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
-# Upstream RocketMQ's JVMs (name server, broker, proxy, the Java clients and examples) likewise: the kit's
-# scripts append ``JAVA_OPT_EXT`` to their options, as upstream's do. A value the user set is kept.
-os.environ.setdefault("JAVA_OPT_EXT", "-XX:TieredStopAtLevel=1")

@@ -17,7 +17,7 @@ from txmq.errors import ToolMissingError
 from txmq.tla.manifest import load_manifest, select
 from txmq.tla.parser import Outcome
 from txmq.tla.runner import config_properties, run_tlc
-from txmq.tla.suite import ModelReport, check_models
+from txmq.tla.suite import ModelReport, check_model, check_models
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 DATA = Path(__file__).parent / "data" / "tlc"
@@ -26,19 +26,29 @@ CI = select(load_manifest(SPEC), [], False)
 pytestmark = needs_tlc
 
 
+# The largest passing models reach no action that the other CI models miss (measured 2026-11-26), and
+# TLC's coverage costs a third of their time (strict_checkmax15 alone: 51 CPU s without, 67 with), so they
+# run without it. Should one of them become the only model to reach an action, the reachability test below
+# fails, naming the action: take the model out of this set.
+COVERED_BY_OTHERS = {"strict_checkmax15", "strict_two_txns", "strict_ci", "strict_clock_ahead",
+                     "rocketmq_no_faults", "strict_end_resolves", "strict_two_producers",
+                     "strict_two_crashes", "strict_two_resumes", "rocketmq_faults"}
+
+
 @pytest.fixture(scope="module")
 def reports(request: pytest.FixtureRequest) -> dict[str, ModelReport]:
-    """Every CI model, run once with per-action coverage.
+    """Every CI model, run once, with per-action coverage but for ``COVERED_BY_OTHERS``.
 
     A model without temporal properties runs with one worker, whose search order is fixed, so that each
     control names the same violation on every machine (with two, a control whose behaviour breaks two
     invariants at the same depth named either), two such runs side by side for the CI machine's two
     cores. A model with temporal properties keeps two workers: TLC 2.15 pauses the workers for its
     periodic liveness check, and that pause can hang for good with one (tlaplus/tlaplus#1438)."""
+    assert COVERED_BY_OTHERS <= {e.name for e in CI}, "COVERED_BY_OTHERS names a model CI does not run"
     before = sorted(p.name for p in SPEC.rglob("*"))
     live = [e for e in CI if config_properties(e.config.read_text(encoding="utf-8"))]
     safe = [e for e in CI if e not in live]
-    done = (check_models(live, jar=JAR, workers="2", coverage=True)
+    done = ([check_model(e, jar=JAR, workers="2", coverage=e.name not in COVERED_BY_OTHERS) for e in live]
             + check_models(safe, jar=JAR, workers="1", jobs=2, coverage=True))
     assert sorted(p.name for p in SPEC.rglob("*")) == before, "TLC wrote into spec/"
     count_tlc("models", len(done))
