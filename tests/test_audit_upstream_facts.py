@@ -12,6 +12,7 @@ from test_audit_units import check, deliver, end, kill, names, never_deciding, s
 
 from txmq.audit import checkers, report
 from txmq.audit.checkers import Expectations
+from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.catalogue import UPSTREAM_FACTS
 
 pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install 'txmq[serve]'")
@@ -57,6 +58,29 @@ def test_checks_lost_before_the_heartbeat_after_a_restart_count_toward_check_max
     # held to strict mode, the endpoint registers producers at once: the missing check is a stuck transaction
     assert names(records, Expectations("strict", 1.0, 15)) == [("EventuallyResolved", False)]
     assert checkers.open_transactions(records, 15) == ["n"]
+
+
+def test_the_settle_phase_does_not_end_on_checks_only_estimated_lost() -> None:
+    """The same history, seen by the driver while it settles: the estimate (the check due at 46 s went
+    nowhere) may be wrong, and upstream may still be checking, so the driver keeps waiting; the report
+    above still counts the estimate."""
+    from txmq.audit.driver import Driver, DriverSettings  # after the module's importorskip
+    from txmq.audit.history import History
+
+    records = [started(0.0), *never_deciding(46.0), kill(40.0), started(43.0)]
+    plan = Plan(1, (PlannedTx("n", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.WITHHELD),), (), 0.0)
+    history = History()
+    for record in records:
+        history.add(**record)
+    driver = Driver(plan, DriverSettings("127.0.0.1:1", "T", "G", 1, 2, 10.0, 15, check_interval_s=10.0),
+                    history)
+    try:
+        assert not driver._settled()
+        history.add(**check("n", 146.0, "UNKNOWN"))  # the missing check came after all, later
+        assert driver._settled()
+    finally:
+        driver.answers.shutdown()
+        driver.lifecycles.shutdown()
 
 
 def test_a_check_missing_long_after_the_heartbeat_is_still_stuck() -> None:
