@@ -150,7 +150,8 @@ def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: ti
               "plan_sha256": plan.digest()}
     consumers = 1 if args.protocol == "remoting" else args.consumers  # see txmq.audit.remoting
     settings = driver_settings(args.endpoint, args.topic, args.group, consumers, args.invisible,
-                               settle, endpoint.check_max, check_interval_s=endpoint.check_interval_s)
+                               settle, endpoint.check_max, heartbeat_s=_heartbeat_s(args),
+                               check_interval_s=endpoint.check_interval_s)
     bar = timing.ProgressBar(total)
     try:
         driver(plan, settings, recorder, launched, bar.update).run()

@@ -25,8 +25,9 @@ from typing import Any
 
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, SimpleConsumer
 
+from txmq.audit.blind import unheard_windows
 from txmq.audit.checkers import open_transactions
-from txmq.audit.history import History
+from txmq.audit.history import History, Record, at
 from txmq.audit.nemesis import Nemesis
 from txmq.audit.producers import AuditProducer, LocalTransactions
 from txmq.audit.workload import Fault, Plan, PlannedTx
@@ -50,6 +51,7 @@ class DriverSettings:
     settle_s: float  # how long after the workload the audit waits for things to settle
     check_max: int  # the endpoint's check limit: a never-deciding transaction is settled at it
     request_timeout_s: float = 5
+    heartbeat_s: float | None = None  # checks lost before the group's heartbeat count (txmq.audit.blind)
     check_interval_s: float = 30.0  # the endpoint's check interval (how many checks such a loss may take)
 
 
@@ -248,18 +250,27 @@ class Driver:
             _shutdown_quietly(consumer)
 
     def _settled(self) -> bool:
-        """Every planned transaction was sent, and none is still open (``checkers.open_transactions``).
-
-        Checks that may have been lost while the endpoint had not heard the producer group are an estimate
-        (``txmq.audit.blind``), and the settle phase does not end on an estimate: after a long restart of
-        upstream's proxy it counted 15 checks lost for transactions the broker then went on checking, the
-        audit stopped before their checks were done, and called them stuck. Such a transaction keeps the
-        phase going, up to its deadline; the report still counts the estimate."""
+        """Every planned transaction was sent, and none is still open (``checkers.open_transactions``)."""
         records = self.history.records
         sends = {r["tx"] for r in records if r["ev"] == "send"}
         return (len(sends) == len(self.plan.transactions)
-                and not open_transactions(records, self.settings.check_max, None,
+                and not open_transactions(records, self.settings.check_max, self._heartbeat_to_trust(records),
                                           self.settings.check_interval_s))
+
+    def _heartbeat_to_trust(self, records: list[Record]) -> float | None:
+        """The heartbeat with which to count checks lost before the endpoint heard the producer group
+        (``txmq.audit.blind``), or None while that estimate is too fresh to end the settle phase on.
+
+        Until two check intervals after the last such window closed, the endpoint may still be checking
+        transactions the estimate counts as checked out: after a 30-second restart of upstream's proxy its
+        first check came 4 s after the settle phase had ended on the estimate, and the audit called the
+        transaction stuck. The report counts the estimate either way."""
+        heartbeat = self.settings.heartbeat_s
+        windows = unheard_windows(sorted(records, key=at), heartbeat)
+        heard = max((end for _, end in windows), default=float("-inf"))
+        if self.history.now() < heard + 2 * self.settings.check_interval_s:
+            return None
+        return heartbeat
 
     def _report_progress(self, phase: str, started: float) -> None:
         records = self.history.records

@@ -63,7 +63,7 @@ def run_both(plan: Plan, args: argparse.Namespace, header: dict[str, Any], out: 
     """Run the plan against upstream and serve; the diff report (``txmq.diff.report.build``)."""
     settings = settings_of(args)
     driver = DriverSettings("", args.topic, args.group, args.consumers, args.invisible,
-                            header["options"]["settle"], args.check_max,
+                            header["options"]["settle"], args.check_max, heartbeat_s=args.heartbeat,
                             check_interval_s=args.check_interval)
     cluster = None
     if args.upstream is None:
