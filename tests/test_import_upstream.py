@@ -22,7 +22,7 @@ from pathlib import Path
 from servekit import ClientProcess
 from upstreamkit import SESSION_BROKER
 
-from spark_validation.job import validate
+from spark_validation.job import DEFAULT_SAMPLES, validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, Report
 from txmq.catalogue import CATALOGUE
 from txmq.errors import BrokerUnavailableError, CorruptStoreError
@@ -67,11 +67,11 @@ def _workload_events(trace: Path) -> list[dict[str, object]]:
     return [r for r in rows if r["txn"] in ours]
 
 
-def _validate(trace: Path) -> Report:
+def _validate(trace: Path, samples: int = DEFAULT_SAMPLES) -> Report:
     from spark_validation.tests.conftest import small_trace_session
 
     small_trace_session()  # left running: the Spark tests later in the run share it
-    report = validate(str(trace), progress=lambda _: None)
+    report = validate(str(trace), limit=samples, progress=lambda _: None)
     print(report.render())
     return report
 
@@ -171,6 +171,8 @@ def test_import_of_upstream_stores_validates(upstream: UpstreamCluster, tmp_path
 
     txn = append_duplicate_real(example_store)
     _import(example_store, tmp_path / "duplicate.parquet")
-    duplicate = _validate(tmp_path / "duplicate.parquet")
+    # Every violating transaction a sample: the session's cluster also holds the earlier tests'
+    # transactions, whose own duplicates (22 in one CI run) filled the default five.
+    duplicate = _validate(tmp_path / "duplicate.parquet", samples=1000)
     assert _statuses(duplicate)["NoDuplicateReal"] == EXPECTED, duplicate.render()
     assert any(s["key"] == f"txn:{txn}" for c in duplicate.checks for s in c.samples)
