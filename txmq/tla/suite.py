@@ -67,9 +67,9 @@ def check_models(
                     jobs=jobs, on_report=on_report)
 
 
-def run_each(jobs_to_run: Iterable[Job], run: Callable[[Job], Report], *, jobs: int = 1,
+def run_each(items: Iterable[Job], run: Callable[[Job], Report], *, jobs: int = 1,
              on_report: Callable[[Report], None] | None = None) -> list[Report]:
-    """``run`` on each item, ``jobs`` at a time, results in the items' order.
+    """``run`` on each of ``items``, ``jobs`` at a time, results in the items' order.
 
     Several one-worker TLC runs side by side keep a machine's cores busy where one run with several workers
     would not, and each run's search order stays fixed (so its counterexample and depth are the same on
@@ -85,4 +85,4 @@ def run_each(jobs_to_run: Iterable[Job], run: Callable[[Job], Report], *, jobs: 
         return report
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(one, jobs_to_run))
+        return list(pool.map(one, items))

@@ -120,7 +120,7 @@ class CheckService:
                 extra = {}
                 if mark_original:  # the first copy records its original (renewImmunityHalfMessageInner)
                     extra[PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] = str(half.queue_offset)
-                self.ctx.halves.renew(half, count, ev.RENEW_IMMUNITY, None, **extra)
+                self.ctx.halves.renew(half, count, ev.RENEW_IMMUNITY, at_ms=None, **extra)
                 report.immunity_renewals += 1
             case Check(half=half, count=count):
                 self._renew_and_check(half, count)
