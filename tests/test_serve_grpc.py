@@ -111,8 +111,23 @@ def test_orphans_are_resolved_by_the_checker(client: ClientProcess) -> None:
     seen = client.ok("drain", consumer="c-orphans", ids=[ids["commit"], ids["unknown then commit"]],
                      invisible_s=5, timeout_s=30)["seen"]
     assert seen == {ids["commit"]: 1, ids["unknown then commit"]: 1}
-    checks = client.ok("checks")["checks"]
-    assert [checks.get(ids[b]) for b in plans] == [1, 1, 3]
+    counts = settled_checks(client, [ids[b] for b in plans])
+    # A busy machine may delay the client's answer past the next scan, which then checks again (as upstream's
+    # TransactionalMessageCheckService would): so at least one check per answer needed, and none after the
+    # decisive one, long before the limit of 15.
+    assert [min(n, len(plans[b])) for b, n in zip(plans, counts, strict=True)] == [1, 1, 3]
+    assert max(counts) < 15
+
+
+def settled_checks(client: ClientProcess, message_ids: list[str]) -> list[int]:
+    """The check counts of ``message_ids`` once they stay the same for five check intervals."""
+    def unchanged() -> list[int] | None:
+        before = [client.ok("checks")["checks"].get(m, 0) for m in message_ids]
+        time.sleep(5 * CHECK_INTERVAL_MS / 1000)
+        after = [client.ok("checks")["checks"].get(m, 0) for m in message_ids]
+        return after if after == before else None
+    counts: list[int] = wait_for(unchanged, 30, "the checks to stop", pause=0)
+    return counts
 
 
 def test_the_check_limit_is_reached_through_the_client(client: ClientProcess) -> None:
@@ -136,7 +151,7 @@ def test_a_second_producer_answers_for_a_killed_one(server: ServerProcess, clien
         doomed.kill()  # mid-transaction, well before the 1 s timeout makes the half checkable
     seen = client.ok("drain", consumer="c-handover", ids=[orphan], invisible_s=5, timeout_s=30)["seen"]
     assert seen == {orphan: 1}
-    assert client.ok("checks")["checks"][orphan] == 1
+    assert 1 <= settled_checks(client, [orphan])[0] < 15
 
 
 def test_a_push_consumer_gets_a_failed_message_again_after_its_backoff(client: ClientProcess) -> None:
@@ -304,7 +319,12 @@ def rocketmq_server(home: Path) -> Iterator[ServerProcess]:
 @pytest.mark.parametrize("mode", ["rocketmq", "strict"])
 def test_a_late_commit_after_a_check_answer(mode: str, request: pytest.FixtureRequest, home: Path) -> None:
     """rocketmq: the proxy still holds the original half's entry, so the producer's own late commit commits
-    it too and the consumer gets the message twice (upstream's duplicate); strict: ALREADY_RESOLVED."""
+    it too and the consumer gets the message twice (upstream's duplicate); strict: ALREADY_RESOLVED.
+
+    On a busy machine the client's answer may come after the next scan, which checks again; in rocketmq
+    mode each COMMIT answer commits again (``EndTransactionProcessor.processRequest`` commits the half its
+    offset names, without looking for an Op), so the consumer gets one message per check, plus the late
+    one."""
     server = request.getfixturevalue("rocketmq_server" if mode == "rocketmq" else "server")
     late = ClientProcess(server.endpoint, home / f"late-{mode}")
     try:
@@ -313,12 +333,13 @@ def test_a_late_commit_after_a_check_answer(mode: str, request: pytest.FixtureRe
         tx = late.ok("half", producer="p-late", topic="Late", body="late")["message_id"]
         late.ok("decide", message_id=tx, answers=["COMMIT"])
         first = late.ok("drain", consumer="c-late", ids=[tx], invisible_s=5, timeout_s=30)["seen"]
-        assert first == {tx: 1} and late.ok("checks")["checks"] == {tx: 1}
+        checks = settled_checks(late, [tx])[0]
         late.ok("end", tx=tx, action="COMMIT")
         again = late.ok("drain", consumer="c-late", ids=[tx], invisible_s=5, timeout_s=3)["seen"]
     finally:
         late.close()
-    assert again == ({tx: 1} if mode == "rocketmq" else {})
+    assert 1 <= checks < 15 and set(first) == {tx}
+    assert first[tx] + again.get(tx, 0) == (checks + 1 if mode == "rocketmq" else 1)
 
 
 def test_sigkill_mid_workload_loses_no_acknowledged_commit(home: Path) -> None:
