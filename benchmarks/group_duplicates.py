@@ -1,10 +1,15 @@
 """Duplicate consumption per cause against the offset commit interval and the rate of membership changes.
 
-Run: ``python -m benchmarks.group_duplicates [--messages N] [--seed S] [--out groups.png] [--csv F]``.
-Each point is one seeded ``txmq simulate-groups`` run judged as it goes (a sink feeding the judge, no
-trace file), so 10^6 messages need no disk; the figure is the duplicate rate (duplicate consumptions per
-message sent) of each cause. Left: the commit interval swept at the default schedule (2 joins, 1 leave,
-2 crashes). Right: the schedule scaled at the default 5 s interval. Not a test: a measurement.
+Run: ``python -m benchmarks.group_duplicates [--messages N] [--seed S] [--jobs J] [--out groups.png]
+[--csv F]``. Each point is one seeded ``txmq simulate-groups`` run judged as it goes (a sink feeding the
+judge, no trace file), so 10^6 messages need no disk; the figure is the duplicate rate (duplicate
+consumptions per message sent) of each cause. Left: the commit interval swept at 60 membership changes an
+hour. Right: the rate of membership changes swept at the default 5 s interval. Not a test: a measurement.
+
+Membership changes are set as a rate, not a count: with a fixed count a longer run has fewer changes per
+message, and a handful of changes is not a rate. They are balanced (as many joins as leaves and crashes
+together, half of those crashes), so the group neither dies out nor grows without bound; a leave or crash
+that would leave the group empty is skipped, and each point reports the changes actually made.
 """
 
 from __future__ import annotations
@@ -15,16 +20,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from txmq.arguments import positive_int
 from txmq.checks.consumer_groups import CAUSES, GroupJudge
 from txmq.sim.groups import GROUP, TOPIC, GroupSimulation, GroupWorkload
 from txmq.trace.schema import COLUMN_NAMES, TraceHeader
 from txmq.trace.sinks import TraceSink
 
 INTERVALS_MS = (1_000, 2_000, 5_000, 10_000, 20_000)
-SCALES = (1, 2, 4, 8)  # multiples of the default joins / leaves / crashes
+CHANGES_PER_HOUR = (15, 30, 60, 120, 240)  # joins + leaves + crashes, planned
+DEFAULT_CHANGES_PER_HOUR = 60
+HOUR_MS = 3_600_000
 _EMPTY = dict.fromkeys(COLUMN_NAMES)
 
 
@@ -39,31 +48,51 @@ class JudgingSink(TraceSink):
         self.judge.event(_EMPTY | fields | {"seq": seq, "ts": ts, "event": event})
 
 
-def point(workload: GroupWorkload, seed: int) -> dict[str, Any]:
-    """One run: its knobs, duplicates per cause per message, violations, seconds."""
-    judge = GroupJudge({GROUP: [TOPIC]}, workload.max_reconsume_times)
+def workload(messages: int, persist_interval_ms: int, changes_per_hour: int) -> GroupWorkload:
+    """The simulation's knobs for one point: ``changes_per_hour`` over the expected sending time, half
+    joins, a quarter leaves, a quarter crashes."""
+    base = GroupWorkload(messages=messages, max_reconsume_times=2, persist_interval_ms=persist_interval_ms)
+    quarter = max(1, round(changes_per_hour * sending_hours(base) / 4))
+    return base.with_overrides(joins=2 * quarter, leaves=quarter, crashes=quarter)
+
+
+def sending_hours(w: GroupWorkload) -> float:
+    """The expected time the producer sends for (its gaps are uniform in [0, 2 * mean_gap_ms])."""
+    return w.messages * w.mean_gap_ms / HOUR_MS
+
+
+def point(w: GroupWorkload, seed: int) -> dict[str, Any]:
+    """One run: its knobs, the changes made an hour, duplicates per cause per message, violations."""
+    judge = GroupJudge({GROUP: [TOPIC]}, w.max_reconsume_times)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="txmq-dups-") as store:
-        GroupSimulation(workload, seed, JudgingSink(judge), Path(store)).run()
+        changes, _ = GroupSimulation(w, seed, JudgingSink(judge), Path(store)).run()
     verdict = judge.end()
-    row: dict[str, Any] = {"persist_interval_ms": workload.persist_interval_ms,
-                           "changes": workload.joins + workload.leaves + workload.crashes,
-                           "messages": workload.messages, "seconds": round(time.perf_counter() - started, 1),
+    row: dict[str, Any] = {"persist_interval_ms": w.persist_interval_ms,
+                           "planned_per_hour": round((w.joins + w.leaves + w.crashes) / sending_hours(w)),
+                           "changes_per_hour": sum(changes.values()) / sending_hours(w),
+                           "crashes": changes["crash"], "messages": w.messages,
+                           "seconds": round(time.perf_counter() - started, 1),
                            "violations": sum(len(p) for p in verdict.problems.values())}
-    row |= {cause: verdict.duplicates[cause] / workload.messages for cause in CAUSES}
+    row |= {cause: verdict.duplicates[cause] / w.messages for cause in CAUSES}
     return row
 
 
-def sweep(messages: int, seed: int) -> list[dict[str, Any]]:
-    """Both sweeps, printing each point as it lands."""
-    base = GroupWorkload(messages=messages, max_reconsume_times=2)
-    plans = [base.with_overrides(persist_interval_ms=ms) for ms in INTERVALS_MS]
-    plans += [base.with_overrides(joins=2 * k, leaves=k, crashes=2 * k) for k in SCALES if k != 1]
+def _point(args: tuple[GroupWorkload, int]) -> dict[str, Any]:
+    return point(*args)
+
+
+def sweep(messages: int, seed: int, jobs: int) -> list[dict[str, Any]]:
+    """Both sweeps (the point they share once), ``jobs`` runs at a time, printing each as it lands."""
+    plans = [workload(messages, ms, DEFAULT_CHANGES_PER_HOUR) for ms in INTERVALS_MS]
+    plans += [workload(messages, 5_000, rate)
+              for rate in CHANGES_PER_HOUR if rate != DEFAULT_CHANGES_PER_HOUR]
     rows = []
-    for workload in plans:
-        rows.append(point(workload, seed))
-        print(", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in rows[-1].items()),
-              flush=True)
+    with ProcessPoolExecutor(jobs) as pool:
+        for row in pool.map(_point, [(w, seed) for w in plans]):
+            rows.append(row)
+            print(", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()),
+                  flush=True)
     return rows
 
 
@@ -74,18 +103,17 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    default_changes = 5
-    by_interval = [r for r in rows if r["changes"] == default_changes]
+    by_interval = [r for r in rows if r["planned_per_hour"] == DEFAULT_CHANGES_PER_HOUR]
     by_changes = [r for r in rows if r["persist_interval_ms"] == 5_000]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for cause in CAUSES:
         seconds = [r["persist_interval_ms"] / 1000 for r in by_interval]
         left.plot(seconds, [r[cause] for r in by_interval], marker="o", label=cause)
-        changes = [r["changes"] for r in by_changes]
+        changes = [r["changes_per_hour"] for r in by_changes]
         right.plot(changes, [r[cause] for r in by_changes], marker="o", label=cause)
     left.set(xlabel="offset commit interval (s)", ylabel="duplicate consumptions per message",
-             title=f"{default_changes} membership changes per run")
-    right.set(xlabel="membership changes per run (joins, leaves, crashes)", title="commit interval 5 s")
+             title=f"{DEFAULT_CHANGES_PER_HOUR} membership changes an hour (planned)")
+    right.set(xlabel="membership changes an hour, made (joins, leaves, crashes)", title="commit interval 5 s")
     left.legend()
     fig.suptitle(f"txmq consumer group: duplicates per cause ({rows[0]['messages']:,} messages a run)")
     fig.tight_layout()
@@ -94,13 +122,15 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.group_duplicates", description=__doc__)
-    parser.add_argument("--messages", type=int, default=20_000, help="messages a run (default 20,000)")
+    parser.add_argument("--messages", type=positive_int, default=20_000,
+                        help="messages a run (default 20,000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of every run (default 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="runs at a time (default 1)")
     parser.add_argument("--out", default="group_duplicates.png", help="the plot (PNG)")
     parser.add_argument("--csv", help="also write the points as CSV")
     args = parser.parse_args(argv)
-    print(f"group duplicates: seed {args.seed}, {args.messages:,} messages a run", file=sys.stderr)
-    rows = sweep(args.messages, args.seed)
+    print(f"group duplicates: seed {args.seed}, {args.messages:,} messages a run, 9 runs", file=sys.stderr)
+    rows = sweep(args.messages, args.seed, args.jobs)
     plot(rows, Path(args.out))
     if args.csv:
         with open(args.csv, "w", newline="") as f:

@@ -107,7 +107,7 @@ def _root_cause(exc: Exception) -> str:
     return causes[-1] if causes else lines[0] if lines else exc.__class__.__name__
 
 
-def _results(tallies: dict[str, Tally], found: dict[Any, Any], trace: TraceInput, limit: int) -> list[Any]:
+def _results(tallies: dict[str, Tally], found: dict[Any, Any], absent: list[str], limit: int) -> list[Any]:
     """Each check's result, with its sample keys and their events."""
     return [
         check_result(
@@ -116,10 +116,20 @@ def _results(tallies: dict[str, Tally], found: dict[Any, Any], trace: TraceInput
             t.expected,
             [{"key": k, "expected": k not in t.failing, "events": found.get(k, [])}
              for k in t.samples(limit)],
-            trace.absent_events,
+            absent,
         )
         for cid, t in tallies.items()
     ]
+
+
+def lacking_events(trace: TraceInput, stats: TraceStats) -> list[str]:
+    """The events the trace cannot show (its header's ``absent_events``), and the consumer-group events when
+    it has none at all: a trace of the transaction protocol alone (no group ever consumed) says nothing
+    about duplicates or skips, so the group checks are not judged rather than holding for want of events."""
+    absent = list(trace.absent_events)
+    if not any(stats.by_event.get(name, 0) for name in S.GROUP_EVENTS):
+        absent += [name for name in S.GROUP_EVENTS if name not in absent]
+    return absent
 
 
 def validate(
@@ -169,7 +179,7 @@ def validate(
             "judged": txns.judged,
             "too_young": txns.too_young,
         },
-        checks=_results(tallies, found, trace, limit),
+        checks=_results(tallies, found, lacking_events(trace, stats), limit),
         metrics=_metrics(trace, stats, txns) | {"duplicates_by_cause": duplicates},
         timings={
             "session_start_s": round(session_s, 3),
@@ -177,7 +187,7 @@ def validate(
             "events_per_s": round(stats.events / job_s) if job_s else 0.0,
         },
         spark={"master": spark.sparkContext.master, "version": spark.version},
-        absent_events=trace.absent_events,
+        absent_events=lacking_events(trace, stats),
         outcomes=[outcome_result(oid, found, trace.mode) for oid, found in shown.items()],
     )
 

@@ -20,7 +20,7 @@ HOLDS = "holds"
 VIOLATED = "violated"
 EXPECTED = "expected in rocketmq mode"
 SHOWN = "shown (an outcome)"
-NOT_JUDGED = "not judged"  # the trace lacks events the invariant needs (header ``absent_events``)
+NOT_JUDGED = "not judged"  # the trace lacks events the invariant needs (``absent_events``)
 
 
 @dataclass
@@ -73,7 +73,8 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
     spark: dict[str, str] = field(default_factory=dict)  # where it ran: master URL and Spark version
     notes: list[str] = field(default_factory=lambda: [LIVENESS_HORIZON, COUNT_UNIT])
-    absent_events: list[str] = field(default_factory=list)  # events the trace's source could not show
+    # events the trace's source could not show (its header's), and the group events if it has none
+    absent_events: list[str] = field(default_factory=list)
     outcomes: list[OutcomeResult] = field(default_factory=list)  # the catalogue's outcomes Spark judges
 
     @property
@@ -137,8 +138,8 @@ class Report:
             lines.append("timings (s): " + "  ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))
         unjudged = [c.id for c in self.checks if c.status == NOT_JUDGED]
         if unjudged:
-            lines.append(f"not judged ({len(unjudged)}): the trace lacks events they need (header "
-                         f"absent_events: {', '.join(self.absent_events)})")
+            lines.append(f"not judged ({len(unjudged)}): the trace lacks events they need "
+                         f"({', '.join(self.absent_events)})")
         verdict = "FAILED: " + ", ".join(c.id for c in self.failed) if self.failed else "OK"
         lines.append(verdict)
         return "\n".join(lines)

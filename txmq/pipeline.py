@@ -48,14 +48,18 @@ def _validate(staging: Path, out_dir: Path, master: str | None) -> tuple[str, in
         raise ToolMissingError("no java on PATH; Spark needs Java 17: apt-get install openjdk-17-jre")
     from spark_validation.job import validate
     from spark_validation.plot import plot_report
+    from spark_validation.report import NOT_JUDGED
 
     report = validate(str(staging / TRACE), master=master)
     report.trace = str(out_dir / TRACE)
     print(report.render())
     report.write_json(staging / REPORT)
     plot_report(report, staging / PLOT)
-    line = (f"Spark validation: {len(report.checks) - len(report.failed)} of {len(report.checks)} checks "
-            f"pass; report {out_dir / REPORT}, plot {out_dir / PLOT}")
+    judged = [c for c in report.checks if c.status != NOT_JUDGED]
+    unjudged = len(report.checks) - len(judged)
+    line = (f"Spark validation: {len(judged) - len(report.failed)} of {len(judged)} checks pass"
+            + (f" ({unjudged} not judged: the trace has none of their events)" if unjudged else "")
+            + f"; report {out_dir / REPORT}, plot {out_dir / PLOT}")
     return line, report.exit_code
 
 

@@ -14,16 +14,18 @@ import pytest
 
 from spark_validation.catalogue import BY_ID, CHECK_IDS
 from spark_validation.job import validate
-from spark_validation.report import EXPECTED, HOLDS, VIOLATED, Report
+from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, VIOLATED, Report
 from spark_validation.tests.check_bound_cases import BROKEN, SEVERAL, count_above_max, repeated_check_count
 from spark_validation.tests.check_bound_cases import CASES as CHECK_BOUND_CASES
 from spark_validation.tests.tracebuilder import GROUP, TOPIC, Trace, clean_trace, combine
+from txmq.catalogue import ENTRIES, SPARK
 from txmq.trace import schema as S
 
 
 def reported(report: Report) -> dict[str, str]:
-    """Check id -> status, for the checks that do not hold."""
-    return {c.id: c.status for c in report.checks if c.status != HOLDS}
+    """Check id -> status, for the checks that neither hold nor lack the events to judge (the group checks
+    on a trace without consumer groups: ``test_group_checks_are_not_judged_without_group_events``)."""
+    return {c.id: c.status for c in report.checks if c.status not in (HOLDS, NOT_JUDGED)}
 
 
 def test_clean_trace_holds_everything(run_trace: Callable[..., Report]) -> None:
@@ -38,6 +40,18 @@ def test_clean_trace_holds_everything(run_trace: Callable[..., Report]) -> None:
     assert metrics["checks_per_transaction"]["distribution"] == {"0": 3, "1": 1, "2": 0, "3": 1}
     vis = metrics["time_to_visibility"]
     assert (vis["transactions"], vis["min_ms"], vis["max_ms"]) == (3, 0, 6090)  # t1, t5 at once; t3 6090
+
+
+def test_group_checks_are_not_judged_without_group_events(run_trace: Callable[..., Report]) -> None:
+    """A trace of the transaction protocol alone says nothing of duplicates or skips: not "holds"."""
+    group_checks = {e.name for e in ENTRIES if SPARK in e.layers and set(e.needs) & set(S.GROUP_EVENTS)}
+    report = run_trace(clean_trace())
+    assert {c.id for c in report.checks if c.status == NOT_JUDGED} == group_checks
+    assert report.exit_code == 0 and f"not judged ({len(group_checks)})" in report.render()
+    trace = clean_trace()
+    _member_consumes(trace)
+    judged = run_trace(trace)
+    assert not {c.id for c in judged.checks if c.status == NOT_JUDGED} & group_checks
 
 
 def test_plain_messages_and_pop_redeliveries_hold_everything(run_trace: Callable[..., Report]) -> None:
