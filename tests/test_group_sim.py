@@ -58,6 +58,25 @@ def test_every_duplicate_is_explained_and_counted_by_cause(events: list[dict[str
     assert {(ev.MEMBER, "CRASH"), (ev.MEMBER, "JOIN"), (ev.RETRY, "DLQ")} <= kinds
 
 
+def test_a_rolling_restart_keeps_the_group_size_and_consumes_everything(tmp_path: Path) -> None:
+    """``rejoin``: each leave or crash brings a new member at once. Seed 1 also puts two poison messages'
+    retry copies one behind the other in the retry queue, so the second waits for the first's longer
+    delay: the drain goes on until the group has committed every queue, which a fixed drain time did not
+    (the last copy was never consumed: GroupSkipsNothing)."""
+    workload = GroupWorkload(messages=3_000, joins=0, rejoin=True)
+    simulate_groups(workload, 1, tmp_path / "rolling.ndjson")
+    events = list(read_events(tmp_path / "rolling.ndjson")[1])
+    verdict = judge_groups(events, {"CG": ["T"]}, workload.max_reconsume_times)
+    assert verdict.problems == {name: [] for name in verdict.problems}
+    live, sizes = 0, []
+    for e in events:
+        if e["event"] == ev.MEMBER:
+            live += 1 if e["result"] == "JOIN" else -1
+            sizes.append(live)
+    changes = sizes[workload.members:-workload.members]  # between the first joins and the last leaves
+    assert changes and set(changes) == {workload.members - 1, workload.members}
+
+
 def test_a_doctored_unexplained_duplicate_is_flagged(events: list[dict[str, Any]]) -> None:
     first = next(e for e in events if e["event"] == ev.CONSUME)
     events.append({**first, "seq": len(events)})  # the same member again, holding the queue all along
