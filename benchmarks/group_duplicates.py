@@ -111,8 +111,10 @@ def plot(rows: list[dict[str, Any]], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    by_interval = [r for r in rows if r["planned_per_hour"] == DEFAULT_CHANGES_PER_HOUR]
-    by_changes = [r for r in rows if r["persist_interval_ms"] == 5_000]
+    by_interval = sorted((r for r in rows if r["planned_per_hour"] == DEFAULT_CHANGES_PER_HOUR),
+                         key=lambda r: r["persist_interval_ms"])
+    by_changes = sorted((r for r in rows if r["persist_interval_ms"] == 5_000),
+                        key=lambda r: r["changes_per_hour"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for cause in CAUSES:
         seconds = [r["persist_interval_ms"] / 1000 for r in by_interval]
