@@ -4,6 +4,7 @@ and a retention pass depend on (which copy is the latest, where a transaction's 
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import threading
@@ -228,6 +229,56 @@ def test_a_failed_flush_leaves_the_index_usable(index: ResolutionIndex) -> None:
         index.flush(None)  # type: ignore[arg-type]  # the applied offset is NOT NULL: the transaction rolls back
     index.flush(10)  # no transaction was left open
     assert index.applied_offset == 10 and index.lookup("tx") is TransactionState.PENDING
+
+
+def _hold_to(index: ResolutionIndex, pragma: str) -> None:
+    """Set a pragma on the index's own connection: the way to make SQLite refuse its writes for real."""
+    index._db.execute(f"PRAGMA {pragma}")
+
+
+def test_a_full_database_is_a_full_disk_and_loses_nothing(index: ResolutionIndex) -> None:
+    """SQLITE_FULL (its page limit reached, as on a full disk) is the OSError of a full disk, naming the
+    index; SQLite has rolled the transaction back by itself, so the error is not masked by a second
+    ROLLBACK, and the entries wait for the next flush."""
+    for n in range(400):
+        index.half_written(f"tx-{n:04}-" + "x" * 200, n, end=10 + n)
+    pages = index._db.execute("PRAGMA page_count").fetchone()[0]
+    _hold_to(index, f"max_page_count = {pages}")
+    with pytest.raises(OSError) as info:
+        index.flush(500)
+    assert (info.value.errno, info.value.strerror, info.value.filename) == (
+        errno.ENOSPC, os.strerror(errno.ENOSPC), index.path)
+    assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+    assert index.applied_offset == 0
+    _hold_to(index, "max_page_count = 1000000")
+    index.flush(500)
+    assert index.applied_offset == 500 and index.lookup("tx-0399-" + "x" * 200) is TransactionState.PENDING
+
+
+def test_a_read_only_database_is_a_read_only_disk(index: ResolutionIndex) -> None:
+    index.half_written("tx", 0, end=10)
+    _hold_to(index, "query_only = 1")
+    with pytest.raises(OSError) as info:
+        index.flush(10)
+    assert (info.value.errno, info.value.filename) == (errno.EROFS, index.path)
+    _hold_to(index, "query_only = 0")
+    index.flush(10)
+    assert index.applied_offset == 10
+
+
+def test_an_index_that_cannot_be_written_at_open_is_a_read_only_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index file created empty (the schema never written), then found on a read-only disk: SQLite
+    opened read-only (``mode=ro``, what a read-only mount gives) refuses the schema with SQLITE_READONLY."""
+    (tmp_path / INDEX_FILE).write_bytes(b"")
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect",
+                        lambda path, **kw: connect(f"file:{path}?mode=ro", uri=True, **kw))
+    with pytest.raises(OSError) as info:
+        ResolutionIndex.open(str(tmp_path), lambda: 0)
+    assert (info.value.errno, info.value.filename) == (errno.EROFS, str(tmp_path / INDEX_FILE))
+    monkeypatch.undo()
+    ResolutionIndex.open(str(tmp_path), lambda: 0).close()  # writable again: the same file opens
 
 
 def test_only_a_resumed_copy_reopens_and_only_a_discarded_transaction(index: ResolutionIndex) -> None:

@@ -9,9 +9,12 @@ renewal, the one step of a run that can fail.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from brokerkit import (
     COMMIT,
+    START_MS,
     UNKNOW,
     Env,
     EnvFactory,
@@ -23,11 +26,16 @@ from brokerkit import (
 )
 
 from txmq.admin import ScanPosition
+from txmq.broker import Broker
+from txmq.client.producer import TransactionProducer
+from txmq.clock import ManualClock
+from txmq.config import BrokerConfig
 from txmq.errors import StoreError
 from txmq.protocol import CheckTransactionStateRequest, LocalTransactionState, Message, MessageExt, SendResult
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
+from txmq.trace.sinks import MemorySink
 from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
 from txmq.transaction.resolution import TransactionState
 
@@ -70,6 +78,27 @@ def test_s14_no_check_until_age_exceeds_timeout(make_env: EnvFactory, mode: str)
     # The checkpoint moved past the original: the next run checks only the copy.
     env.run_check(INTERVAL)
     assert [(e["prev_half_offset"], e["half_offset"]) for e in env.events(ev.HALF_RENEW)] == [(0, 1), (1, 2)]
+
+
+class RunningClock(ManualClock):
+    """A clock that moves on by a millisecond at every reading, as a real one may between two reads."""
+
+    def now_ms(self) -> int:
+        return self.advance(1)
+
+
+def test_a_renewal_and_its_check_are_one_step_on_a_running_clock(tmp_path: Path, mode: str) -> None:
+    """The spec takes the renewal and its check as one step (ScanCheck): both are traced at the time read
+    once before the renewal (``TransactionalMessageServiceImpl.putBackHalfMsgQueue`` then
+    ``resolveHalfMsg``), however the clock moves between the two."""
+    clock, sink = RunningClock(START_MS), MemorySink()
+    with Broker(tmp_path / "store", BrokerConfig(mode=mode), clock, sink) as broker:
+        TransactionProducer(broker, "G", ScriptedListener(UNKNOW)).start().send_half(Message("T", b"x"))
+        clock.advance(TIMEOUT + 1_000)
+        assert broker.run_check_once().checks == 1
+    [renewal] = [e for e in sink.of(ev.HALF_RENEW) if e["result"] == ev.RENEW_FOR_CHECK]
+    [check] = sink.of(ev.CHECK)
+    assert renewal["ts"] == check["ts"] and renewal["half_offset"] == check["half_offset"]
 
 
 def test_s14_runs_are_scheduled_every_interval(make_env: EnvFactory) -> None:

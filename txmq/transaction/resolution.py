@@ -222,7 +222,7 @@ class ResolutionIndex:
             db.execute("UPDATE meta SET value = ? WHERE key = 'applied'", (applied_offset,))
             db.execute("COMMIT")
         except BaseException as exc:
-            db.execute("ROLLBACK")
+            _roll_back(db)
             refused = _refused_write(exc, self.path) if isinstance(exc, sqlite3.Error) else None
             if refused is not None:  # the store's callers handle a refused write as an OSError
                 raise refused from exc
@@ -241,7 +241,7 @@ class ResolutionIndex:
             removed = db.execute("DELETE FROM txn WHERE last_end <= ?", (min_offset,)).rowcount
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _roll_back(db)
             raise
         if removed:
             db.execute("PRAGMA incremental_vacuum")
@@ -252,6 +252,14 @@ class ResolutionIndex:
         shutdown whose store checkpoint already flushed them)."""
         self._dirty.clear()
         self._db.close()
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already: after "database or disk is full" (and
+    some I/O errors) it rolls back by itself, and a second ROLLBACK would raise "cannot rollback - no
+    transaction is active" in place of the error that says why."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
 
 
 def _refused_write(exc: sqlite3.Error, path: str) -> OSError | None:
