@@ -260,8 +260,18 @@ def test_a_read_only_database_is_a_read_only_disk(index: ResolutionIndex) -> Non
     _hold_to(index, "query_only = 1")
     with pytest.raises(OSError) as info:
         index.flush(10)
-    assert (info.value.errno, info.value.filename) == (errno.EROFS, index.path)
+    assert (info.value.errno, info.value.strerror, info.value.filename) == (
+        errno.EROFS, os.strerror(errno.EROFS), index.path)
     _hold_to(index, "query_only = 0")
+    index.flush(10)
+    assert index.applied_offset == 10
+
+
+def test_an_error_of_sqlite3_itself_passes_through_a_flush(index: ResolutionIndex) -> None:
+    """An error the sqlite3 module raises without asking SQLite (no ``sqlite_errorcode``) is no disk's."""
+    index.half_written("tx", 0, end=10)
+    with pytest.raises(sqlite3.ProgrammingError, match="Error binding parameter"):
+        index.flush(object())  # type: ignore[arg-type]
     index.flush(10)
     assert index.applied_offset == 10
 
