@@ -161,23 +161,25 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
 
 
 # ----------------------------------------------------------------------------- command line
-# What a validation costs, measured on the 2-core development machine at a load average of 28: 9,772 steps
-# (a 1,000-transaction trace) took 56 s in TLC, 37,546 steps 1,056 s. The time grows about with the square
-# of the steps (each step indexes the trace's sequence), so the estimate is quadratic.
-START_S = 20
-SECONDS_PER_10K_STEPS_SQUARED = 50
+# What a validation costs: wall time on the quiet 2-core development machine (2026-11-26), heavy-fault
+# traces of `txmq simulate`: 11,696 steps (1,000 transactions, strict) 9.4 s, 16,120 (1,000, rocketmq)
+# 12.5 s, 113,236 (10,000, strict) 332 s. The cost per step grows with the open transactions the state
+# holds, so the time grows faster than the steps: about as their power 1.9, after a few seconds of start.
+START_S = 5
+SECONDS_AT_10K_STEPS = 3.3
+GROWTH = 1.9
 
 
 def expected_cost(steps: int) -> str:
     """The time a validation of ``steps`` steps is expected to take, in words."""
-    seconds = START_S + SECONDS_PER_10K_STEPS_SQUARED * (steps / 10_000) ** 2
+    seconds = START_S + SECONDS_AT_10K_STEPS * (steps / 10_000) ** GROWTH
     if seconds < 120:
         return f"expected about {seconds:.0f} s"
     if seconds < 24 * 3600:
-        return (f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about a "
-                "minute)")
+        return (f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about "
+                "10 s)")
     return (f"expected about {seconds / 86400:.0f} days: validate a smaller trace (`txmq simulate -n 1000`, "
-            "about a minute)")
+            "about 10 s)")
 
 
 def _describe(step: Step) -> str:
