@@ -60,6 +60,19 @@ def test_checks_lost_before_the_heartbeat_after_a_restart_count_toward_check_max
     assert checkers.open_transactions(records, 15) == ["n"]
 
 
+def test_checks_lost_across_restarts_count_when_only_two_checks_were_seen() -> None:
+    """Seen checked at 7.9 s and at 50.7 s only (a CI run against upstream, checks every 2 s): the broker
+    was killed at 10 s and the proxy at 25 s, and the 13 checks between went to a group it had not heard.
+    The one gap between two seen checks is the outage's, not a cadence: the check interval places them."""
+    records = [started(0.0), send("u", 2.4), check("u", 7.9, "UNKNOWN"), kill(10.0), started(20.0),
+               kill(25.0), started(40.0), check("u", 50.7, "UNKNOWN")]
+    gated = Expectations("rocketmq", 3.0, 15, heartbeat_s=5.0, check_interval_s=2.0)
+    assert names(records, gated) == []
+    assert checkers.open_transactions(records, 15, heartbeat_s=5.0, check_interval_s=2.0) == []
+    assert names(records, Expectations("strict", 3.0, 15, check_interval_s=2.0)) == [
+        ("EventuallyResolved", False)]
+
+
 def test_the_settle_phase_ends_on_checks_estimated_lost_only_once_the_estimate_is_old() -> None:
     """The same history, seen by the driver while it settles. Until two check intervals after the group was
     heard (48 s + 20 s) the endpoint may still be checking (after a long restart of upstream's proxy it
