@@ -2,8 +2,8 @@
 //
 // Usage: TXMQ_NODE_MODULES=<dir holding node_modules> node transactions.mjs HOST:PORT TOPIC GROUP
 // A commit, a rollback, and two orphans the checker resolves (one COMMIT, one ROLLBACK); a simple consumer
-// receives until both committed messages came. Prints one JSON line: message body -> times received, and
-// the bodies the checker was asked about.
+// receives until both committed messages came and both orphans were checked. Prints one JSON line:
+// message body -> times received, and the bodies the checker was asked about.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -38,7 +38,8 @@ const consumer = new SimpleConsumer({
 });
 await consumer.startup();
 const seen = {};
-while (Date.now() < deadline && !(seen.commit && seen['orphan-commit'])) {
+// until both committed messages came and the rollback orphan was checked too (its check may come later)
+while (Date.now() < deadline && !(seen.commit && seen['orphan-commit'] && checked.includes('orphan-rollback'))) {
   for (const message of await consumer.receive(16, 5000)) {
     const body = message.body.toString();
     seen[body] = (seen[body] ?? 0) + 1;
