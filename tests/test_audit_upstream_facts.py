@@ -11,6 +11,7 @@ import pytest
 from test_audit_units import check, deliver, end, kill, names, never_deciding, send
 
 from txmq.audit import checkers, report
+from txmq.audit.blind import downtime_s
 from txmq.audit.checkers import Expectations
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.catalogue import UPSTREAM_FACTS
@@ -71,6 +72,18 @@ def test_checks_lost_across_restarts_count_when_only_two_checks_were_seen() -> N
     assert checkers.open_transactions(records, 15, heartbeat_s=5.0, check_interval_s=2.0) == []
     assert names(records, Expectations("strict", 3.0, 15, check_interval_s=2.0)) == [
         ("EventuallyResolved", False)]
+
+
+def test_the_settle_phase_waits_as_long_as_the_endpoint_was_down() -> None:
+    """The nemesis of a CI run: broker and proxy down from 12.35 s to 35.21 s, the proxy from 37.08 s
+    to 46.58 s; a kill not yet followed by ``up`` counts up to now."""
+    def up(at: float) -> dict[str, Any]:
+        return {"ev": "nemesis", "action": "up", "t": at}
+
+    records = [started(0.0), kill(12.35), up(35.21), started(36.2), kill(37.08), up(46.58), started(47.6)]
+    assert downtime_s(records, 60.0) == pytest.approx(22.86 + 9.5)
+    assert downtime_s([*records, kill(50.0)], 60.0) == pytest.approx(22.86 + 9.5 + 10.0)
+    assert downtime_s([started(0.0)], 60.0) == 0.0
 
 
 def test_the_settle_phase_ends_on_checks_estimated_lost_only_once_the_estimate_is_old() -> None:

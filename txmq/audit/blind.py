@@ -83,6 +83,22 @@ def unheard_windows(ordered: Iterable[Record], heartbeat_s: float | None) -> lis
     return windows
 
 
+def downtime_s(ordered: Iterable[Record], now: float) -> float:
+    """How long the nemesis held the endpoint down: from each kill to the next ``up`` (or to ``now``).
+    No check is made then, lost or not, so a transaction alive across it needs that much longer to reach
+    check-max."""
+    total, down_at = 0.0, None
+    for record in ordered:
+        if record["ev"] != "nemesis":
+            continue
+        if record["action"] == "kill" and down_at is None:
+            down_at = float(record["t"])
+        elif record["action"] == "up" and down_at is not None:
+            total += float(record["t"]) - down_at
+            down_at = None
+    return total + (now - down_at if down_at is not None else 0.0)
+
+
 def checks_lost(times: list[float], born: float, check_max: int, windows: list[Window],
                 interval_s: float | None = None) -> int:
     """How many of the ``check_max - len(times)`` checks a client did not see may have been lost in
