@@ -160,6 +160,7 @@ def validate(
     job_s = time.perf_counter() - t1
 
     config = trace.config
+    absent = lacking_events(trace, stats)
     return Report(
         trace=str(trace.path),
         mode=trace.mode,
@@ -179,7 +180,7 @@ def validate(
             "judged": txns.judged,
             "too_young": txns.too_young,
         },
-        checks=_results(tallies, found, lacking_events(trace, stats), limit),
+        checks=_results(tallies, found, absent, limit),
         metrics=_metrics(trace, stats, txns) | {"duplicates_by_cause": duplicates},
         timings={
             "session_start_s": round(session_s, 3),
@@ -187,7 +188,7 @@ def validate(
             "events_per_s": round(stats.events / job_s) if job_s else 0.0,
         },
         spark={"master": spark.sparkContext.master, "version": spark.version},
-        absent_events=lacking_events(trace, stats),
+        absent_events=absent,
         outcomes=[outcome_result(oid, found, trace.mode) for oid, found in shown.items()],
     )
 

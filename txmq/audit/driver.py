@@ -27,7 +27,7 @@ from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message
 
 from txmq.audit.blind import downtime_s, unheard_windows
 from txmq.audit.checkers import open_transactions
-from txmq.audit.history import History, Record, at
+from txmq.audit.history import History, Record
 from txmq.audit.nemesis import Nemesis
 from txmq.audit.producers import AuditProducer, LocalTransactions
 from txmq.audit.workload import Fault, Plan, PlannedTx
@@ -257,9 +257,6 @@ class Driver:
                 and not open_transactions(records, self.settings.check_max, self._heartbeat_to_trust(records),
                                           self.settings.check_interval_s))
 
-    def _downtime(self) -> float:
-        return downtime_s(self.history.records, self.history.now())
-
     def _heartbeat_to_trust(self, records: list[Record]) -> float | None:
         """The heartbeat with which to count checks lost before the endpoint heard the producer group
         (``txmq.audit.blind``), or None while that estimate is too fresh to end the settle phase on.
@@ -269,7 +266,7 @@ class Driver:
         first check came 4 s after the settle phase had ended on the estimate, and the audit called the
         transaction stuck. The report counts the estimate either way."""
         heartbeat = self.settings.heartbeat_s
-        windows = unheard_windows(sorted(records, key=at), heartbeat)
+        windows = unheard_windows(records, heartbeat)  # records come in time order
         heard = max((end for _, end in windows), default=float("-inf"))
         if self.history.now() < heard + 2 * self.settings.check_interval_s:
             return None
@@ -359,8 +356,12 @@ class Driver:
         that ignored both ran out (two fresh-clone CI runs, transactions called stuck)."""
         started = time.monotonic()
         last_progress = started
-        while (time.monotonic() - started < self.settings.settle_s + self._downtime()
-               and not self._settled()):
+
+        def waiting() -> bool:
+            limit = self.settings.settle_s + downtime_s(self.history.records, self.history.now())
+            return time.monotonic() - started < limit and not self._settled()
+
+        while waiting():
             time.sleep(0.2)
             if time.monotonic() - last_progress >= 2:
                 last_progress = time.monotonic()
