@@ -33,6 +33,7 @@ REQUIRED_BY_EVENT: dict[str, tuple[str, ...]] = {
     S.PLAIN_PUT: ("topic", "queue_id", "queue_offset"),
     S.PRODUCER: ("producer_group", "producer", "result"),
     S.CHECKPOINT: ("half_offset", "op_offset"),
+    S.OP_READ: ("op_offset",),
     S.END: ("queue_offset", "op_offset"),
     S.EXPIRE: ("commitlog_offset", "half_offset", "op_offset", "half_offsets"),
 }

@@ -144,9 +144,10 @@ Open ==
 RaiseFloor ==
     /\ floor' = Ev.i
     /\ covered' = {o \in covered : o > Ev.i}
+    /\ opRead' = {o \in opRead : o > Ev.i}
     /\ UNCHANGED <<producerVars, half, latest, opRecords, reals, lives, durable, cursorDurable,
-                   volatileVars, now, net, historyVars, budgetVars, occupant, ownerOf, skewOf, immunityOf,
-                   recs>>
+                   opBuf, cache, cursor, index, now, net, historyVars, budgetVars, occupant, ownerOf, skewOf,
+                   immunityOf, recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
 Passed(i) == i <= floor \/ i \in covered
@@ -242,7 +243,7 @@ CondsOf(d) ==
                  Ev.offs # << >> /\ Len(Ev.offs) <= Len(opBuf) /\ SubSeq(opBuf, 1, Len(Ev.offs)) = Ev.offs, opBuf) >>
       [] Ev.e = "SKIP" ->
             << NothingOwed(d), C(d, "Examinable", Examinable, Len(half)),
-               C(d, "CoveredOrSettled", Next1 \in covered \/ Settled(Next1), Rec) >>
+               C(d, "CoveredOrSettled", Next1 \in OpView \/ Settled(Next1), Rec) >>
       [] Ev.e = "RENEW" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
             << UnsettledRecord(d),
@@ -295,6 +296,8 @@ Act ==
       [] Ev.e = "ANSWER" -> AnswerEv
       [] Ev.e = "END" -> DeliverEnd(Ev.res)
       [] Ev.e = "OP" -> FlushOps(Len(Ev.offs))
+      \* A read that finds nothing the view lacks changes nothing (ReadOps is the read that does).
+      [] Ev.e = "READ" -> IF ~LaggingOpView \/ opRead = covered THEN Keep ELSE ReadOps
       [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved
       [] Ev.e = "RENEW" -> IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)
       [] Ev.e = "IMMUNITY" -> ScanImmunity

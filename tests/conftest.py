@@ -88,7 +88,9 @@ _JAVA_MODULES = ("test_serve_java", "test_remoting_java")
 
 
 # Test modules that run servers and clients on the real clock (serve, the audit, remoting, Spark's JVM).
-_REAL_TIME_PREFIXES = ("test_audit_", "test_serve_", "test_remoting_", "spark_validation.tests.")
+# The import's Spark tests join them: they share that process's Spark session instead of starting one.
+_REAL_TIME_PREFIXES = ("test_audit_", "test_serve_", "test_remoting_", "spark_validation.tests.",
+                       "test_import_validate")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -110,6 +110,32 @@ def test_the_settle_phase_ends_on_checks_estimated_lost_only_once_the_estimate_i
         driver.lifecycles.shutdown()
 
 
+def test_the_settle_phase_goes_on_while_a_kill_has_no_producer_start_after_it() -> None:
+    """A CI run: the proxy was killed at 40.7 s, during the settle phase, when the estimate for the
+    window before it (12.3 s to 46 s) was old enough to trust; the phase ended at 50.1 s, while the
+    proxy was still down, and the three transactions checked once it was back were called stuck. The
+    still-open window keeps the phase going until two check intervals after the group is heard again."""
+    from txmq.audit.driver import Driver, DriverSettings  # after the module's importorskip
+    from txmq.audit.history import History
+
+    records = [started(0.0), *never_deciding(46.0), kill(40.0), started(43.0), kill(70.0)]
+    plan = Plan(1, (PlannedTx("n", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.WITHHELD),), (), 0.0)
+    history = History()
+    for record in records:
+        history.add(**record)
+    settings = DriverSettings("127.0.0.1:1", "T", "G", 1, 2, 10.0, 15, heartbeat_s=5.0, check_interval_s=10.0)
+    driver = Driver(plan, settings, history)
+    try:
+        history.now = lambda: 80.0  # type: ignore[method-assign]
+        assert not driver._settled()  # the window that began at 70 s is open
+        history.add(**started(81.0))
+        history.now = lambda: 108.0  # type: ignore[method-assign]
+        assert driver._settled()  # 81 s + 5 s + 1 s of slack, and two check intervals
+    finally:
+        driver.answers.shutdown()
+        driver.lifecycles.shutdown()
+
+
 def test_a_check_missing_long_after_the_heartbeat_is_still_stuck() -> None:
     records = [started(0.0), *never_deciding(96.0), kill(40.0), started(43.0)]
     gated = Expectations("rocketmq", 1.0, 15, heartbeat_s=5.0)

@@ -10,6 +10,8 @@ that never triggers its action fails the batch instead of passing silently. Also
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -17,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from batch_traces import TRANSACTIONS, trace_path
 from test_conformance_trace import SPEC, Listener, renumber
 from tlc_tools import JAR, count_tlc, needs_tlc
 
+from txmq import proc
 from txmq.broker import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.protocol import LocalTransactionState, Message
-from txmq.sim.runner import simulate
-from txmq.sim.workload import FAULT_PRESETS, Workload
 from txmq.tla.trace_batch import BatchTrace, validate_batch
 from txmq.tla.trace_input import coverage
 from txmq.tla.trace_validation import Validation, validate
@@ -36,21 +38,21 @@ from txmq.transaction.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 
 SEEDS = range(50)
 MODES = ("strict", "rocketmq")
-TRANSACTIONS = 200
 PARALLEL = 2  # TLC runs, each with one worker: the CI machine has 2 cores
-PER_RUN = 50  # traces per TLC run (one JVM): a RESET frees every slot, so a run's state is one trace's
+# A mode's traces are one TLC run (one JVM): a RESET frees every slot, so a run's state is one trace's.
 
 
-def _simulate(seed: int, mode: str, directory: Path) -> BatchTrace:
-    out = directory / f"{mode}-{seed}.parquet"
-    faults = "heavy" if seed % 2 else "light"
-    workload = Workload().with_overrides(transactions=TRANSACTIONS, **FAULT_PRESETS[faults])
-    simulate(workload, seed, BrokerConfig(mode=mode), out=out)
-    header, events = read_events(out)
-    return BatchTrace(header.mode, header.config, list(events))
-
-
-def _validate(traces: list[BatchTrace]) -> list[Validation]:
+def _simulate_and_validate(mode: str, directory: Path) -> list[Validation]:
+    """The mode's traces (``tests/batch_traces.py``, in a child process outside the coverage measurement),
+    validated in one TLC run."""
+    script = Path(__file__).with_name("batch_traces.py")
+    written = proc.run([sys.executable, str(script), mode, str(directory), str(SEEDS.start), str(SEEDS.stop)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    assert written.returncode == 0, written.stderr
+    traces = []
+    for seed in SEEDS:
+        header, events = read_events(trace_path(directory, mode, seed))
+        traces.append(BatchTrace(header.mode, header.config, list(events)))
     count_tlc("traces", len(traces))
     return validate_batch(traces, spec_dir=SPEC, jar=JAR)
 
@@ -79,9 +81,8 @@ def test_batch_of_simulated_traces_is_accepted_and_covers_every_action(tmp_path:
           f"modes {', '.join(MODES)}, light and heavy faults")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        traces = list(pool.map(lambda job: _simulate(job[0], job[1], tmp_path), jobs))
-        runs = [traces[i:i + PER_RUN] for i in range(0, len(traces), PER_RUN)]  # a run: one mode
-        verdicts = [v for run in pool.map(_validate, runs) for v in run]
+        verdicts = [v for run in pool.map(lambda mode: _simulate_and_validate(mode, tmp_path), MODES)
+                    for v in run]
     failures: list[str] = []
     actions: Counter[str] = Counter()
     variants: Counter[str] = Counter({name: 0 for name in VARIANTS})
@@ -158,13 +159,15 @@ def test_sixteenth_check_is_rejected_at_its_renewal(mode: str, tmp_path: Path) -
     count_tlc("traces", 2)
     honest = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR)
     assert honest.accepted, honest.first_unexplained
-    # Instead of discarding after the 15th check, the broker renews the half for a 16th.
+    # Instead of discarding after the 15th check, the broker renews the half for a 16th, at the discard's
+    # time (its run's: the run's Op read is traced at that time before it).
     last = renewals[-1]
     discard = next(i for i, e in enumerate(events) if e["event"] == "DISCARD")
-    sixteenth = {**last, "half_offset": last["half_offset"] + 1, "prev_half_offset": last["half_offset"],
-                 "check_count": config.check_max + 1}
+    at = events[discard]["ts"]
+    sixteenth = {**last, "ts": at, "half_offset": last["half_offset"] + 1,
+                 "prev_half_offset": last["half_offset"], "check_count": config.check_max + 1}
     check = next(e for e in events if e["event"] == "CHECK" and e["half_offset"] == last["half_offset"])
-    events[discard:discard + 1] = [sixteenth, {**check, "half_offset": sixteenth["half_offset"],
+    events[discard:discard + 1] = [sixteenth, {**check, "ts": at, "half_offset": sixteenth["half_offset"],
                                                "check_count": sixteenth["check_count"]}]
     events = renumber(events)
     outcome = validate(mode, config.as_dict(), events, spec_dir=SPEC, jar=JAR)

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tlc_tools import JAR, needs_tlc
+from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.cli import main
 from txmq.errors import ConfigError
@@ -119,3 +119,26 @@ def test_fresh_counterexample_gives_the_saved_schedule(model: str) -> None:
     assert result.violated == ENTRIES[model].expect.violates
     assert schedule == load_schedule(DATA / f"{model}.json")
     assert judge(schedule).ok
+
+
+@needs_tlc
+def test_a_check_of_a_half_whose_op_record_the_run_wrote_is_a_behaviour_of_the_spec() -> None:
+    """Broker → spec on S41: the rocketmq broker's trace of the ``rocketmq_op_written_during_run``
+    counterexample (a run reads the empty Op queue, the Op batch is written, the run checks the committed
+    half) is a behaviour of the spec, which follows the run's reads (``OP_READ``, the spec's ``ReadOps``).
+    Without those events validation gives the check service the whole Op queue and refuses the check:
+    the record it examines is covered, so not ``Unsettled``."""
+    from txmq.tla.replay import replay
+    from txmq.tla.trace_validation import validate
+
+    schedule = load_schedule(DATA / "rocketmq_op_written_during_run.json")
+    events = replay(schedule, "rocketmq").events
+    assert [e["event"] for e in events].count("OP_READ") >= 1
+    config = {"check_max": schedule["check_max"]}
+    count_tlc("traces", 2)
+    outcome = validate("rocketmq", config, events, spec_dir=SPEC, jar=JAR)
+    assert outcome.accepted, (outcome.first_unexplained, outcome.condition, outcome.state)
+    blind = [{**e, "seq": i} for i, e in enumerate(e for e in events if e["event"] != "OP_READ")]
+    refused = validate("rocketmq", config, blind, spec_dir=SPEC, jar=JAR)
+    assert refused.first_unexplained is not None and refused.first_unexplained.kind == "RENEW"
+    assert refused.condition == "Unsettled"

@@ -253,7 +253,10 @@ def test_pop_redelivers_after_the_invisible_time_and_checks_receipt_handles(stub
         "INTERNAL_SERVER_ERROR"  # a forged offset outside the queue: the broker's NO_MESSAGE
     assert ack(stub, "Raw", "G-raw", changed.receipt_handle) == "OK"
     assert ack(stub, "Raw", "G-raw", changed.receipt_handle) == "OK"  # acking twice is harmless
-    assert [r for r in receive(stub, "Raw", "G-raw", wait_ms=1000) if r.HasField("message")] == []
+    # only POP-1's: the send test's message in Raw, never acked, comes back each invisible time (its third
+    # attempt arrived here once on a busy machine)
+    assert [r for r in receive(stub, "Raw", "G-raw", wait_ms=1000)
+            if r.HasField("message") and r.message.system_properties.message_id == "POP-1"] == []
 
 
 def test_a_forwarded_message_lands_in_the_groups_dead_letter_topic(stub: Any) -> None:

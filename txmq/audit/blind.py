@@ -66,10 +66,13 @@ def closing_windows(ordered: Iterable[Record]) -> list[Window]:
     return windows + [(begin, begin) for begin in closing.values()]
 
 
-def unheard_windows(ordered: Iterable[Record], heartbeat_s: float | None) -> list[Window]:
+def unheard_windows(ordered: Iterable[Record], heartbeat_s: float | None,
+                    open_until: float | None = None) -> list[Window]:
     """When the endpoint may not yet know the producer group (see the module docstring): from the audit's
     start and from each nemesis kill until ``heartbeat_s`` (plus slack) after the first producer start (or
-    resume) that followed. None: the endpoint registers producers at once (strict mode), no such window."""
+    resume) that followed. None: the endpoint registers producers at once (strict mode), no such window.
+    A window no producer start has closed yet (the endpoint is still down, or its clients not yet back)
+    ends at ``open_until``, or is left out when that is None."""
     if heartbeat_s is None:
         return []
     windows = []
@@ -80,6 +83,8 @@ def unheard_windows(ordered: Iterable[Record], heartbeat_s: float | None) -> lis
         elif record["ev"] == "client" and record["action"] in ("start", "resume") and begin is not None:
             windows.append((begin, float(record["t"]) + heartbeat_s + HEARTBEAT_SLACK_S))
             begin = None
+    if begin is not None and open_until is not None:
+        windows.append((begin, open_until))
     return windows
 
 

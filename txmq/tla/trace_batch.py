@@ -8,8 +8,9 @@ number), so no step of one trace can be explained by the state another left. The
 traces' joined; budgets (crashes, duplicates...) are summed, each trace spending exactly its own.
 
 Traces of one run must agree on what the configuration gives the spec (mode, timeout, check max,
-retention). A rejection stops the run: the traces before it are accepted, the rejected one is reported as
-if validated alone, and the traces after it go to a run of their own.
+retention, and whether the check service's Op reads are traced). A rejection stops the run: the traces
+before it are accepted, the rejected one is reported as if validated alone, and the traces after it go to
+a run of their own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from txmq.config import BrokerConfig
 from txmq.tla.trace_input import SpecInput, Step
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_validation import Validation, judge, require_complete
+from txmq.trace.schema import OP_READ
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class BatchTrace:
         """What the configuration gives the spec: traces validated in one run must agree on it."""
         defaults = BrokerConfig()
         return (self.mode, *(int(self.config.get(k, getattr(defaults, k)))
-                             for k in ("transaction_timeout_ms", "check_max", "file_reserved_time_ms")))
+                             for k in ("transaction_timeout_ms", "check_max", "file_reserved_time_ms")),
+                any(e["event"] == OP_READ for e in self.events))
 
 
 def _renamed(step: Step, number: int, txn_offset: int, plain_offset: int) -> Step:
@@ -76,6 +79,7 @@ def join(traces: Sequence[BatchTrace]) -> tuple[list[Step], SpecInput, list[tupl
         joined.plain_messages += spec.plain_messages
         joined.subscribed.update({f"b{number}:{g}": topics for g, topics in spec.subscribed.items()})
         joined.budgets.update(spec.budgets)
+        joined.op_reads = joined.op_reads or spec.op_reads  # the same in every trace of a run (spec_key)
     return steps, joined, bounds
 
 

@@ -23,7 +23,7 @@ ACTION_OF = {
     "END": "Deliver(end)", "OP": "FlushOps", "SKIP": "ScanSkip", "RENEW": "ScanCheck",
     "IMMUNITY": "ScanImmunity", "DISCARD": "ScanDiscard", "RESUME": "Resume", "CRASH": "CrashRestart",
     "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
-    "RESET": None, "OPEN": None, "FLOOR": None, "LOSE": "Lose", "RETIRE": None,
+    "RESET": None, "OPEN": None, "FLOOR": None, "LOSE": "Lose", "RETIRE": None, "READ": "ReadOps",
 }
 
 
@@ -88,6 +88,7 @@ class SpecInput:
     subscribed: dict[str, list[str]] = field(default_factory=dict)  # consumer group -> topics (header)
     budgets: Counter[str] = field(default_factory=Counter)  # MaxCrash, MaxDup, ... as the trace spends them
     base_ts: int = 0  # broker ms that is 0 on the spec's clock
+    op_reads: bool = False  # the trace shows the check service's Op reads (OP_READ): LaggingOpView
 
 
 def unmodelled(event: Mapping[str, Any], what: str) -> UnmodelledTraceError:

@@ -130,9 +130,10 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         f"    TimeoutT = {timeout}\n"
         f"    RetentionT = {retention}\n"
         f"{budgets}{guards}"
-        # The trace has no event for the scanner's Op reads: its view is the Op queue (a rocketmq trace
-        # with S41's check, an Op written during the run, is refused: see docs/conformance.md).
-        "    LaggingOpView = FALSE\n"
+        # The scanner decides on the Op records it has read (OP_READ events): a run can check a half
+        # whose Op record was written after its last read (S41, docs/conformance.md). A trace without
+        # them (written before they were traced) gives the scanner the whole Op queue.
+        f"    LaggingOpView = {tla(spec.op_reads)}\n"
         "    Trace <- TraceV\n"
         "INIT TraceInit\nNEXT TraceNext\nVIEW TraceView\n"
         "CONSTRAINT ReportAccepted\n"

@@ -165,6 +165,7 @@ class _Builder:
             ev.HALF_RENEW: self.on_half_renew, ev.CHECK: self.on_check, ev.DISCARD: self.on_discard,
             ev.CHECKPOINT: self.on_checkpoint, ev.CRASH: self.on_crash, ev.RESTART: self.on_restart,
             ev.PLAIN_PUT: self.on_plain_put, ev.DELIVER: self.on_deliver, ev.END: self.on_end,
+            ev.OP_READ: self.on_op_read,
         }
         for index, e in enumerate(self.events):
             handler = handlers.get(e["event"])
@@ -287,6 +288,12 @@ class _Builder:
     def on_op_put(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
         self.add("OP", e, offs=[int(o) + 1 for o in e["half_offsets"]])
+
+    def on_op_read(self, e: Mapping[str, Any]) -> None:
+        """The check service's view of the Op queue catches up with it (the spec's ``ReadOps``)."""
+        self.spec.op_reads = True
+        self.tick(e)
+        self.add("READ", e)
 
     def on_half_renew(self, e: Mapping[str, Any]) -> None:
         self.tick(e)

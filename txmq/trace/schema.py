@@ -40,6 +40,7 @@ RESTART = "RESTART"  # half_offset / op_offset: the checkpoints the check servic
 PLAIN_PUT = "PLAIN_PUT"  # a message sent outside any transaction was stored
 PRODUCER = "PRODUCER"  # a producer registered for checks (result UP) or left (DOWN)
 CHECKPOINT = "CHECKPOINT"  # a check run ended: half_offset / op_offset are the checkpoints it moved to
+OP_READ = "OP_READ"  # a check run read Op records: op_offset is where its view of the Op queue now ends
 END = "END"  # clean shutdown, always the last event: what the broker still held (see docs/trace-events.md)
 EXPIRE = "EXPIRE"  # retention deleted commit-log segments: where the log and the half/Op queues now start
 # A consumer group's members (txmq.client.group), in the trace of ``txmq simulate-groups``: ``producer``
@@ -51,7 +52,7 @@ OFFSET_COMMIT = "OFFSET_COMMIT"  # the member sent a queue's consume offset to t
 RETRY = "RETRY"  # a failed message was sent back: to the retry topic (result RETRY) or the DLQ (DLQ)
 GROUP_EVENTS = (MEMBER, ALLOCATE, CONSUME, OFFSET_COMMIT, RETRY)
 EVENTS = (LOCAL_TX, HALF_PUT, HALF_RENEW, END_TX, REAL_PUT, OP_PUT, CHECK, DISCARD, DELIVER, CRASH, RESTART,
-          PLAIN_PUT, PRODUCER, CHECKPOINT, END, EXPIRE, *GROUP_EVENTS)
+          PLAIN_PUT, PRODUCER, CHECKPOINT, OP_READ, END, EXPIRE, *GROUP_EVENTS)
 
 # Actions (END_TX, LOCAL_TX, CHECK answers).
 COMMIT = "COMMIT"

@@ -128,7 +128,9 @@ class CheckService:
 
     def _read_ops(self, queue_id: int, ops: OpView, report: CheckRunReport) -> None:
         """Read the next batch of Op records into ``ops`` (``TransactionalMessageServiceImpl.pullOpMsg``
-        of 32); a record without the Op tag or body counts as done, as upstream's does."""
+        of 32); a record without the Op tag or body counts as done, as upstream's does. Each read is traced
+        (``OP_READ``), one that finds nothing too: the run decides on what it has read, and an Op record
+        written after its last read is one it does not see (the spec's ``LaggingOpView``)."""
         store = self.ctx.store
         stop = min(ops.next_offset + OP_BATCH, store.max_queue_offset(OP_TOPIC, queue_id))
         batch = []
@@ -139,6 +141,8 @@ class CheckService:
             batch.append((op_offset, decode_body(op.body) if usable else None, op.born_timestamp))
         ops.add_batch(batch)
         report.op_reads += 1
+        if self.ctx.trace.enabled:
+            self.ctx.trace.emit(ev.OP_READ, self.ctx.clock.now_ms(), queue_id=queue_id, op_offset=stop)
 
     def _save_checkpoints(self, queue_id: int, half_start: int, half_next: int, op_start: int,
                           op_next: int) -> None:
