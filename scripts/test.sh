@@ -29,19 +29,20 @@ if [ "$#" -gt 0 ]; then
     status=$(judge $? "pytest $*")
     status=$(( status > linted ? status : linted ))
 else
-    # The whole suite as four pytest processes side by side: the TLC tests (the models, the mutants, the
-    # trace batch: CPU-bound JVMs), the tests that run upstream RocketMQ (its JVMs mostly wait on check
-    # intervals and restarts), the tests that run servers or Spark on the real clock (they mostly wait
-    # too), and the rest. Their coverage data is combined below; the other three's output follows the
-    # rest's.
+    # The whole suite as four pytest processes side by side (tests/conftest.py's ``lane``): the TLC tests
+    # (the models, the mutants, the trace batch: CPU-bound JVMs), the tests that run upstream RocketMQ and
+    # the audits (their JVMs and clients mostly wait on check intervals and restarts), the tests that run
+    # servers or Spark on the real clock (they mostly wait too), and the rest, which has time to spare and
+    # runs at a lower priority so that the TLC runs, the longest process, get the cores first. Their
+    # coverage data is combined below; the other three's output follows the rest's.
     tlc_log="$(mktemp -t txmq-tlc-tests.XXXXXX)"
     upstream_log="$(mktemp -t txmq-upstream-tests.XXXXXX)"
     real_time_log="$(mktemp -t txmq-real-time-tests.XXXXXX)"
-    coverage run -m pytest -q -m needs_tlc >"$tlc_log" 2>&1 &
+    coverage run -m pytest -q -m lane_tlc >"$tlc_log" 2>&1 &
     tlc_pid=$!
-    coverage run -m pytest -q -m "needs_upstream and not needs_tlc" >"$upstream_log" 2>&1 &
+    coverage run -m pytest -q -m lane_upstream >"$upstream_log" 2>&1 &
     upstream_pid=$!
-    coverage run -m pytest -q -m "real_time and not needs_tlc and not needs_upstream" >"$real_time_log" 2>&1 &
+    coverage run -m pytest -q -m lane_real_time >"$real_time_log" 2>&1 &
     real_time_pid=$!
     # An interrupted run stops all four.
     trap 'kill "$tlc_pid" "$upstream_pid" "$real_time_pid" 2>/dev/null || true
@@ -50,17 +51,17 @@ else
     lint
     linted=$?
     echo "== pytest under coverage" >&2
-    coverage run -m pytest -q -m "not needs_tlc and not needs_upstream and not real_time"
-    rest=$(judge $? "tests without TLC, upstream or real-time servers")
+    nice -n 5 coverage run -m pytest -q -m "not lane_tlc and not lane_upstream and not lane_real_time"
+    rest=$(judge $? "tests without TLC, upstream, audits or real-time servers")
     wait "$real_time_pid"
     real_time=$(judge $? "tests with servers on the real clock")
     wait "$upstream_pid"
-    upstream=$(judge $? "tests with upstream RocketMQ")
+    upstream=$(judge $? "tests with upstream RocketMQ, and the audits")
     wait "$tlc_pid"
     tlc=$(judge $? "tests with TLC")
     echo "== pytest: the tests that run servers or Spark on the real clock" >&2
     cat "$real_time_log"
-    echo "== pytest: the tests that run upstream RocketMQ" >&2
+    echo "== pytest: the tests that run upstream RocketMQ, and the audits" >&2
     cat "$upstream_log"
     echo "== pytest: the tests that run TLC" >&2
     cat "$tlc_log"

@@ -87,24 +87,37 @@ def mode(request: pytest.FixtureRequest) -> str:
 _JAVA_MODULES = ("test_serve_java", "test_remoting_java")
 
 
-# Test modules that run servers and clients on the real clock (serve, the audit, remoting, Spark's JVM).
-# The import's Spark tests join them: they share that process's Spark session instead of starting one.
-_REAL_TIME_PREFIXES = ("test_audit_", "test_serve_", "test_remoting_", "spark_validation.tests.",
-                       "test_import_validate")
+# Test modules that run servers and clients on the real clock (serve, remoting, Spark's JVM). The
+# import's Spark tests join them: they share that process's Spark session instead of starting one.
+_REAL_TIME_PREFIXES = ("test_serve_", "test_remoting_", "spark_validation.tests.", "test_import_validate")
+# The audits of txmq serve: each waits out its workload and settle time on the real clock, as upstream's
+# tests wait on its check intervals and restarts; they share that process, which ends first otherwise.
+_AUDIT_PREFIX = "test_audit_"
+
+
+def lane(item: pytest.Item) -> str:
+    """Which of ``scripts/test.sh``'s four pytest processes runs the test: ``upstream`` (upstream's
+    cluster or its Java programs, and the audits: they mostly wait on JVMs and check intervals),
+    ``real_time`` (servers and Spark on the real clock), ``tlc`` (the TLC runs of the other tests:
+    CPU-bound JVMs), or ``rest``. A TLC check of a session recorded on the real clock stays in its
+    module's process: it mostly waits on the session."""
+    module = getattr(item, "module", None)
+    name = module.__name__ if module is not None else ""
+    upstream = "upstream" in getattr(item, "fixturenames", ()) or name in _JAVA_MODULES
+    if upstream or name.startswith(_AUDIT_PREFIX):
+        return "upstream"
+    if name.startswith(_REAL_TIME_PREFIXES):
+        return "real_time"
+    return "tlc" if item.get_closest_marker("needs_tlc") is not None else "rest"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``needs_upstream`` every test that runs upstream RocketMQ (the session's cluster, or the
-    distribution's Java programs), and ``real_time`` those of the other modules that run servers on the
-    real clock: ``scripts/test.sh`` runs each kind in a pytest process of its own, beside the TLC tests and
-    the rest, since they mostly wait on JVMs, sockets and check intervals."""
+    """Mark each test with its process's marker (``lane``): ``lane_upstream``, ``lane_real_time`` or
+    ``lane_tlc``; the rest carry none."""
     for item in items:
-        module = getattr(item, "module", None)
-        name = module.__name__ if module is not None else ""
-        if "upstream" in getattr(item, "fixturenames", ()) or name in _JAVA_MODULES:
-            item.add_marker(pytest.mark.needs_upstream)
-        elif name.startswith(_REAL_TIME_PREFIXES):
-            item.add_marker(pytest.mark.real_time)
+        kind = lane(item)
+        if kind != "rest":
+            item.add_marker(getattr(pytest.mark, f"lane_{kind}"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -6,7 +6,7 @@ transactional one commits it at once); the simple consumer example receives and 
 the push consumer example consumes the normal one. The examples never exit by themselves: they run until
 every success line was seen, then are stopped, and ``RMQ_EXAMPLE_TIMEOUT`` bounds each in any case.
 Without ``ROCKETMQ_HOME`` the test skips; under ``CI=true`` with ``ROCKETMQ_HOME`` set, a kit
-without the examples fails it.
+without the examples fails it. The session's trace is then checked by TLC as a behaviour of the spec.
 """
 
 from __future__ import annotations
@@ -18,11 +18,16 @@ import subprocess
 from pathlib import Path
 
 from servekit import Lines, ServerProcess
+from tlc_tools import JAR, count_tlc, needs_tlc
 from upstreamkit import kit_file
+
+from txmq.tla.trace_validation import validate
+from txmq.trace.reader import read_events
 
 EXAMPLE_TIMEOUT_S = 90  # the kit's own bound on each example's JVM
 LINE_TIMEOUT_S = 60
 TX_TOPIC, NORMAL_TOPIC, GROUP = "JavaTx", "JavaNormal", "JavaGroup"
+SPEC = Path(__file__).resolve().parents[1] / "spec"
 
 
 def java5_example() -> Path:
@@ -68,10 +73,11 @@ class Example:
                 self.proc.wait()
 
 
+@needs_tlc
 def test_the_java_client_examples_send_commit_and_consume_through_serve(tmp_path: Path) -> None:
     script = java5_example()
     server = ServerProcess(tmp_path / "store", f"--topic={TX_TOPIC}", f"--topic={NORMAL_TOPIC}",
-                           "--proxy", "min_invisible_ms_for_receive=1000")
+                           "--proxy", "min_invisible_ms_for_receive=1000", trace=tmp_path / "java.ndjson")
     examples: list[Example] = []
 
     def start(name: str, topic: str) -> Example:
@@ -94,3 +100,7 @@ def test_the_java_client_examples_send_commit_and_consume_through_serve(tmp_path
             example.stop()
         assert server.terminate() == 0
     assert (acked, pushed) == (committed, sent)
+    header, events = read_events(tmp_path / "java.ndjson")
+    count_tlc("traces")
+    verdict = validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
+    assert verdict.accepted, (verdict.first_unexplained, verdict.condition, verdict.state)

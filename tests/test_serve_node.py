@@ -1,4 +1,5 @@
-"""``txmq serve`` against the official Node.js client (``rocketmq-client-nodejs``, from npm).
+"""``txmq serve`` against the official Node.js client (``rocketmq-client-nodejs``, from npm), and the
+session's trace checked by TLC as a behaviour of the spec.
 
 The client is installed once per user into ``$XDG_CACHE_HOME/txmq/node-client`` (default
 ``~/.cache/txmq/node-client``) and reused; the test program is ``tests/node/transactions.mjs``.
@@ -14,9 +15,14 @@ from pathlib import Path
 
 import pytest
 from servekit import ServerProcess
+from tlc_tools import JAR, count_tlc, needs_tlc
+
+from txmq.tla.trace_validation import validate
+from txmq.trace.reader import read_events
 
 NODE_CLIENT = "rocketmq-client-nodejs@1.0.8"
 PROGRAM = Path(__file__).with_name("node") / "transactions.mjs"
+SPEC = Path(__file__).resolve().parents[1] / "spec"
 FAST = ["--broker", "check_interval_ms=300", "--broker", "transaction_timeout_ms=1000",
         "--broker", "op_batch_interval_ms=30", "--proxy", "min_invisible_ms_for_receive=1000",
         "--proxy", "min_long_polling_ms=1000"]
@@ -39,6 +45,7 @@ def node_client_dir() -> Path:
     return directory
 
 
+@needs_tlc
 def test_the_nodejs_client_commits_rolls_back_and_answers_checks(tmp_path: Path) -> None:
     modules = node_client_dir()
     server = ServerProcess(tmp_path / "store", *FAST, "--topic=NodeTopic", trace=tmp_path / "node.ndjson")
@@ -52,3 +59,7 @@ def test_the_nodejs_client_commits_rolls_back_and_answers_checks(tmp_path: Path)
     outcome = json.loads(run.stdout.strip().splitlines()[-1])
     assert outcome["seen"] == {"commit": 1, "orphan-commit": 1}
     assert sorted(outcome["checked"]) == ["orphan-commit", "orphan-rollback"]
+    header, events = read_events(tmp_path / "node.ndjson")
+    count_tlc("traces")
+    verdict = validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
+    assert verdict.accepted, (verdict.first_unexplained, verdict.condition, verdict.state)

@@ -96,6 +96,7 @@ class ClientRegistry:
         self._sessions: dict[str, ClientSession] = {}
         self._terminated: set[TelemetryStream] = set()  # streams of terminated clients, still open
         self.subscriptions: dict[str, set[str]] = {}  # consumer group -> topics subscribed to with "*"
+        self.subscribed_topics: dict[str, set[str]] = {}  # consumer group -> topics, with any filter
 
     def settings(self, client_id: str) -> Any | None:
         """The client's last Settings, or None if it sent none."""
@@ -126,10 +127,16 @@ class ClientRegistry:
             self.registration.register(group, stream)
 
     def _subscribe(self, subscription: Any) -> None:
-        topics = self.subscriptions.setdefault(subscription.group.name, set())
         for entry in subscription.subscriptions:
-            if entry.expression.expression.strip() in ("", "*"):
-                topics.add(entry.topic.name)
+            self.subscribe(subscription.group.name, entry.topic.name, entry.expression.expression)
+
+    def subscribe(self, group: str, topic: str, expression: str) -> None:
+        """A consumer group subscribed to ``topic``: with ``*`` it is owed every message of the topic (the
+        header's ``consumer_groups``); with any filter it may be delivered the topic's messages
+        (``consumer_topics``, which the spec's GroupSubscribesTopic reads)."""
+        self.subscribed_topics.setdefault(group, set()).add(topic)
+        if expression.strip() in ("", "*"):
+            self.subscriptions.setdefault(group, set()).add(topic)
 
     def stream_ended(self, client_id: str, stream: TelemetryStream) -> None:
         """The client's stream closed: its producer registrations end (upstream: the channel is inactive)."""

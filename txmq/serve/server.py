@@ -149,8 +149,11 @@ class ServeSession:
         broker, self.broker = self.broker, None
         sink, self._sink = self._sink, None
         if sink is not None and broker is not None and self.context is not None:
+            clients = self.context.clients
             sink.header.config["consumer_groups"] = {
-                group: sorted(topics) for group, topics in sorted(self.context.clients.subscriptions.items())}
+                group: sorted(topics) for group, topics in sorted(clients.subscriptions.items())}
+            sink.header.config["consumer_topics"] = {
+                group: sorted(topics) for group, topics in sorted(clients.subscribed_topics.items())}
             sink.header.config["broker_stats"] = broker.broker_stats()
         try:
             if broker is not None:

@@ -56,9 +56,11 @@ class _Builder:
         self.strict = mode == "strict"
         self.timeout = int(config.get("transaction_timeout_ms", BrokerConfig.transaction_timeout_ms))
         self.events = events
+        # The topics each group may be delivered: every topic it subscribed to, with any filter
+        # (consumer_topics, written by txmq serve), else the topics it subscribed to with "*".
+        subscribed = config.get("consumer_topics") or config.get("consumer_groups") or {}
         self.spec = SpecInput(base_ts=int(events[0]["ts"]) if events else 0,
-                              subscribed={str(g): [str(t) for t in topics] for g, topics in
-                                          (config.get("consumer_groups") or {}).items()})
+                              subscribed={str(g): [str(t) for t in ts] for g, ts in subscribed.items()})
         self.steps: list[Step] = []
         self.txn_ids: dict[str, int] = {}
         self.now = 0
@@ -359,7 +361,9 @@ class _Builder:
     def on_deliver(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
         offset = int(e["commitlog_offset"])
-        if e.get("txn"):
+        # A plain message's DELIVER names its unique key as txn (docs/trace-events.md): the stored record
+        # at the offset, not the txn, tells a plain message from a real one.
+        if e.get("txn") and offset not in self.plain_ordinal:
             t, k = self.real_ordinal.get(offset, (self.txn(e), 0))  # 0: no real message was stored there
             if t != self.txn(e):
                 k = 0

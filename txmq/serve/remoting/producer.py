@@ -133,8 +133,7 @@ def heartbeat(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:
     except (ValueError, KeyError, TypeError) as exc:
         raise Refusal(codes.SYSTEM_ERROR, f"the heartbeat does not decode: {exc}") from None
     for group, topic, expression in subscriptions:
-        if expression.strip() in ("", "*"):
-            ctx.serve.clients.subscriptions.setdefault(group, set()).add(topic)
+        ctx.serve.clients.subscribe(group, topic, expression)
     ctx.clients.heartbeat(conn, client_id, producers, groups)
     return cmd.response(codes.SUCCESS)
 
