@@ -1,5 +1,7 @@
 """The upstream cluster fixture itself: upstream serves a transaction end to end to the official client,
-survives a broker crash, and ``txmq upstream`` refuses bad input in one line."""
+and ``txmq upstream`` refuses bad input in one line. (Its restarts are exercised where they matter: the
+upstream-store import kills the broker with SIGKILL and reads the store after, and the audit's nemesis
+kills broker and proxy under a workload whose deliveries it checks.)"""
 
 from __future__ import annotations
 
@@ -25,20 +27,9 @@ def _receive(client: ClientProcess, name: str, want: set[str], timeout_s: float 
     return seen
 
 
-def test_upstream_commits_a_transaction_and_survives_a_broker_crash(upstream: UpstreamCluster,
-                                                                   tmp_path: Path) -> None:
+def test_upstream_commits_a_transaction_and_rolls_one_back(upstream: UpstreamCluster, tmp_path: Path) -> None:
     upstream.create_topic("fixture-tx", "TRANSACTION")
     client = ClientProcess(upstream.proxy_endpoint, tmp_path / "client")
-    try:
-        client.ok("producer", name="p", topics=["fixture-tx"])
-        client.ok("consumer", name="c", group="fixture-group", topics=["fixture-tx"])
-        half = client.ok("half", producer="p", topic="fixture-tx", body="before-crash")
-        client.ok("end", tx=half["message_id"], action="COMMIT")
-        assert "before-crash" in _receive(client, "c", {"before-crash"})
-    finally:
-        client.close()
-    upstream.restart_broker()
-    client = ClientProcess(upstream.proxy_endpoint, tmp_path / "client2")
     try:
         client.ok("producer", name="p", topics=["fixture-tx"])
         client.ok("consumer", name="c", group="fixture-group", topics=["fixture-tx"])
@@ -47,10 +38,10 @@ def test_upstream_commits_a_transaction_and_survives_a_broker_crash(upstream: Up
         # message); the application's checker answers what it decided, not the client's default COMMIT
         client.ok("decide", message_id=rolled["message_id"], answers=["ROLLBACK"])
         client.ok("end", tx=rolled["message_id"], action="ROLLBACK")
-        committed = client.ok("half", producer="p", topic="fixture-tx", body="after-crash")
+        committed = client.ok("half", producer="p", topic="fixture-tx", body="committed")
         client.ok("end", tx=committed["message_id"], action="COMMIT")
-        seen = _receive(client, "c", {"after-crash"})
-        assert "after-crash" in seen and "rolled-back" not in seen
+        seen = _receive(client, "c", {"committed"})
+        assert "committed" in seen and "rolled-back" not in seen
     finally:
         client.close()
 
