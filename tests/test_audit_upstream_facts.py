@@ -5,6 +5,8 @@ history without the fact's excuse is a finding."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -86,14 +88,13 @@ def test_the_settle_phase_waits_as_long_as_the_endpoint_was_down() -> None:
     assert downtime_s([started(0.0)], 60.0) == 0.0
 
 
-def test_the_settle_phase_ends_on_checks_estimated_lost_only_once_the_estimate_is_old() -> None:
-    """The same history, seen by the driver while it settles. Until two check intervals after the group was
-    heard (48 s + 20 s) the endpoint may still be checking (after a long restart of upstream's proxy it
-    was), so the estimate keeps the phase going; later it ends it, as the report counts it."""
+@contextmanager
+def settling(records: list[dict[str, Any]]) -> Iterator[tuple[Any, Any]]:
+    """A driver (one never-deciding transaction planned; heartbeat 5 s, checks every 10 s) whose history
+    holds ``records``, as it would be while settling: (driver, history)."""
     from txmq.audit.driver import Driver, DriverSettings  # after the module's importorskip
     from txmq.audit.history import History
 
-    records = [started(0.0), *never_deciding(46.0), kill(40.0), started(43.0)]
     plan = Plan(1, (PlannedTx("n", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.WITHHELD),), (), 0.0)
     history = History()
     for record in records:
@@ -101,13 +102,21 @@ def test_the_settle_phase_ends_on_checks_estimated_lost_only_once_the_estimate_i
     settings = DriverSettings("127.0.0.1:1", "T", "G", 1, 2, 10.0, 15, heartbeat_s=5.0, check_interval_s=10.0)
     driver = Driver(plan, settings, history)
     try:
-        history.now = lambda: 60.0  # type: ignore[method-assign]
-        assert not driver._settled()
-        history.now = lambda: 75.0  # type: ignore[method-assign]
-        assert driver._settled()
+        yield driver, history
     finally:
         driver.answers.shutdown()
         driver.lifecycles.shutdown()
+
+
+def test_the_settle_phase_ends_on_checks_estimated_lost_only_once_the_estimate_is_old() -> None:
+    """The same history, seen by the driver while it settles. Until two check intervals after the group was
+    heard (48 s + 20 s) the endpoint may still be checking (after a long restart of upstream's proxy it
+    was), so the estimate keeps the phase going; later it ends it, as the report counts it."""
+    with settling([started(0.0), *never_deciding(46.0), kill(40.0), started(43.0)]) as (driver, history):
+        history.now = lambda: 60.0
+        assert not driver._settled()
+        history.now = lambda: 75.0
+        assert driver._settled()
 
 
 def test_the_settle_phase_goes_on_while_a_kill_has_no_producer_start_after_it() -> None:
@@ -115,25 +124,13 @@ def test_the_settle_phase_goes_on_while_a_kill_has_no_producer_start_after_it() 
     window before it (12.3 s to 46 s) was old enough to trust; the phase ended at 50.1 s, while the
     proxy was still down, and the three transactions checked once it was back were called stuck. The
     still-open window keeps the phase going until two check intervals after the group is heard again."""
-    from txmq.audit.driver import Driver, DriverSettings  # after the module's importorskip
-    from txmq.audit.history import History
-
     records = [started(0.0), *never_deciding(46.0), kill(40.0), started(43.0), kill(70.0)]
-    plan = Plan(1, (PlannedTx("n", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.WITHHELD),), (), 0.0)
-    history = History()
-    for record in records:
-        history.add(**record)
-    settings = DriverSettings("127.0.0.1:1", "T", "G", 1, 2, 10.0, 15, heartbeat_s=5.0, check_interval_s=10.0)
-    driver = Driver(plan, settings, history)
-    try:
-        history.now = lambda: 80.0  # type: ignore[method-assign]
+    with settling(records) as (driver, history):
+        history.now = lambda: 80.0
         assert not driver._settled()  # the window that began at 70 s is open
         history.add(**started(81.0))
-        history.now = lambda: 108.0  # type: ignore[method-assign]
+        history.now = lambda: 108.0
         assert driver._settled()  # 81 s + 5 s + 1 s of slack, and two check intervals
-    finally:
-        driver.answers.shutdown()
-        driver.lifecycles.shutdown()
 
 
 def test_a_check_missing_long_after_the_heartbeat_is_still_stuck() -> None:
