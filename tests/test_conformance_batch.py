@@ -39,12 +39,11 @@ from txmq.transaction.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 SEEDS = range(50)
 MODES = ("strict", "rocketmq")
 PARALLEL = 2  # TLC runs, each with one worker: the CI machine has 2 cores
-# A mode's traces are one TLC run (one JVM): a RESET frees every slot, so a run's state is one trace's.
 
 
 def _simulate_and_validate(mode: str, directory: Path) -> list[Validation]:
     """The mode's traces (``tests/batch_traces.py``, in a child process outside the coverage measurement),
-    validated in one TLC run."""
+    validated in one TLC run (one JVM): a RESET frees every slot, so a run's state is one trace's."""
     script = Path(__file__).with_name("batch_traces.py")
     written = proc.run([sys.executable, str(script), mode, str(directory), str(SEEDS.start), str(SEEDS.stop)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)

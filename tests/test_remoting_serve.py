@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 from remotingkit import RemotingClient, served
-from servekit import ROOT
-from tlc_tools import JAR, needs_tlc
+from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
 from spark_validation.report import HOLDS, NOT_JUDGED
 from txmq.cli import main
@@ -32,7 +31,6 @@ from txmq.serve.remoting.message import (
     encode_batch,
 )
 from txmq.serve.server import ServeSession
-from txmq.tla.trace_validation import validate as validate_trace
 from txmq.trace.reader import read_events
 
 GROUP = "pg"
@@ -297,10 +295,9 @@ def short_session(tmp_path: Path) -> Path:
 
 @needs_tlc
 def test_a_short_remoting_session_is_a_behaviour_of_the_spec(tmp_path: Path) -> None:
-    header, events = read_events(short_session(tmp_path))
-    assert header.config["consumer_groups"] == {"G-short": ["Short"]}
-    outcome = validate_trace(header.mode, header.config, events, spec_dir=ROOT / "spec", jar=JAR)
-    assert outcome.accepted, f"rejected at {outcome.first_unexplained}"
+    trace = short_session(tmp_path)
+    assert read_events(trace)[0].config["consumer_groups"] == {"G-short": ["Short"]}
+    assert_trace_is_a_behaviour(trace)
 
 
 def test_a_remoting_session_validates(tmp_path: Path) -> None:

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servekit import ROOT, ClientProcess, ServerProcess
-from tlc_tools import JAR, needs_tlc
+from servekit import ClientProcess, ServerProcess
+from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
 from spark_validation.report import HOLDS, NOT_JUDGED
 from txmq.broker import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
-from txmq.tla.trace_validation import validate as validate_trace
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
 
@@ -33,7 +32,6 @@ from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
 
-SPEC = ROOT / "spec"
 CHECK_INTERVAL_MS = 300
 # Upstream's intervals shrunk ~100x, keeping their ratios: an Op batch interval longer than the check interval
 # would let the scanner re-check committed halves whose Op is still buffered.
@@ -424,6 +422,4 @@ def test_a_short_served_session_is_a_behaviour_of_the_spec(home: Path) -> None:
             short.close()
     finally:
         assert server.terminate() == 0
-    header, events = read_events(home / "short.ndjson")
-    outcome = validate_trace(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
-    assert outcome.accepted, f"rejected at {outcome.first_unexplained}"
+    assert_trace_is_a_behaviour(home / "short.ndjson")

@@ -18,16 +18,12 @@ import subprocess
 from pathlib import Path
 
 from servekit import Lines, ServerProcess
-from tlc_tools import JAR, count_tlc, needs_tlc
+from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 from upstreamkit import kit_file
-
-from txmq.tla.trace_validation import validate
-from txmq.trace.reader import read_events
 
 EXAMPLE_TIMEOUT_S = 90  # the kit's own bound on each example's JVM
 LINE_TIMEOUT_S = 60
 TX_TOPIC, NORMAL_TOPIC, GROUP = "JavaTx", "JavaNormal", "JavaGroup"
-SPEC = Path(__file__).resolve().parents[1] / "spec"
 
 
 def java5_example() -> Path:
@@ -100,7 +96,4 @@ def test_the_java_client_examples_send_commit_and_consume_through_serve(tmp_path
             example.stop()
         assert server.terminate() == 0
     assert (acked, pushed) == (committed, sent)
-    header, events = read_events(tmp_path / "java.ndjson")
-    count_tlc("traces")
-    verdict = validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
-    assert verdict.accepted, (verdict.first_unexplained, verdict.condition, verdict.state)
+    assert_trace_is_a_behaviour(tmp_path / "java.ndjson")

@@ -15,14 +15,10 @@ from pathlib import Path
 
 import pytest
 from servekit import ServerProcess
-from tlc_tools import JAR, count_tlc, needs_tlc
-
-from txmq.tla.trace_validation import validate
-from txmq.trace.reader import read_events
+from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
 NODE_CLIENT = "rocketmq-client-nodejs@1.0.8"
 PROGRAM = Path(__file__).with_name("node") / "transactions.mjs"
-SPEC = Path(__file__).resolve().parents[1] / "spec"
 FAST = ["--broker", "check_interval_ms=300", "--broker", "transaction_timeout_ms=1000",
         "--broker", "op_batch_interval_ms=30", "--proxy", "min_invisible_ms_for_receive=1000",
         "--proxy", "min_long_polling_ms=1000"]
@@ -59,7 +55,4 @@ def test_the_nodejs_client_commits_rolls_back_and_answers_checks(tmp_path: Path)
     outcome = json.loads(run.stdout.strip().splitlines()[-1])
     assert outcome["seen"] == {"commit": 1, "orphan-commit": 1}
     assert sorted(outcome["checked"]) == ["orphan-commit", "orphan-rollback"]
-    header, events = read_events(tmp_path / "node.ndjson")
-    count_tlc("traces")
-    verdict = validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
-    assert verdict.accepted, (verdict.first_unexplained, verdict.condition, verdict.state)
+    assert_trace_is_a_behaviour(tmp_path / "node.ndjson")

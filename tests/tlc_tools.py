@@ -48,3 +48,18 @@ TLC_CHECKED: Counter[str] = Counter()
 def count_tlc(what: str, n: int = 1) -> None:
     """Record that TLC checked ``n`` more of ``what`` (``models``, ``mutants`` or ``traces``)."""
     TLC_CHECKED[what] += n
+
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+
+
+def assert_trace_is_a_behaviour(trace: Path) -> None:
+    """TLC checks a recorded trace file (with its header's mode and config) as a behaviour of the spec;
+    a rejection's assertion names the step, the condition that failed and the spec's state."""
+    from txmq.tla.trace_validation import validate
+    from txmq.trace.reader import read_events
+
+    header, events = read_events(trace)
+    count_tlc("traces")
+    verdict = validate(header.mode, header.config, events, spec_dir=SPEC, jar=JAR)
+    assert verdict.accepted, (verdict.first_unexplained, verdict.condition, verdict.state)
