@@ -2,8 +2,9 @@
 and its TLC configuration.
 
 Values are written as TLA+ literals: a step is a record holding only the fields its kind reads, the
-per-transaction constants are tuples (functions of ``1..N``), so the module stays small enough for SANY
-at tens of thousands of transactions.
+per-transaction constants are tuples (functions of ``1..N``). Long sequences of records are written as
+tuples of their values and turned back into records by TLC, once (``_records``): SANY parses and checks
+a record literal at twice the cost of a tuple, and the literal was half of a long trace's run.
 """
 
 from __future__ import annotations
@@ -38,18 +39,20 @@ def tla(value: Any) -> str:
     raise TypeError(f"no TLA+ literal for {value!r}")
 
 
-def step_record(step: Step) -> str:
+Record = Sequence[tuple[str, Any]]  # a TLA+ record: its fields, in order, with their values
+
+
+def step_record(step: Step) -> Record:
     """``[e |-> "KIND", field |-> value, ...]``."""
-    fields = "".join(f", {name} |-> {tla(value)}" for name, value in step.fields.items())
-    return f'[e |-> "{step.kind}"{fields}]'
+    return [("e", step.kind), *step.fields.items()]
 
 
-def _immunity(has: bool, scan: int, end: int) -> str:
-    return "NoImm" if not has else f"[has |-> TRUE, scan |-> {scan}, end |-> {end}]"
+def _immunity(has: bool, scan: int, end: int) -> Record:
+    return [("has", has), ("scan", scan), ("end", end)]
 
 
-def _message(fields: MessageFields) -> str:
-    return f"[topic |-> {tla(fields.topic)}, q |-> {fields.queue}, crc |-> {tla(fields.crc)}]"
+def _message(fields: MessageFields) -> Record:
+    return [("topic", fields.topic), ("q", fields.queue), ("crc", fields.crc)]
 
 
 def _function(pairs: dict[str, str]) -> str:
@@ -64,6 +67,36 @@ def _sequence(name: str, items: Sequence[str]) -> str:
     return f"{name} == <<\n" + ",\n".join("  " + item for item in items) + "\n>>"
 
 
+def _records(name: str, records: Sequence[Record], tag: str | None = None) -> list[str]:
+    """``name``, a sequence of records, written as ``nameRows``: one tuple per record, its shape's number
+    then its values, and one operator per shape that makes the record again. A record's shape is its
+    fields and, when ``tag`` names one, that field's value (the tag is written once, in the maker).
+    ``name`` is a constant definition, so TLC builds the records once, at start: ``<<>> \\o`` makes the
+    sequence a value at once (a bare ``[i \\in ... |-> ...]`` stays lazy, and TLC rebuilt all of it at
+    each ``Len``: thousands of times slower)."""
+    shapes: dict[tuple[Any, ...], int] = {}
+    rows = []
+    for record in records:
+        key = tuple(field if field != tag else (field, value) for field, value in record)
+        shape = shapes.setdefault(key, len(shapes) + 1)
+        values = [tla(value) for field, value in record if field != tag]
+        rows.append("<<" + ", ".join([str(shape), *values]) + ">>")
+    makers = []
+    for key, number in shapes.items():
+        fields, place = [], 2
+        for item in key:
+            if isinstance(item, tuple):
+                fields.append(f"{item[0]} |-> {tla(item[1])}")
+            else:
+                fields.append(f"{item} |-> r[{place}]")
+                place += 1
+        makers.append(f"{name}Shape{number}(r) == [" + ", ".join(fields) + "]")
+    cases = " [] ".join(f"r[1] = {number} -> {name}Shape{number}(r)" for number in shapes.values())
+    made = f"CASE {cases}" if shapes else "r"
+    return [*makers, f"{name}Of(r) == {made}", _sequence(f"{name}Rows", rows),
+            f"{name} == <<>> \\o [i \\in 1..Len({name}Rows) |-> {name}Of({name}Rows[i])]"]
+
+
 def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
     """The generated modules, by name: the data (the steps and the constants the trace fixes) and the
     run module, which extends the data before the trace spec. TLC computes each constant definition
@@ -76,19 +109,18 @@ def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
                             for g, topics in spec.subscribed.items()})
     data = [
         f"---- MODULE {DATA_MODULE} ----",
-        "EXTENDS Integers, TLC",
+        "EXTENDS Integers, Sequences, TLC",
         f"TxnsData == 1..{spec.slots}",
         f"TxnIdsData == 1..{len(spec.txns)}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
         _sequence("TxnOwnerData", [tla(p) for p in spec.owner]),
         f"GroupData == {groups}",
         _sequence("TxnSkewData", [tla(skew) for skew in spec.skew]),
-        "NoImm == [has |-> FALSE, scan |-> 0, end |-> 0]",
-        _sequence("TxnImmunityData", [_immunity(*imm) for imm in spec.immunity]),
-        _sequence("HalfMsgData", [_message(m) for m in spec.half_messages]),
-        _sequence("PlainMsgData", [_message(m) for m in spec.plain_messages]),
+        *_records("TxnImmunityData", [_immunity(*imm) for imm in spec.immunity]),
+        *_records("HalfMsgData", [_message(m) for m in spec.half_messages]),
+        *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
-        _sequence("TraceData", [step_record(s) for s in steps]),
+        *_records("TraceData", [step_record(s) for s in steps], tag="e"),
         "====",
     ]
     run = [
