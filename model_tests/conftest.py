@@ -24,7 +24,7 @@ settings.register_profile(
     "ci",
     derandomize=True,
     database=None,
-    max_examples=300,
+    max_examples=150,
     stateful_step_count=40,
     deadline=None,
     print_blob=True,

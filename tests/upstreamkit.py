@@ -51,6 +51,17 @@ def kit_file(relative: str, what: str) -> Path:
     return path
 
 
+# The session's cluster while it runs: ``stop_session_cluster`` ends it once no later test needs it.
+_RUNNING: list[UpstreamCluster] = []
+
+
+def stop_session_cluster() -> None:
+    """Stop the session's cluster now (its fixture's own stop at the end of the session then finds
+    nothing left to stop)."""
+    while _RUNNING:
+        _RUNNING.pop().stop()
+
+
 def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
     """The session's cluster, or a skip (a failure under CI=true) saying how to provide one."""
     if not os.environ.get("ROCKETMQ_HOME"):
@@ -62,10 +73,11 @@ def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
         if IN_CI:
             pytest.fail(f"CI=true and ROCKETMQ_HOME is set, but upstream did not start: {exc}", pytrace=False)
         pytest.skip(f"upstream RocketMQ did not start: {exc}")
+    _RUNNING.append(cluster)
     try:
         yield cluster
     finally:
-        cluster.stop()
+        stop_session_cluster()
 
 
 def audited(args: argparse.Namespace, nemesis: Callable[[History], Nemesis],
