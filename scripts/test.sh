@@ -29,43 +29,53 @@ if [ "$#" -gt 0 ]; then
     status=$(judge $? "pytest $*")
     status=$(( status > linted ? status : linted ))
 else
-    # The whole suite as four pytest processes side by side (tests/conftest.py's ``lane``): the TLC tests
-    # (the models, the mutants, the trace batch: CPU-bound JVMs), the tests that run upstream RocketMQ and
-    # the audits (their JVMs and clients mostly wait on check intervals and restarts), the tests that run
-    # servers or Spark on the real clock (they mostly wait too), and the rest. (Running the rest at a
-    # lower priority, so that the TLC runs got the cores first, made the rest the longest process: 20 min
-    # against 16.5.) Their coverage data is combined below; the other three's output follows the rest's.
+    # The whole suite as five pytest processes side by side (tests/conftest.py's ``lane``): TLC on the
+    # spec's models and mutants, TLC on traces (both CPU-bound JVMs: two processes, so that both cores
+    # work once the waiting tests are done; as one, it ran alone for the last four minutes), the tests
+    # that run upstream RocketMQ and the audits (their JVMs and clients mostly wait on check intervals and
+    # restarts), the tests that run servers or Spark on the real clock (they mostly wait too), and the
+    # rest. (Running the rest at a lower priority, so that the TLC runs got the cores first, made the rest
+    # the longest process: 20 min against 16.5.) Their coverage data is combined below; the other four's
+    # output follows the rest's.
+    spec_log="$(mktemp -t txmq-spec-tests.XXXXXX)"
     tlc_log="$(mktemp -t txmq-tlc-tests.XXXXXX)"
     upstream_log="$(mktemp -t txmq-upstream-tests.XXXXXX)"
     real_time_log="$(mktemp -t txmq-real-time-tests.XXXXXX)"
+    coverage run -m pytest -q -m lane_spec >"$spec_log" 2>&1 &
+    spec_pid=$!
     coverage run -m pytest -q -m lane_tlc >"$tlc_log" 2>&1 &
     tlc_pid=$!
     coverage run -m pytest -q -m lane_upstream >"$upstream_log" 2>&1 &
     upstream_pid=$!
     coverage run -m pytest -q -m lane_real_time >"$real_time_log" 2>&1 &
     real_time_pid=$!
-    # An interrupted run stops all four.
-    trap 'kill "$tlc_pid" "$upstream_pid" "$real_time_pid" 2>/dev/null || true
-          rm -f "$tlc_log" "$upstream_log" "$real_time_log"' EXIT
+    # An interrupted run stops all five.
+    trap 'kill "$spec_pid" "$tlc_pid" "$upstream_pid" "$real_time_pid" 2>/dev/null || true
+          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log"' EXIT
     # The linters meanwhile (mypy takes half a minute on one core), then the rest of the tests.
     lint
     linted=$?
     echo "== pytest under coverage" >&2
-    coverage run -m pytest -q -m "not lane_tlc and not lane_upstream and not lane_real_time"
+    coverage run -m pytest -q -m "not lane_spec and not lane_tlc and not lane_upstream and not lane_real_time"
     rest=$(judge $? "tests without TLC, upstream, audits or real-time servers")
     wait "$real_time_pid"
     real_time=$(judge $? "tests with servers on the real clock")
     wait "$upstream_pid"
     upstream=$(judge $? "tests with upstream RocketMQ, and the audits")
     wait "$tlc_pid"
-    tlc=$(judge $? "tests with TLC")
+    tlc=$(judge $? "tests with TLC on traces")
+    wait "$spec_pid"
+    spec=$(judge $? "tests with TLC on the spec's models and mutants")
     echo "== pytest: the tests that run servers or Spark on the real clock" >&2
     cat "$real_time_log"
     echo "== pytest: the tests that run upstream RocketMQ, and the audits" >&2
     cat "$upstream_log"
-    echo "== pytest: the tests that run TLC" >&2
+    echo "== pytest: the tests that run TLC on traces" >&2
     cat "$tlc_log"
+    echo "== pytest: the tests that run TLC on the spec's models and mutants" >&2
+    cat "$spec_log"
     status=$(( rest > tlc ? rest : tlc ))
+    status=$(( status > spec ? status : spec ))
     status=$(( status > upstream ? status : upstream ))
     status=$(( status > real_time ? status : real_time ))
     status=$(( status > linted ? status : linted ))

@@ -93,14 +93,17 @@ _REAL_TIME_PREFIXES = ("test_serve_", "test_remoting_", "spark_validation.tests.
 # The audits of txmq serve: each waits out its workload and settle time on the real clock, as upstream's
 # tests wait on its check intervals and restarts; they share that process, which ends first otherwise.
 _AUDIT_PREFIX = "test_audit_"
+# The spec's own checks with TLC (the models and the mutants): their process runs beside the one that
+# validates traces with TLC, so that two TLC runs use the two cores once the waiting tests are done.
+_SPEC_MODULES = ("test_tla_models", "test_tla_mutants")
 
 
 def lane(item: pytest.Item) -> str:
-    """Which of ``scripts/test.sh``'s four pytest processes runs the test: ``upstream`` (upstream's
+    """Which of ``scripts/test.sh``'s five pytest processes runs the test: ``upstream`` (upstream's
     cluster or its Java programs, and the audits: they mostly wait on JVMs and check intervals),
-    ``real_time`` (servers and Spark on the real clock), ``tlc`` (the TLC runs of the other tests:
-    CPU-bound JVMs), or ``rest``. A TLC check of a session recorded on the real clock stays in its
-    module's process: it mostly waits on the session."""
+    ``real_time`` (servers and Spark on the real clock), ``spec`` (TLC on the spec's models and
+    mutants), ``tlc`` (the TLC runs of the other tests: CPU-bound JVMs), or ``rest``. A TLC check of
+    a session recorded on the real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
     upstream = "upstream" in getattr(item, "fixturenames", ()) or name in _JAVA_MODULES
@@ -108,7 +111,9 @@ def lane(item: pytest.Item) -> str:
         return "upstream"
     if name.startswith(_REAL_TIME_PREFIXES):
         return "real_time"
-    return "tlc" if item.get_closest_marker("needs_tlc") is not None else "rest"
+    if item.get_closest_marker("needs_tlc") is None:
+        return "rest"
+    return "spec" if name in _SPEC_MODULES else "tlc"
 
 
 # The node id of the last test that uses the session's upstream cluster, once the tests are ordered.
@@ -120,9 +125,9 @@ def _uses_upstream(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its process's marker (``lane``): ``lane_upstream``, ``lane_real_time`` or
-    ``lane_tlc``; the rest carry none. The modules that use the session's upstream cluster run first,
-    so that it can stop before the others (``pytest_runtest_teardown``)."""
+    """Mark each test with its process's marker (``lane``): ``lane_upstream``, ``lane_real_time``,
+    ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the session's upstream
+    cluster run first, so that it can stop before the others (``pytest_runtest_teardown``)."""
     for item in items:
         kind = lane(item)
         if kind != "rest":
