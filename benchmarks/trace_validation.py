@@ -1,0 +1,86 @@
+"""TLC trace validation's cost per transaction as the trace grows (issue #23's targets: 10^4 heavy-fault
+transactions in 150 s, 10^5 in 30 minutes under 4 GB, CPU per transaction at 10^5 within 1.5x of 10^3).
+
+    python -m benchmarks.trace_validation [--transactions 1000 10000] [--modes strict rocketmq]
+                                          [--faults heavy] [--seed 1] [--dir /tmp/txmq-bench-tlc]
+
+For each size and mode: ``txmq simulate -n N --faults F`` (the trace is reused from --dir when there),
+then one ``txmq spec validate-trace`` of it, as a child process whose CPU (its own and TLC's), wall time
+and peak memory (the larger of the two processes') are taken from the operating system. The first size
+is the baseline: each row gives its CPU per transaction as a ratio of the baseline's in the same mode,
+measured in the same run. A JSON line per row goes to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from txmq import proc
+
+TXMQ = str(Path(sys.executable).with_name("txmq"))  # the command line installed beside this interpreter
+
+
+def _trace(n: int, mode: str, faults: str, seed: int, directory: Path) -> Path:
+    out = directory / f"{mode}-{faults}-{n}-{seed}.parquet"
+    if not out.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        print(f"simulating {n} transactions ({mode}, {faults} faults, seed {seed})", file=sys.stderr,
+              flush=True)
+        done = proc.run([TXMQ, "simulate", "-n", str(n), "--mode", mode, "--faults", faults, "--seed",
+                         str(seed), "--no-progress", "--out", str(out)], stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise SystemExit(f"txmq simulate failed for {n} transactions ({mode}): exit {done.returncode}")
+    return out
+
+
+def _validate(trace: Path) -> dict[str, Any]:
+    """One validation in a child process: its verdict, and the CPU, wall time and peak memory of it and
+    the TLC it starts (both are waited for, so both count in RUSAGE_CHILDREN)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = proc.run([TXMQ, "spec", "validate-trace", str(trace)],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    verdict = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+    steps = next((int(w.replace(",", "")) for line in done.stdout.splitlines() if "steps explained" in line
+                  for w in line.split() if w.replace(",", "").isdigit()), 0)
+    return {"accepted": done.returncode == 0, "verdict": verdict[:200], "steps": steps,
+            "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+            "wall_s": round(wall, 1), "peak_rss_mb": round(after.ru_maxrss / 1024)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.trace_validation",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--transactions", type=int, nargs="+", default=[1_000, 10_000],
+                        help="trace sizes, the first being the baseline (default: 1000 10000)")
+    parser.add_argument("--modes", nargs="+", choices=("strict", "rocketmq"), default=["strict", "rocketmq"])
+    parser.add_argument("--faults", choices=("none", "light", "heavy"), default="heavy")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/txmq-bench-tlc"))
+    args = parser.parse_args(argv)
+    print(f"seed {args.seed}, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    for mode in args.modes:
+        baseline = None
+        for n in args.transactions:
+            row: dict[str, Any] = {"mode": mode, "faults": args.faults, "transactions": n, "seed": args.seed,
+                                   **_validate(_trace(n, mode, args.faults, args.seed, args.dir))}
+            row["cpu_ms_per_transaction"] = round(1000 * row["cpu_s"] / n, 2)
+            baseline = baseline or row["cpu_ms_per_transaction"]
+            row["cpu_per_transaction_over_baseline"] = round(row["cpu_ms_per_transaction"] / baseline, 2)
+            row["load"] = round(os.getloadavg()[0], 1)
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
