@@ -14,6 +14,7 @@ import pytest
 from txmq.audit import checkers, cpp_client, history, report
 from txmq.audit.checkers import Expectations
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
+from txmq.audit.producers import check_times
 from txmq.audit.workload import Fault, Outcome, fault_kinds, make_plan
 from txmq.catalogue import CATALOGUE
 from txmq.cli import main
@@ -331,3 +332,23 @@ def test_a_missing_cpp_client_is_one_line_saying_how_to_install_it(
     assert main(["audit", "127.0.0.1:1", "--protocol", "remoting", "--out", str(tmp_path / "out")]) == 7
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("txmq audit:")]
     assert len(err) == 1 and f"--target {tmp_path / 'nothing here'} {cpp_client.PIN}" in err[0]
+
+
+def test_a_check_count_seen_twice_is_a_duplicated_check() -> None:
+    """Upstream's benchmark producer means to count a check whose TRANSACTION_CHECK_TIMES it saw before
+    for the same message as duplicatedCheck (its cache is never written, so it never does): the count
+    repeats when one copy of the half is checked twice. Without counts (the gRPC client) no figure."""
+    counts = (1, 2, 2, 3, 1)
+    counted = [send("d"), *(dict(check("d", 1.5 + i, "UNKNOWN"), times=n) for i, n in enumerate(counts))]
+    assert report.figures(counted, check_max=15)["duplicated_checks"] == 2
+    unnumbered = [send("d"), check("d", 1.5, "UNKNOWN"), check("d", 2.5, "UNKNOWN")]
+    assert report.figures(unnumbered, check_max=15)["duplicated_checks"] is None
+
+
+@pytest.mark.parametrize(("properties", "times"), [
+    ({"TRANSACTION_CHECK_TIMES": "3"}, 3), ({"TRANSACTION_CHECK_TIMES": b"12"}, 12),
+    ({"TRANSACTION_CHECK_TIMES": None}, None), ({}, None), (None, None),
+    ({"TRANSACTION_CHECK_TIMES": "x"}, None),
+])
+def test_the_check_count_is_read_where_the_client_shows_it(properties: Any, times: int | None) -> None:
+    assert check_times(properties) == times

@@ -16,6 +16,7 @@ from rocketmq.grpc_protocol import Code, TransactionResolution, TransactionSourc
 
 from txmq.audit.history import History
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.transaction.constants import PROPERTY_TRANSACTION_CHECK_TIMES
 
 _RESOLUTIONS = {"COMMIT": TransactionResolution.COMMIT, "ROLLBACK": TransactionResolution.ROLLBACK,
                 "UNKNOWN": TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED}
@@ -45,10 +46,11 @@ class LocalTransactions:
             self._txs[tx].decision = decision
         self.history.add("local", tx=tx, decision=decision)
 
-    def answer(self, tx: str, producer: str) -> str:
+    def answer(self, tx: str, producer: str, times: int | None = None) -> str:
         """Answer a check of ``tx``: the decision if there is one; UNKNOWN otherwise, except that an
         unknown-then-deciding transaction decides after its first UNKNOWN and a late-after-rollback one
-        reads "no record" as ROLLBACK. A transaction not in the plan (another application's) is UNKNOWN."""
+        reads "no record" as ROLLBACK. A transaction not in the plan (another application's) is UNKNOWN.
+        ``times``: the check's TRANSACTION_CHECK_TIMES, where the client shows it (``check_times``)."""
         decided_now = None
         with self._lock:
             local = self._txs.get(tx)
@@ -65,7 +67,7 @@ class LocalTransactions:
                     answer = "UNKNOWN"
                     if planned.outcome in (Outcome.UNKNOWN_COMMIT, Outcome.UNKNOWN_ROLLBACK):
                         decided_now = planned.outcome.decision
-        self.history.add("check", tx=tx, producer=producer, answer=answer)
+        self.history.add("check", tx=tx, producer=producer, answer=answer, times=times)
         if decided_now is not None:
             self.decide(tx, decided_now)
         return answer
@@ -121,7 +123,7 @@ class AuditProducer(Producer):
 
     def _answer(self, endpoints: Any, message: Any, transaction_id: str) -> None:
         tx = message.body.decode(errors="replace")
-        answer = self.local.answer(tx, self.name)
+        answer = self.local.answer(tx, self.name, check_times(message.properties))
         try:
             with self.history.call("end", tx=tx, action=answer, source="check", producer=self.name):
                 response = self.end_transaction(endpoints, message, transaction_id, _RESOLUTIONS[answer],
@@ -132,6 +134,16 @@ class AuditProducer(Producer):
             pass
         finally:
             self.local.answered(tx)
+
+
+def check_times(properties: Any) -> int | None:
+    """The TRANSACTION_CHECK_TIMES property of a check's message (the broker's count of the checks of
+    this half, ``TransactionalMessageUtil``), or None where the client does not show it: upstream's
+    proxy keeps it out of a gRPC message's properties, the C++-core client shows it."""
+    value = properties.get(PROPERTY_TRANSACTION_CHECK_TIMES) if properties else None
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return int(value) if value and str(value).isdigit() else None
 
 
 class _NoBuiltInCheck:

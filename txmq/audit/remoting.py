@@ -35,8 +35,10 @@ from txmq.audit import cpp_client
 from txmq.audit.driver import Driver, DriverSettings, _shutdown_quietly
 from txmq.audit.history import History
 from txmq.audit.nemesis import Nemesis
+from txmq.audit.producers import check_times
 from txmq.audit.workload import Fault, Plan, PlannedTx
 from txmq.errors import BrokerUnavailableError
+from txmq.transaction.constants import PROPERTY_TRANSACTION_CHECK_TIMES
 
 # After a late end's first check was answered, the client sends that answer when the checker returns:
 # the late end waits this long more, so that it follows the answer on the wire.
@@ -140,7 +142,9 @@ class RemotingDriver(Driver):
 
         def check(message: Any) -> Any:
             tx = message.body.decode(errors="replace")
-            answer = self.local.answer(tx, producer)
+            times = check_times({PROPERTY_TRANSACTION_CHECK_TIMES:
+                                 message.get_property(PROPERTY_TRANSACTION_CHECK_TIMES)})
+            answer = self.local.answer(tx, producer, times)
             invoked = self.history.now()
             self.local.answered(tx)
             self.history.add("end", tx=tx, action=answer, source="check", producer=producer,
