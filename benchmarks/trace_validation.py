@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -51,8 +52,8 @@ def _validate(trace: Path) -> dict[str, Any]:
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     verdict = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-    steps = next((int(w.replace(",", "")) for line in done.stdout.splitlines() if "steps explained" in line
-                  for w in line.split() if w.replace(",", "").isdigit()), 0)
+    counted = re.search(r"; ([\d,]+) steps", verdict)  # "accepted: ... (strict; 11,728 steps (...)"
+    steps = int(counted.group(1).replace(",", "")) if counted else None
     return {"accepted": done.returncode == 0, "verdict": verdict[:200], "steps": steps,
             "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
             "wall_s": round(wall, 1), "peak_rss_mb": round(after.ru_maxrss / 1024)}

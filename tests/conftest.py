@@ -90,6 +90,9 @@ _JAVA_MODULES = ("test_serve_java", "test_remoting_java")
 # Test modules that run servers and clients on the real clock (serve, remoting, Spark's JVM). The
 # import's Spark tests join them: they share that process's Spark session instead of starting one.
 _REAL_TIME_PREFIXES = ("test_serve_", "test_remoting_", "spark_validation.tests.", "test_import_validate")
+# Servers on the real clock whose tests use little CPU (they wait on check intervals and clients): they
+# join the rest, which ended four minutes before the real-time process in a fresh-clone run.
+_QUIET_REAL_TIME = ("test_serve_fidelity", "test_serve_node", "test_remoting_cpp")
 # The audits of txmq serve: each waits out its workload and settle time on the real clock, as upstream's
 # tests wait on its check intervals and restarts; they share that process, which ends first otherwise.
 _AUDIT_PREFIX = "test_audit_"
@@ -109,7 +112,7 @@ def lane(item: pytest.Item) -> str:
     upstream = "upstream" in getattr(item, "fixturenames", ()) or name in _JAVA_MODULES
     if upstream or name.startswith(_AUDIT_PREFIX):
         return "upstream"
-    if name.startswith(_REAL_TIME_PREFIXES):
+    if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME:
         return "real_time"
     if item.get_closest_marker("needs_tlc") is None:
         return "rest"
