@@ -161,13 +161,13 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
 
 
 # ----------------------------------------------------------------------------- command line
-# What a validation costs: wall time on the quiet 2-core development machine (2026-11-26), heavy-fault
-# traces of `txmq simulate`: 11,696 steps (1,000 transactions, strict) 9.4 s, 16,120 (1,000, rocketmq)
-# 12.5 s, 113,236 (10,000, strict) 332 s. The cost per step grows with the open transactions the state
-# holds, so the time grows faster than the steps: about as their power 1.9, after a few seconds of start.
+# What a validation costs: wall time on the quiet 2-core development machine (2026-11-26, load 1,
+# `python -m benchmarks.trace_validation`), heavy-fault traces of `txmq simulate`, strict: 11,728 steps
+# (1,000 transactions) 11.0 s, 113,271 (10,000) 642 s. The cost per step grows with the open transactions
+# the state holds, so the time grows faster than the steps: about as their power 2, after a few seconds.
 START_S = 5
-SECONDS_AT_10K_STEPS = 3.3
-GROWTH = 1.9
+SECONDS_AT_10K_STEPS = 4.3
+GROWTH = 2.05
 
 
 def expected_cost(steps: int) -> str:
