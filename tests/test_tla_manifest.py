@@ -86,6 +86,8 @@ def test_load_reads_entries_in_order(tmp_path: Path) -> None:
         ('{"models": [{"name": "a"}]}', "lacks ci, expect"),
         (json.dumps({"models": [model("a", "fails")]}), "expect must be"),
         (json.dumps({"models": [model("a", "violates")]}), "expect must be"),
+        (json.dumps({"models": [model("a", "violates A and B")]}), "expect must be"),
+        (json.dumps({"models": [model("a", "violates A or")]}), "expect must be"),
         (json.dumps({"models": [model("a", distinct_states="many")]}), "distinct_states must be an integer"),
         (json.dumps({"models": [model("a"), model("a")]}), "duplicate model names a"),
     ],
@@ -155,3 +157,14 @@ def test_record_counts_updates_passing_pass_models_only(tmp_path: Path) -> None:
     assert "distinct_states" not in saved["q"] and "distinct_states" not in saved["neg"]
     assert (saved["r"]["distinct_states"], saved["r"]["total_states"], "depth" in saved["r"]) == (4, 5, False)
     assert load_manifest(tmp_path)[0].expect == Expectation(None, 1, 2, 3)
+
+
+def test_a_control_may_name_alternatives() -> None:
+    """With two workers TLC reports whichever of two violations at the same depth it meets first."""
+    expect = Expectation.from_entry({"expect": "violates DiscardOnlyAtMax or NoCheckAfterDurableOp"}, "m")
+    assert str(expect) == "violates DiscardOnlyAtMax or NoCheckAfterDurableOp"
+    for name in ("DiscardOnlyAtMax", "NoCheckAfterDurableOp"):
+        assert expect.judge(TlcResult(Outcome.INVARIANT, violated=name)) == []
+    assert expect.judge(TlcResult(Outcome.INVARIANT, violated="TypeOK")) == [
+        "expected DiscardOnlyAtMax or NoCheckAfterDurableOp to be violated, got invariant violation (TypeOK)"
+    ]

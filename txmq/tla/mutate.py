@@ -75,7 +75,7 @@ class MutantReport:
 def _matches(expect: Expectation, result: TlcResult) -> bool:
     if expect.violates is None:
         return result.outcome is Outcome.PASS
-    return result.outcome in (Outcome.INVARIANT, Outcome.LIVENESS) and result.violated == expect.violates
+    return result.outcome in (Outcome.INVARIANT, Outcome.LIVENESS) and expect.names(result.violated)
 
 
 def _mutant(raw: Any, where: str) -> Mutant:
