@@ -123,7 +123,8 @@ class AuditProducer(Producer):
 
     def _answer(self, endpoints: Any, message: Any, transaction_id: str) -> None:
         tx = message.body.decode(errors="replace")
-        answer = self.local.answer(tx, self.name, check_times(message.properties))
+        times = check_times((message.properties or {}).get(PROPERTY_TRANSACTION_CHECK_TIMES))
+        answer = self.local.answer(tx, self.name, times)
         try:
             with self.history.call("end", tx=tx, action=answer, source="check", producer=self.name):
                 response = self.end_transaction(endpoints, message, transaction_id, _RESOLUTIONS[answer],
@@ -136,11 +137,10 @@ class AuditProducer(Producer):
             self.local.answered(tx)
 
 
-def check_times(properties: Any) -> int | None:
-    """The TRANSACTION_CHECK_TIMES property of a check's message (the broker's count of the checks of
-    this half, ``TransactionalMessageUtil``), or None where the client does not show it: upstream's
+def check_times(value: str | bytes | None) -> int | None:
+    """A check message's TRANSACTION_CHECK_TIMES property (the broker's count of the checks of this
+    half, ``TransactionalMessageUtil``) as a number, or None where the client does not show it: upstream's
     proxy keeps it out of a gRPC message's properties, the C++-core client shows it."""
-    value = properties.get(PROPERTY_TRANSACTION_CHECK_TIMES) if properties else None
     if isinstance(value, bytes):
         value = value.decode(errors="replace")
     return int(value) if value and str(value).isdigit() else None

@@ -142,8 +142,7 @@ class RemotingDriver(Driver):
 
         def check(message: Any) -> Any:
             tx = message.body.decode(errors="replace")
-            times = check_times({PROPERTY_TRANSACTION_CHECK_TIMES:
-                                 message.get_property(PROPERTY_TRANSACTION_CHECK_TIMES)})
+            times = check_times(message.get_property(PROPERTY_TRANSACTION_CHECK_TIMES))
             answer = self.local.answer(tx, producer, times)
             invoked = self.history.now()
             self.local.answered(tx)
