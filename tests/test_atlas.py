@@ -16,6 +16,7 @@ from txmq.atlas.page import render_markdown
 from txmq.atlas.pending import PENDING
 from txmq.atlas.runner import Run, run, trace_judge
 from txmq.audit.report import AUDITED, figures
+from txmq.audit.sightings import SIGHTINGS
 from txmq.audit.workload import Fault
 from txmq.catalogue import CATALOGUE
 from txmq.catalogue_outcomes import OUTCOME_NAMES, OUTCOMES
@@ -54,6 +55,8 @@ def test_every_name_an_entry_gives_exists() -> None:
             assert e.audit == e.catalogue, e.key  # a finding is reported under the entry's own name
         assert e.scenario.__doc__, e.key
         assert not e.outside or e.outside in {f.value for f in Fault}, e.key
+    # every entry the audit names from outside is an entry of the atlas
+    assert set(SIGHTINGS) <= {e.key for e in ENTRIES}
 
 
 def test_entries_without_their_own_evidence_have_a_trace_judge() -> None:
@@ -77,7 +80,9 @@ def test_outcomes_are_catalogued_once_and_judged_under_their_names() -> None:
     ({"spec": "x", "spec_note": "y"}, "a spec control or a note"),
     ({"spec": ""}, "a spec control or a note"),
     ({"audit": "NoDuplicateReal", "audit_note": "y"}, "the audit's name for it or a note"),
-    ({"outside": "duplicated"}, "upstream HEAD's verdict exactly"),
+    ({"key": "duplicate-commit"}, "upstream HEAD's verdict exactly"),  # a client can bring it about
+    ({"key": "duplicate-commit", "audit": "SingleResolution", "upstream_head": "reproduced"},
+     "the audit sees it as NoDuplicateReal"),
 ])
 def test_inconsistent_entries_are_refused(fields: dict[str, object], message: str) -> None:
     values: dict[str, object] = {"key": "k", "numbers": (1,), "title": "t", "upstream": "u", "where": "w",

@@ -294,6 +294,28 @@ def test_the_report_shows_each_anomaly_with_its_history(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.png"]
 
 
+def test_a_finding_on_a_transaction_with_its_entrys_fault_is_named_after_the_atlas_entry() -> None:
+    """txmq.audit.sightings: a late COMMIT after a check's ROLLBACK (the late-after-rollback fault) is the
+    atlas's commit-after-check-rollback; the same finding on a transaction without the fault keeps only
+    its invariant, and a duplicate delivery with the duplicated fault is duplicate-commit."""
+    late = [send("a"), local("a", 0.01, "COMMIT"), check("a", 1.5, "ROLLBACK"),
+            end("a", "ROLLBACK", 1.5, "check"), end("a", "COMMIT", 1.6), deliver("a", 2.0),
+            {"ev": "fault", "tx": "a", "fault": "late-after-rollback", "t": 1.55}]
+    dup = [send("b"), end("b", "COMMIT", 0.1), deliver("b", 0.3), deliver("b", 2.0),
+           {"ev": "fault", "tx": "b", "fault": "duplicated", "t": 0.15}]
+    unfaulted = [send("c"), end("c", "COMMIT", 0.1), deliver("c", 0.3), deliver("c", 2.0)]
+    records = [*late, *dup, *unfaulted]
+    built = report.build({"seed": 1}, records, checkers.run_checks(records, ROCKETMQ), ROCKETMQ)
+    assert built["atlas"] == {"commit-after-check-rollback": {"violations": 0, "expected": 1},
+                              "duplicate-commit": {"violations": 0, "expected": 1}}
+    assert {a["tx"]: a["atlas"] for a in built["anomalies"]} == {
+        "a": "commit-after-check-rollback", "b": "duplicate-commit", "c": None}
+    text = report.table(built)
+    assert "atlas entries seen (docs/atlas.md): commit-after-check-rollback (0 violations, 1 expected)" \
+        in text
+    assert "EXPECTED IN ROCKETMQ MODE: NoDuplicateReal (duplicate-commit) on b" in text
+
+
 # ----------------------------------------------------------------------------- the command
 @pytest.mark.parametrize(("args", "code", "says"), [
     (["nohost"], 3, "HOST:PORT"),

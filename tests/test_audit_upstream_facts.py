@@ -157,6 +157,22 @@ def test_a_transaction_alive_at_a_crash_may_lose_every_check_before_the_heartbea
     assert names([*records, check("t", 120.0, "UNKNOWN")], gated) == [("EventuallyResolved", False)]
 
 
+def test_a_check_carrying_the_last_count_checks_a_transaction_out() -> None:
+    """A CI run of the upstream audit through crashes: sent at 8.5 s, its only check seen at 53.4 s
+    carried TRANSACTION_CHECK_TIMES 15 (the broker had counted 14 checks no producer received while it
+    and the proxy were restarted), and it was called stuck. The endpoint's own count says it is checked
+    out; the 14 checks are a figure."""
+    records = [started(0.0), send("t", 8.5), kill(20.0), started(30.0),
+               {**check("t", 53.4, "UNKNOWN"), "times": 15}]
+    gated = Expectations("rocketmq", 3.0, 15, heartbeat_s=5.0, check_interval_s=2.0)
+    assert names(records, gated) == []
+    assert checkers.open_transactions(records, 15, heartbeat_s=5.0, check_interval_s=2.0) == []
+    assert report.figures(records, 15, 5.0, 3.0, 2.0)["checks_counted_not_seen"] == 14
+    # a count below check-max leaves it stuck
+    assert names([*records[:-1], {**check("t", 53.4, "UNKNOWN"), "times": 14}], gated) == [
+        ("EventuallyResolved", False)]
+
+
 def test_unexpected_checks_count_checks_after_a_decision_was_sent() -> None:
     """Upstream's benchmark TransactionProducer counts a check of a transaction whose local transaction
     had decided, or whose earlier check was answered with a decision, as an unexpectedCheck."""

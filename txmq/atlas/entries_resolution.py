@@ -14,7 +14,7 @@ RESOLUTION: tuple[Entry, ...] = (
         "EndTransactionProcessor.processRequest (commitMessage by offset, no resolution record)",
         "each COMMIT writes the real message again: two deliveries with one message id",
         "NoDuplicateReal", s.duplicate_commit, spec="rocketmq_duplicate_commit", audit="NoDuplicateReal",
-        outside="duplicated", upstream_head="not reproduced: the proxy hands a transaction's data to its "
+        upstream_head="not reproduced: the proxy hands a transaction's data to its "
         "first end only (TransactionDataManager.pollNoExpireTransactionData), so the second is refused; "
         "reachable through the broker's remoting port"),
     Entry(
@@ -22,14 +22,14 @@ RESOLUTION: tuple[Entry, ...] = (
         "closed (stale), unchanged at HEAD", "EndTransactionProcessor.processRequest",
         "the check answer commits, the delayed own COMMIT commits again: a duplicate",
         "NoDuplicateReal", s.commit_after_check_commit, spec="rocketmq_duplicate_commit",
-        audit="NoDuplicateReal", outside="late", upstream_head="reproduced"),
+        audit="NoDuplicateReal", upstream_head="reproduced"),
     Entry(
         "commit-after-check-rollback", (2694, 8158), "a COMMIT after a check answered ROLLBACK",
         "closed (stale question), unchanged at HEAD: the rollback is not remembered",
         "EndTransactionProcessor.processRequest (rollbackMessage writes only an Op)",
         "a listener unsure of a slow local transaction answers ROLLBACK; the later COMMIT is applied too",
         "SingleResolution", s.commit_after_check_rollback, spec="rocketmq_commit_after_rollback",
-        audit="SingleResolution", outside="late-after-rollback", upstream_head="reproduced"),
+        audit="SingleResolution", upstream_head="reproduced"),
     Entry(
         "checks-after-late-commit", (8158,), "checks go on after the producer's late COMMIT",
         "closed (stale), unchanged at HEAD",

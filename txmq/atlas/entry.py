@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from txmq.atlas.rig import Rig
+from txmq.audit.sightings import SIGHTINGS
 from txmq.catalogue import CATALOGUE
 from txmq.catalogue_outcomes import OUTCOME_NAMES
 
@@ -24,9 +25,8 @@ class Entry:
     ``strict_shares``: why strict mode shows it too ("" when strict shows it absent). ``spec``: the TLC
     control of ``spec/models.json`` that reaches it, or ``spec_note`` why there is none. ``audit``: the
     audit's finding (catalogue name) or figure that counts it, or ``audit_note`` why a client cannot see
-    it. ``config``: broker settings the scenario needs beyond upstream's defaults. ``outside``: the audit's
-    client-side fault (``txmq.audit.workload.Fault`` value) that reproduces it against any endpoint
-    (``txmq atlas --endpoint``); "" when a client cannot bring it about. ``upstream_head``: what that run
+    it. ``config``: broker settings the scenario needs beyond upstream's defaults. ``upstream_head``: for an
+    entry a client can bring about (``outside``, from ``txmq.audit.sightings``), what the run
     found against upstream HEAD (the RocketMQ kit's proxy and broker), "reproduced" or "not reproduced"
     with why; tests/test_atlas_upstream.py holds the run to it."""
 
@@ -45,7 +45,6 @@ class Entry:
     audit: str = ""
     audit_note: str = ""
     config: dict[str, Any] = field(default_factory=dict)
-    outside: str = ""
     upstream_head: str = ""
 
     def __post_init__(self) -> None:
@@ -54,11 +53,22 @@ class Entry:
                              "catalogue")
         if bool(self.spec) == bool(self.spec_note):
             raise ValueError(f"{self.key}: give a spec control or a note why there is none, not both")
+        sighting = SIGHTINGS.get(self.key)
+        if sighting is not None and sighting.invariant != self.audit:
+            raise ValueError(f"{self.key}: the audit sees it as {sighting.invariant} (txmq.audit.sightings), "
+                             f"not {self.audit}")
         if bool(self.outside) != bool(self.upstream_head):
             raise ValueError(f"{self.key}: record upstream HEAD's verdict exactly for an entry reachable "
                              "from outside")
         if bool(self.audit) == bool(self.audit_note):
             raise ValueError(f"{self.key}: give the audit's name for it or a note why it cannot see it")
+
+    @property
+    def outside(self) -> str:
+        """The audit's client fault that brings the entry about against any endpoint
+        (``txmq.audit.sightings``), or "" when a client cannot."""
+        sighting = SIGHTINGS.get(self.key)
+        return sighting.fault.value if sighting is not None else ""
 
     @property
     def issues(self) -> str:

@@ -108,9 +108,21 @@ class Tx:
         return (self.acknowledged("COMMIT") and not self.declared("ROLLBACK")
                 and not self.checked_out(check_max))
 
+    @property
+    def counted_checks(self) -> int:
+        """How many checks the endpoint says it made: the highest check count a seen check carried
+        (``TRANSACTION_CHECK_TIMES``; 0 where none carried one). Upstream raises the count before it
+        sends the check (``TransactionalMessageServiceImpl.needDiscard``, stored by
+        ``putBackHalfMsgQueue``), so a check carrying n is the n-th, whether or not the earlier ones
+        reached a client, and the examination after the check-max-th discards the half."""
+        return max((int(c["times"]) for c in self.checks if c.get("times") is not None), default=0)
+
     def checked_out(self, check_max: int) -> bool:
-        """Checked ``check_max`` times, counting the checks lost to closing producers and to unheard
-        producer groups (``txmq.audit.blind``): the endpoint may have discarded it."""
+        """Checked ``check_max`` times, as the endpoint counted them (``counted_checks``) or counting the
+        checks lost to closing producers and to unheard producer groups (``txmq.audit.blind``): the
+        endpoint may have discarded it."""
+        if self.counted_checks >= check_max:
+            return True
         lost = self.checks_lost_to_closing(check_max) + self.checks_lost_unheard(check_max)
         return len(self.checks) + lost >= check_max
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from txmq.audit.checkers import DECISIONS, Expectations, Finding, Tx, kill_times, transactions
 from txmq.audit.history import Record, at
+from txmq.audit.sightings import atlas_name
 from txmq.catalogue import AUDIT, CATALOGUE, names
 
 # The catalogue entries the audit reads from outside (its layer of the catalogue), in catalogue order.
@@ -101,6 +102,8 @@ def figures(records: list[Record], check_max: int, heartbeat_s: float | None = N
         # None where no check showed its count (the 5.x gRPC client)
         "duplicated_checks": (sum(duplicated_checks(t) for t in sent)
                               if any(c.get("times") is not None for t in sent for c in t.checks) else None),
+        # checks the endpoint counted (the highest count a seen check carried) that no client saw
+        "checks_counted_not_seen": sum(max(0, t.counted_checks - len(t.checks)) for t in sent),
         "checks_per_transaction": {str(k): v for k, v in
                                    sorted(Counter(len(t.checks) for t in sent).items())},
         "rollbacks_in_doubt": sum(1 for t in sent if t.rollback_in_doubt),
@@ -147,6 +150,12 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         rows.append({"invariant": name, "violations": sum(not f.expected for f in mine),
                      "expected": sum(f.expected for f in mine), "meaning": CATALOGUE[name].meaning})
     violations = sum(not f.expected for f in findings)
+    named = [(f, atlas_name(f.invariant, txs[f.tx].faults)) for f in findings]
+    atlas: dict[str, dict[str, int]] = {}
+    for finding, key in named:
+        if key is not None:
+            counts = atlas.setdefault(key, {"violations": 0, "expected": 0})
+            counts["expected" if finding.expected else "violations"] += 1
     return {
         "verdict": "FAIL" if violations else "PASS",
         "violations": violations,
@@ -158,8 +167,10 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         "figures": figures(records, expectations.check_max, expectations.heartbeat_s,
                            expectations.transaction_timeout_s, expectations.check_interval_s),
         "invariants": rows,
-        "anomalies": [dict(f.as_dict(), history=[describe_record(r) for r in sorted(
-            [*_tx_records(txs[f.tx])], key=at)]) for f in findings],
+        # the anomaly atlas's entries seen (txmq.audit.sightings), with their findings
+        "atlas": dict(sorted(atlas.items())),
+        "anomalies": [dict(f.as_dict(), atlas=key, history=[describe_record(r) for r in sorted(
+            [*_tx_records(txs[f.tx])], key=at)]) for f, key in named],
     }
 
 
@@ -178,12 +189,17 @@ def table(report: dict[str, Any]) -> str:
              f"{'invariant':<22} {'violations':>10} {'expected':>9}"]
     for row in report["invariants"]:
         lines.append(f"{row['invariant']:<22} {row['violations']:>10} {row['expected']:>9}")
+    if report["atlas"]:
+        lines += ["", "atlas entries seen (docs/atlas.md): " + ", ".join(
+            f"{key} ({counts['violations']} violations, {counts['expected']} expected)"
+            for key, counts in report["atlas"].items())]
     lines += [
         "",
         f"transactions sent {fig['transactions_sent']} ({fig['audited_tx_per_s']} tx/s, "
         f"{fig['sends_failed']} sends failed), faults {fig['faults'] or 'none'}, "
         f"endpoint kills {fig['endpoint_kills']}",
-        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}",
+        f"checks {fig['checks']}, per transaction {fig['checks_per_transaction']}; counted by the "
+        f"endpoint but not seen {fig['checks_counted_not_seen']}",
         f"rollbacks in doubt (lost, and never checked after) {fig['rollbacks_in_doubt']}; checked out "
         f"with checks lost to closing producers {fig['checked_out_through_closed_producers']}, to a "
         f"producer group not yet heard (heartbeat-gated) {fig['checked_out_through_heartbeat_gate']}",
@@ -194,7 +210,8 @@ def table(report: dict[str, Any]) -> str:
         f"commit to visible: p50 {lat['p50']} s, p99 {lat['p99']} s, max {lat['max']} s",
     ]
     for anomaly in report["anomalies"][:SHOWN_ON_TERMINAL]:
-        lines += ["", f"{anomaly['verdict'].upper()}: {anomaly['invariant']} on {anomaly['tx']}: "
+        named = f" ({anomaly['atlas']})" if anomaly["atlas"] else ""
+        lines += ["", f"{anomaly['verdict'].upper()}: {anomaly['invariant']}{named} on {anomaly['tx']}: "
                       f"{anomaly['detail']}", *("    " + h for h in anomaly["history"])]
     if len(report["anomalies"]) > SHOWN_ON_TERMINAL:
         lines += ["", f"... {len(report['anomalies']) - SHOWN_ON_TERMINAL} more in report.json"]
