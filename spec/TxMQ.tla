@@ -153,6 +153,13 @@ Age(i) == now - half[i].born
 \* broker acts on, so that a wrong stamp or a wrong subtraction is seen.
 TrueAge(i) == now - (half[i].put + SkewOf(half[i].t))
 
+\* A function over the transactions, as given.  Every such function the spec builds whole is built through
+\* PerTxn, which trace validation replaces (TxMQTrace.tla's SlotSeq): its transactions are the slots
+\* 1..n, and TLC keeps a function built as a sequence in an array it indexes directly, where one built
+\* from [t \in S |-> ...] is hashed again after each EXCEPT, at a cost that grows with n.
+PerTxn(f) == f
+AllTxns(v) == PerTxn([t \in Txns |-> v])
+
 \* Offset i and the copies it renews, back to its original (or resumed) record.
 RECURSIVE Lineage(_)
 Lineage(i) == IF half[i].from = 0 THEN {i} ELSE {i} \cup Lineage(half[i].from)
@@ -163,8 +170,8 @@ Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
 
 \* The resolution index as a strict restart rebuilds it from the durable log.
 Rebuilt ==
-    [t \in Txns |->
-        IF ~Strict \/ (durable[t] = "commit" /\ ~GuardRebuildFromReal) THEN None ELSE durable[t]]
+    PerTxn([t \in Txns |->
+               IF ~Strict \/ (durable[t] = "commit" /\ ~GuardRebuildFromReal) THEN None ELSE durable[t]])
 
 CacheInsert(c, o) ==
     IF CacheSize = 0 THEN c
@@ -186,30 +193,30 @@ CheckMsg(t, off, p) ==
 (* Initial state *)
 
 Init ==
-    /\ local = [t \in Txns |-> None]
-    /\ said = [t \in Txns |-> {}]
-    /\ sent = [t \in Txns |-> 0]
-    /\ ownEndDone = [t \in Txns |-> FALSE]
+    /\ local = AllTxns(None)
+    /\ said = AllTxns({})
+    /\ sent = AllTxns(0)
+    /\ ownEndDone = AllTxns(FALSE)
     /\ alive = [p \in Producers |-> p \in InitiallyUp]
     /\ half = << >>
-    /\ latest = [t \in Txns |-> 0]
+    /\ latest = AllTxns(0)
     /\ covered = {}
     /\ opRecords = 0
-    /\ reals = [t \in Txns |-> 0]
-    /\ lives = [t \in Txns |-> 0]
-    /\ durable = [t \in Txns |-> None]
+    /\ reals = AllTxns(0)
+    /\ lives = AllTxns(0)
+    /\ durable = AllTxns(None)
     /\ cursorDurable = 0
     /\ opBuf = << >>
     /\ cache = << >>
     /\ cursor = 0
-    /\ index = [t \in Txns |-> None]
+    /\ index = AllTxns(None)
     /\ opRead = {}
     /\ now = 0
     /\ net = {}
-    /\ ends = [t \in Txns |-> << >>]
-    /\ delivered = [t \in Txns |-> 0]
-    /\ checks = [t \in Txns |-> << >>]
-    /\ discardLog = [t \in Txns |-> << >>]
+    /\ ends = AllTxns(<< >>)
+    /\ delivered = AllTxns(0)
+    /\ checks = AllTxns(<< >>)
+    /\ discardLog = AllTxns(<< >>)
     /\ opDup = FALSE
     /\ crashes = 0 /\ pcrashes = 0 /\ losses = 0 /\ dups = 0 /\ retries = 0 /\ storeErrors = 0
     /\ resumes = 0
@@ -281,7 +288,7 @@ ProducerCrash(p) ==
     /\ pcrashes < MaxProducerCrash
     /\ alive[p]
     /\ alive' = [alive EXCEPT ![p] = FALSE]
-    /\ ownEndDone' = [t \in Txns |-> ownEndDone[t] \/ (OwnerOf(t) = p /\ local[t] # None)]
+    /\ ownEndDone' = PerTxn([t \in Txns |-> ownEndDone[t] \/ (OwnerOf(t) = p /\ local[t] # None)])
     /\ pcrashes' = pcrashes + 1
     /\ UNCHANGED <<local, said, sent, durableVars, volatileVars, now, net, historyVars,
                    crashes, losses, dups, retries, storeErrors, resumes>>

@@ -69,10 +69,14 @@ SlotOwner(t) == ownerOf[t]
 SlotSkew(t) == skewOf[t]
 SlotImmunity(t) == immunityOf[t]
 
+\* TxMQ's PerTxn for slots 1..n: the function as a sequence, which TLC indexes directly (see PerTxn).
+SlotSeq(f) == << >> \o f
+AllSlots(v) == SlotSeq([t \in Txns |-> v])
+
 \* TxMQ's own Owner, Skew and Immunity, which only its ASSUME and TraceInit read: a slot's are above.
-UnownedSlots == [t \in Txns |-> CHOOSE p \in Producers : TRUE]
-UnskewedSlots == [t \in Txns |-> 0]
-UnimmuneSlots == [t \in Txns |-> [has |-> FALSE, scan |-> 0, end |-> 0]]
+UnownedSlots == AllSlots(CHOOSE p \in Producers : TRUE)
+UnskewedSlots == AllSlots(0)
+UnimmuneSlots == AllSlots([has |-> FALSE, scan |-> 0, end |-> 0])
 
 Ev == Trace[ti + 1]
 
@@ -159,12 +163,12 @@ LostMsg == [type |-> Ev.type, t |-> Ev.t, off |-> Ev.off, act |-> Ev.act, chk |-
 \* empty store at time 0, every slot free.  Its producers and groups have names of their own, still in
 \* their initial state, so nothing of the previous trace can explain a step of the next.
 Reset ==
-    /\ local' = [t \in Txns |-> None] /\ said' = [t \in Txns |-> {}] /\ sent' = [t \in Txns |-> 0]
-    /\ ownEndDone' = [t \in Txns |-> FALSE] /\ latest' = [t \in Txns |-> 0] /\ reals' = [t \in Txns |-> 0]
-    /\ lives' = [t \in Txns |-> 0] /\ durable' = [t \in Txns |-> None] /\ index' = [t \in Txns |-> None]
-    /\ ends' = [t \in Txns |-> << >>] /\ delivered' = [t \in Txns |-> 0] /\ checks' = [t \in Txns |-> << >>]
-    /\ discardLog' = [t \in Txns |-> << >>] /\ occupant' = [t \in Txns |-> 0] /\ floor' = 0
-    /\ recs' = [t \in Txns |-> << >>]
+    /\ local' = AllSlots(None) /\ said' = AllSlots({}) /\ sent' = AllSlots(0)
+    /\ ownEndDone' = AllSlots(FALSE) /\ latest' = AllSlots(0) /\ reals' = AllSlots(0)
+    /\ lives' = AllSlots(0) /\ durable' = AllSlots(None) /\ index' = AllSlots(None)
+    /\ ends' = AllSlots(<< >>) /\ delivered' = AllSlots(0) /\ checks' = AllSlots(<< >>)
+    /\ discardLog' = AllSlots(<< >>) /\ occupant' = AllSlots(0) /\ floor' = 0
+    /\ recs' = AllSlots(<< >>)
     /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
     /\ UNCHANGED <<alive, budgetVars, ownerOf, skewOf, immunityOf>>
@@ -363,8 +367,8 @@ Diagnose ==
     /\ FALSE
 
 TraceInit ==
-    /\ Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0 /\ occupant = [t \in Txns |-> 0]
-    /\ ownerOf = Owner /\ skewOf = Skew /\ immunityOf = Immunity /\ floor = 0 /\ recs = [t \in Txns |-> << >>]
+    /\ Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0 /\ occupant = AllSlots(0)
+    /\ ownerOf = Owner /\ skewOf = Skew /\ immunityOf = Immunity /\ floor = 0 /\ recs = AllSlots(<< >>)
 TraceNext == ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
 
 \* Every state TLC keeps is the one state at its cursor (TraceNext admits one behaviour), so the cursor

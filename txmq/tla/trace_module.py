@@ -150,6 +150,8 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # TxMQ's Txns are slots: who owns one, its skew and immunity are state (spec/TxMQTrace.tla)
         "    Owner <- UnownedSlots\n    Skew <- UnskewedSlots\n    Immunity <- UnimmuneSlots\n"
         "    OwnerOf <- SlotOwner\n    SkewOf <- SlotSkew\n    ImmunityOf <- SlotImmunity\n"
+        # functions over the slots as sequences, which TLC indexes directly (TxMQ's PerTxn)
+        "    PerTxn <- SlotSeq\n"
         "    TxnOwner <- TxnOwnerV\n    TxnSkew <- TxnSkewV\n    TxnImmunity <- TxnImmunityV\n"
         "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
