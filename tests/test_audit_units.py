@@ -5,7 +5,9 @@ and the CLI's one-line errors."""
 from __future__ import annotations
 
 import json
+import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,10 @@ import pytest
 
 from txmq.audit import checkers, cpp_client, history, report
 from txmq.audit.checkers import Expectations
+from txmq.audit.history import History
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
-from txmq.audit.producers import check_times
-from txmq.audit.workload import Fault, Outcome, fault_kinds, make_plan
+from txmq.audit.producers import LocalTransactions, check_times
+from txmq.audit.workload import BenchmarkMix, Fault, Outcome, Plan, PlannedTx, fault_kinds, make_plan
 from txmq.catalogue import CATALOGUE
 from txmq.cli import main
 from txmq.errors import BrokerUnavailableError, ConfigError, TraceError
@@ -316,12 +319,37 @@ def test_a_finding_on_a_transaction_with_its_entrys_fault_is_named_after_the_atl
     assert "EXPECTED IN ROCKETMQ MODE: NoDuplicateReal (duplicate-commit) on b" in text
 
 
+def test_the_benchmark_mix_draws_as_upstreams_transaction_producer() -> None:
+    """BenchmarkMix: rolled back with SR, else unknown with SU, else committed; an unknown one answers
+    UNKNOWN at each check with CU before it commits (the #1694 report's -sr 0.01 -su 0.05 -cu 0.2, here
+    with larger shares so that a 10,000-transaction plan shows them)."""
+    plan = make_plan(3, 1000, 10, 2, "none", mix=BenchmarkMix(0.1, 0.5, 0.5))
+    outcomes = Counter(t.outcome for t in plan.transactions)
+    assert abs(outcomes[Outcome.ROLLBACK] / 10_000 - 0.1) < 0.02
+    assert abs(outcomes[Outcome.UNKNOWN_COMMIT] / 10_000 - 0.9 * 0.5) < 0.02
+    assert set(outcomes) == {Outcome.ROLLBACK, Outcome.UNKNOWN_COMMIT, Outcome.COMMIT}
+    unknowns = [t.unknowns for t in plan.transactions if t.outcome is Outcome.UNKNOWN_COMMIT]
+    assert abs(statistics.fmean(unknowns) - 1.0) < 0.1 and min(unknowns) == 0  # geometric, mean CU/(1-CU)
+    assert make_plan(3, 1000, 10, 2, "none", mix=BenchmarkMix(0.1, 0.5, 0.5)).digest() == plan.digest()
+
+
+@pytest.mark.parametrize(("unknowns", "answers"), [(0, ["COMMIT", "COMMIT"]),
+                                                  (2, ["UNKNOWN", "UNKNOWN", "COMMIT"])])
+def test_an_unknown_transaction_answers_its_planned_unknowns_then_commits(unknowns: int,
+                                                                          answers: list[str]) -> None:
+    planned = PlannedTx("t", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.NONE, unknowns)
+    local = LocalTransactions(Plan(1, (planned,), (), 0.0), History())
+    assert [local.answer("t", "p0.1") for _ in answers] == answers
+
+
 # ----------------------------------------------------------------------------- the command
 @pytest.mark.parametrize(("args", "code", "says"), [
     (["nohost"], 3, "HOST:PORT"),
     (["127.0.0.1:1", "--rate", "0"], 3, "--rate must be positive"),
     (["127.0.0.1:1", "--consumers", "0"], 3, "at least 1"),
     (["127.0.0.1:1", "--fault-kinds", "gremlins"], 3, "--fault-kinds gremlins"),
+    (["127.0.0.1:1", "--benchmark-mix", "0.01,0.05"], 3, "three shares SR,SU,CU"),
+    (["127.0.0.1:1", "--benchmark-mix", "0,0.5,1"], 3, "below 1"),
     (["127.0.0.1:1"], 8, "unreachable"),
     (["127.0.0.1:1", "--launch", "/no/such/endpoint-binary"], 3, "cannot run"),
 ])

@@ -48,7 +48,8 @@ class LocalTransactions:
 
     def answer(self, tx: str, producer: str, times: int | None = None) -> str:
         """Answer a check of ``tx``: the decision if there is one; UNKNOWN otherwise, except that an
-        unknown-then-deciding transaction decides after its first UNKNOWN and a late-after-rollback one
+        unknown-then-deciding transaction decides after its planned UNKNOWNs (``PlannedTx.unknowns``;
+        with none, at its first check, which it answers with the decision) and a late-after-rollback one
         reads "no record" as ROLLBACK. A transaction not in the plan (another application's) is UNKNOWN.
         ``times``: the check's TRANSACTION_CHECK_TIMES, where the client shows it (``check_times``)."""
         decided_now = None
@@ -59,13 +60,17 @@ class LocalTransactions:
             else:
                 local.checks += 1
                 planned = local.planned
+                deciding = planned.outcome in (Outcome.UNKNOWN_COMMIT, Outcome.UNKNOWN_ROLLBACK)
+                if local.decision is None and deciding and planned.unknowns == 0:
+                    local.decision = planned.outcome.decision  # decided by the time of its first check
+                    decided_now = local.decision
                 if local.decision is not None:
                     answer = local.decision
                 elif planned.fault is Fault.LATE_AFTER_ROLLBACK:
                     answer = "ROLLBACK"
                 else:
                     answer = "UNKNOWN"
-                    if planned.outcome in (Outcome.UNKNOWN_COMMIT, Outcome.UNKNOWN_ROLLBACK):
+                    if deciding and local.checks >= planned.unknowns:
                         decided_now = planned.outcome.decision
         self.history.add("check", tx=tx, producer=producer, answer=answer, times=times)
         if decided_now is not None:
@@ -139,8 +144,8 @@ class AuditProducer(Producer):
 
 def check_times(value: str | bytes | None) -> int | None:
     """A check message's TRANSACTION_CHECK_TIMES property (the broker's count of the checks of this
-    half, ``TransactionalMessageUtil``) as a number, or None where the client does not show it: upstream's
-    proxy keeps it out of a gRPC message's properties, the C++-core client shows it."""
+    half, ``TransactionalMessageServiceImpl.needDiscard``) as a number, or None where the check carries
+    none."""
     if isinstance(value, bytes):
         value = value.decode(errors="replace")
     return int(value) if value and str(value).isdigit() else None

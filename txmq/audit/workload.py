@@ -75,6 +75,43 @@ class PlannedTx:
     producer: int  # index of the producer slot that sends it
     outcome: Outcome
     fault: Fault
+    unknowns: int = 1  # an unknown-then-deciding one: the checks it answers UNKNOWN before it decides
+
+
+@dataclass(frozen=True)
+class BenchmarkMix:
+    """The outcome mix of upstream's benchmark ``TransactionProducer`` (``-sr``, ``-su``, ``-cu``), which the
+    #1694 and #9640 reports ran: each message's local transaction rolls back with ``send_rollback``, else
+    stays unknown with ``send_unknown``, else commits (``buildMessage`` draws them in that order); each
+    check of an unknown one answers UNKNOWN with ``check_unknown``, else COMMIT
+    (``TransactionListenerImpl.checkLocalTransaction`` replays answers drawn at send time)."""
+
+    send_rollback: float
+    send_unknown: float
+    check_unknown: float
+
+    @classmethod
+    def parse(cls, text: str) -> BenchmarkMix:
+        """``--benchmark-mix SR,SU,CU`` -> the mix; ConfigError unless three shares in [0, 1) (CU < 1:
+        a transaction must decide at some check)."""
+        try:
+            shares = [float(part) for part in text.split(",")]
+        except ValueError:
+            shares = []
+        if len(shares) != 3 or not all(0 <= v < 1 for v in shares):
+            raise ConfigError(f"--benchmark-mix {text}: three shares SR,SU,CU, each at least 0 and below 1")
+        return cls(*shares)
+
+    def draw(self, rng: random.Random) -> tuple[Outcome, int]:
+        """One transaction's outcome, and the checks it answers UNKNOWN first (for an unknown one)."""
+        if rng.random() < self.send_rollback:
+            return Outcome.ROLLBACK, 1
+        if rng.random() < self.send_unknown:
+            unknowns = 0
+            while rng.random() < self.check_unknown:
+                unknowns += 1
+            return Outcome.UNKNOWN_COMMIT, unknowns
+        return Outcome.COMMIT, 1
 
 
 @dataclass(frozen=True)
@@ -119,12 +156,13 @@ def fault_kinds(text: str) -> tuple[Fault, ...]:
 
 
 def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults: str,
-              kinds: tuple[Fault, ...] | None = None) -> Plan:
+              kinds: tuple[Fault, ...] | None = None, mix: BenchmarkMix | None = None) -> Plan:
     """The plan for ``duration_s`` seconds at ``rate`` transactions/s over ``producers`` producer slots.
 
     Faults go only to transactions that end themselves (a fault on an end-transaction needs one). A closed
     producer needs another producer of its group, so with one producer that fault is not drawn.
-    ``kinds`` limits the faults drawn (default: all).
+    ``kinds`` limits the faults drawn (default: all). ``mix``: outcomes as upstream's benchmark draws
+    them, instead of the audit's own weights.
     """
     if duration_s <= 0 or rate <= 0 or producers < 1:
         raise ConfigError("--duration and --rate must be positive and --producers at least 1")
@@ -138,14 +176,14 @@ def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults:
     count = max(1, round(duration_s * rate))
     transactions = []
     for n in range(count):
-        outcome = rng.choices(outcomes, weights)[0]
+        outcome, unknowns = mix.draw(rng) if mix is not None else (rng.choices(outcomes, weights)[0], 1)
         fault = Fault.NONE
         if outcome.ends_itself and drawn and rng.random() < _FAULT_SHARE[faults]:
             fault = rng.choice(drawn)
             if fault is Fault.LATE_AFTER_ROLLBACK:
                 outcome = Outcome.COMMIT  # the local transaction commits, after the check read "none"
         transactions.append(PlannedTx(f"audit-{seed}-{n}", round(n / rate, 6), n % producers, outcome,
-                                      fault))
+                                      fault, unknowns))
     kills = sorted(round(rng.uniform(0.2, 0.8) * duration_s, 3) for _ in range(_KILLS[faults]))
     return Plan(seed, tuple(transactions), tuple(kills), _LAPSE_SHARE[faults])
 
@@ -162,6 +200,11 @@ def add_workload_arguments(parser: argparse.ArgumentParser, faults_default: str,
     parser.add_argument("--fault-kinds", metavar="KIND,...",
                         help="only these client-side faults: withheld, duplicated, late, "
                              "late-after-rollback, producer-closed (default all)")
+    parser.add_argument("--benchmark-mix", metavar="SR,SU,CU",
+                        help="local transactions as upstream's benchmark TransactionProducer draws them: "
+                             "rolled back with share SR (-sr), else left unknown with SU (-su), else "
+                             "committed; each check of an unknown one answered UNKNOWN with CU (-cu), else "
+                             "COMMIT (default: the audit's own mix)")
 
 
 def seeded_plan(args: argparse.Namespace, announce: Callable[[str], None]) -> Plan:
@@ -170,4 +213,5 @@ def seeded_plan(args: argparse.Namespace, announce: Callable[[str], None]) -> Pl
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     announce(f"seed {seed}")
     kinds = fault_kinds(args.fault_kinds) if args.fault_kinds else None
-    return make_plan(seed, args.duration, args.rate, args.producers, args.faults, kinds)
+    mix = BenchmarkMix.parse(args.benchmark_mix) if args.benchmark_mix else None
+    return make_plan(seed, args.duration, args.rate, args.producers, args.faults, kinds, mix)

@@ -13,7 +13,7 @@ from txmq.audit import history
 from txmq.audit.checkers import Expectations
 from txmq.audit.driver import DriverSettings
 from txmq.audit.history import Record
-from txmq.audit.workload import Plan, fault_kinds, make_plan
+from txmq.audit.workload import BenchmarkMix, Plan, fault_kinds, make_plan
 from txmq.diff import report
 from txmq.diff.compare import compare
 from txmq.diff.deviations import Timings
@@ -49,8 +49,9 @@ def rejudge(out: Path) -> dict[str, Any]:
     serve_header, candidate = history.read(out / "serve" / "history.jsonl")
     options = up_header["options"]
     kinds = fault_kinds(options["fault_kinds"]) if options["fault_kinds"] else None
+    mixed = options.get("benchmark_mix")  # absent from histories written before the option
     plan = make_plan(up_header["seed"], options["duration"], options["rate"], options["producers"],
-                     options["faults"], kinds)
+                     options["faults"], kinds, BenchmarkMix.parse(mixed) if mixed else None)
     if plan.digest() != up_header["plan_sha256"]:
         raise TraceError(f"{out}: the histories' plan cannot be rebuilt (another txmq version?)")
     header = up_header | {"endpoints": {"upstream": up_header["endpoint"], "serve": serve_header["endpoint"]}}
