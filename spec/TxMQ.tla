@@ -160,6 +160,11 @@ TrueAge(i) == now - (half[i].put + SkewOf(half[i].t))
 PerTxn(f) == f
 AllTxns(v) == PerTxn([t \in Txns |-> v])
 
+\* History h with entry e appended.  The histories (ends, checks, discardLog) grow only through Logged:
+\* the invariants read every entry, the actions only whether there is one and the last (trace
+\* validation, which checks no invariant, keeps the last alone: TxMQTrace.tla's LastOnly).
+Logged(h, e) == Append(h, e)
+
 \* Offset i and the copies it renews, back to its original (or resumed) record.
 RECURSIVE Lineage(_)
 Lineage(i) == IF half[i].from = 0 THEN {i} ELSE {i} \cup Lineage(half[i].from)
@@ -332,7 +337,7 @@ ApplyEnd(m, rest) ==
                        discarded |-> Resolution(t) = "discard", life |-> lives[t],
                        chk |-> m.chk /\ (ImmunityOf(t).has \/ res = "STORE_ERROR"),
                        age |-> IF ImmunityOf(t).has THEN TrueAge(m.off) ELSE 0]
-        refuse(res) == /\ ends' = [ends EXCEPT ![t] = Append(@, entry(res))]
+        refuse(res) == /\ ends' = [ends EXCEPT ![t] = Logged(@, entry(res))]
                        /\ UNCHANGED <<reals, durable, opBuf, index, storeErrors>>
     IN /\ cache' = CacheDelete(cache, m.off)
        /\ net' = rest
@@ -341,13 +346,13 @@ ApplyEnd(m, rest) ==
             [] OTHER ->
                  \/ /\ writes /\ storeErrors < MaxStoreError          \* the store refuses the record
                     /\ storeErrors' = storeErrors + 1
-                    /\ ends' = [ends EXCEPT ![t] = Append(@, entry("STORE_ERROR"))]
+                    /\ ends' = [ends EXCEPT ![t] = Logged(@, entry("STORE_ERROR"))]
                     /\ UNCHANGED <<reals, durable, opBuf, index>>
                  \/ /\ reals' = IF m.act = "commit" THEN [reals EXCEPT ![t] = @ + 1] ELSE reals
                     /\ durable' = IF Strict /\ writes THEN [durable EXCEPT ![t] = m.act] ELSE durable
                     /\ opBuf' = Append(opBuf, m.off)
                     /\ index' = IF Strict THEN [index EXCEPT ![t] = m.act] ELSE index
-                    /\ ends' = [ends EXCEPT ![t] = Append(@, entry("OK"))]
+                    /\ ends' = [ends EXCEPT ![t] = Logged(@, entry("OK"))]
                     /\ UNCHANGED storeErrors
        /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead,
                       now, checks, discardLog, opDup>>
@@ -498,7 +503,7 @@ ScanDiscard ==
           /\ durable' = IF Strict THEN [durable EXCEPT ![t] = "discard"] ELSE durable
           /\ index' = IF Strict THEN [index EXCEPT ![t] = "discard"] ELSE index
           /\ discardLog' = [discardLog EXCEPT ![t] =
-                              Append(@, [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
+                              Logged(@, [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
                                          expired |-> TrueAge(Next1) > RetentionT, life |-> lives[t]])]
     /\ Examined
     /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, net, ends, delivered, checks, opDup>>
@@ -516,7 +521,7 @@ ScanImmunity ==
     /\ Unsettled /\ NotDiscarded
     /\ ImmunityOf(Rec.t).has /\ Age(Next1) <= ImmunityOf(Rec.t).scan
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
-    /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("reput"))]
+    /\ checks' = [checks EXCEPT ![Rec.t] = Logged(@, Spent("reput"))]
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, net, ends, delivered, discardLog, opDup>>
 
@@ -533,7 +538,7 @@ CheckRecord ==
     /\ Unsettled /\ NotDiscarded
     /\ DueForCheck(Next1)
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
-    /\ checks' = [checks EXCEPT ![Rec.t] = Append(@, Spent("check"))]
+    /\ checks' = [checks EXCEPT ![Rec.t] = Logged(@, Spent("check"))]
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, delivered, discardLog, opDup>>
 

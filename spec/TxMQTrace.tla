@@ -72,6 +72,8 @@ SlotImmunity(t) == immunityOf[t]
 \* TxMQ's PerTxn for slots 1..n: the function as a sequence, which TLC indexes directly (see PerTxn).
 SlotSeq(f) == << >> \o f
 AllSlots(v) == SlotSeq([t \in Txns |-> v])
+\* TxMQ's Logged: a history holds its last entry only, all a step reads (the invariants are the models').
+LastOnly(h, e) == << e >>
 
 \* TxMQ's own Owner, Skew and Immunity, which only its ASSUME and TraceInit read: a slot's are above.
 UnownedSlots == AllSlots(CHOOSE p \in Producers : TRUE)

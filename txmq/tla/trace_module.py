@@ -152,6 +152,8 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    OwnerOf <- SlotOwner\n    SkewOf <- SlotSkew\n    ImmunityOf <- SlotImmunity\n"
         # functions over the slots as sequences, which TLC indexes directly (TxMQ's PerTxn)
         "    PerTxn <- SlotSeq\n"
+        # a history keeps its last entry alone: the steps read no other (TxMQ's Logged)
+        "    Logged <- LastOnly\n"
         "    TxnOwner <- TxnOwnerV\n    TxnSkew <- TxnSkewV\n    TxnImmunity <- TxnImmunityV\n"
         "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
