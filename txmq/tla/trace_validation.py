@@ -161,13 +161,14 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
 
 
 # ----------------------------------------------------------------------------- command line
-# What a validation costs: wall time on the quiet 2-core development machine (2026-11-26, load 1,
-# `python -m benchmarks.trace_validation`), heavy-fault traces of `txmq simulate`, strict: 11,728 steps
-# (1,000 transactions) 11.0 s, 113,271 (10,000) 642 s. The cost per step grows with the open transactions
-# the state holds, so the time grows faster than the steps: about as their power 2, after a few seconds.
+# What a validation costs: wall time on the quiet 2-core development machine (2026-11-26, load 1 to 1.6,
+# `python -m benchmarks.trace_validation`), heavy-fault traces of `txmq simulate`: strict, 11,728 steps
+# (1,000 transactions) 7.9 s, 113,271 (10,000) 393 s; rocketmq, 16,153 steps 10.7 s, 122,698 steps 671 s
+# (the estimate is a third low there). The cost per step grows with the open transactions the state
+# holds, so the time grows faster than the steps: about as their power 2.2, after a few seconds.
 START_S = 5
-SECONDS_AT_10K_STEPS = 4.3
-GROWTH = 2.05
+SECONDS_AT_10K_STEPS = 1.86
+GROWTH = 2.2
 
 
 def expected_cost(steps: int) -> str:
