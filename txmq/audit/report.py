@@ -99,7 +99,7 @@ def figures(records: list[Record], check_max: int, heartbeat_s: float | None = N
         "endpoint_kills": len(kill_times(records)),
         "checks": sum(len(t.checks) for t in sent),
         "unexpected_checks": sum(unexpected_checks(t) for t in sent),
-        # None where no check showed its count (the 5.x gRPC client)
+        # None where no check carried its count
         "duplicated_checks": (sum(duplicated_checks(t) for t in sent)
                               if any(c.get("times") is not None for t in sent for c in t.checks) else None),
         # checks the endpoint counted (the highest count a seen check carried) that no client saw
