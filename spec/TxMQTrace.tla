@@ -55,30 +55,34 @@ VARIABLES
     owed,           \* the event the previous step owes next: a REAL_PUT, a CHECK, or Nothing
     plainsStored,   \* plain messages stored so far (deliveries of plain messages must name one)
     occupant,       \* [Txns -> TxnIds \cup {0}]: the transaction each slot holds (0: free)
-    ownerOf,        \* [Txns -> Producers], skewOf, immunityOf: its owner, skew and immunity
-    skewOf,
-    immunityOf,
     floor,          \* no scan, and no restart, starts below this half offset again
     recs            \* [Txns -> Seq(offsets)]: the half records of each slot's transaction
 
-slotVars == <<occupant, ownerOf, skewOf, immunityOf, floor, recs>>
+slotVars == <<occupant, floor, recs>>
 traceVars == <<vars, ti, owed, plainsStored, slotVars>>
 
-\* What TxMQ reads of a slot's transaction (the trace config overrides OwnerOf, SkewOf and ImmunityOf).
-SlotOwner(t) == ownerOf[t]
-SlotSkew(t) == skewOf[t]
-SlotImmunity(t) == immunityOf[t]
+\* What TxMQ reads of a slot's transaction (the trace config overrides OwnerOf, SkewOf and ImmunityOf):
+\* the constants of the transaction it holds, read through occupant rather than copied into the state,
+\* where TLC would normalize them in every state.  A free slot has TxMQ's defaults (UnownedSlots...).
+NoOwner == CHOOSE p \in Producers : TRUE
+NoImmunity == [has |-> FALSE, scan |-> 0, end |-> 0]
+SlotOwner(t) == IF occupant[t] = 0 THEN NoOwner ELSE TxnOwner[occupant[t]]
+SlotSkew(t) == IF occupant[t] = 0 THEN 0 ELSE TxnSkew[occupant[t]]
+SlotImmunity(t) == IF occupant[t] = 0 THEN NoImmunity ELSE TxnImmunity[occupant[t]]
 
 \* TxMQ's PerTxn for slots 1..n: the function as a sequence, which TLC indexes directly (see PerTxn).
 SlotSeq(f) == << >> \o f
 AllSlots(v) == SlotSeq([t \in Txns |-> v])
-\* TxMQ's Logged: a history holds its last entry only, all a step reads (the invariants are the models').
-LastOnly(h, e) == << e >>
+\* TxMQ's Logged: a history holds its last entry only, and of it the fields a step reads (an END_TX's
+\* result, a discard's count and reason): the invariants, which read the rest, are the models'.  Each
+\* field kept is a node TLC normalizes in every later state, in every slot that has a history.
+StepReads == {"res", "n", "why"}
+LastOnly(h, e) == << [f \in StepReads \cap DOMAIN e |-> e[f]] >>
 
 \* TxMQ's own Owner, Skew and Immunity, which only its ASSUME and TraceInit read: a slot's are above.
-UnownedSlots == AllSlots(CHOOSE p \in Producers : TRUE)
+UnownedSlots == AllSlots(NoOwner)
 UnskewedSlots == AllSlots(0)
-UnimmuneSlots == AllSlots([has |-> FALSE, scan |-> 0, end |-> 0])
+UnimmuneSlots == AllSlots(NoImmunity)
 
 Ev == Trace[ti + 1]
 
@@ -125,6 +129,31 @@ UnsettledRecord(d) ==
 \* The spec's results of an END_TX delivery (the diagnosis of a wrong one).
 EndResults(A(_)) == {r \in {"OK", "STORE_ERROR", "ALREADY_RESOLVED", "IMMUNITY_REJECTED"} : ENABLED A(r)}
 
+\* A half record no step can read again is buried: replaced by Gone, a number.  Such a record is at or
+\* below the floor (no scan reaches it) and its transaction has left its slot (no step names it).  TLC
+\* normalizes the whole state for every state it generates, so each record kept costs on every later step:
+\* buried, the records cost what the transactions still open cost, not what every transaction ever had.
+\* A step that read a buried record would stop TLC with an error, never accept a trace.
+Gone == 0
+RECURSIVE BuryBelowFloor(_, _)
+BuryBelowFloor(h, offs) ==
+    IF offs = << >> THEN h
+    ELSE BuryBelowFloor(IF Head(offs) <= floor THEN [h EXCEPT ![Head(offs)] = Gone] ELSE h, Tail(offs))
+\* Record i is of the transaction its slot holds now (not of one that left the slot).
+OfItsSlot(h, i) == \E k \in DOMAIN recs[h[i].t] : recs[h[i].t][k] = i
+\* The records the floor passes as it rises to top: those of transactions gone from their slots are buried.
+BuryPassed(h, top) ==
+    SubSeq(h, 1, floor)
+    \o [j \in 1..(top - floor) |-> IF OfItsSlot(h, floor + j) THEN h[floor + j] ELSE Gone]
+    \o SubSeq(h, top + 1, Len(h))
+\* TxMQ's Lineage for trace validation: the copies of record i down to the floor, the buried ones unread.
+\* The copies below the floor matter nowhere: Lineage only feeds the checks history, which no condition
+\* of a step reads (the models' invariants do, and they run on TxMQ's own Lineage).
+RECURSIVE FloorLineage(_)
+FloorLineage(i) ==
+    IF i <= floor THEN {}
+    ELSE IF half[i].from = 0 THEN {i} ELSE {i} \cup FloorLineage(half[i].from)
+
 \* Slot t as TxMQ's Init has a transaction: no trace of what it held.
 Fresh(f, t, v) == [f EXCEPT ![t] = v]
 FreeSlot(t) ==
@@ -135,15 +164,13 @@ FreeSlot(t) ==
     /\ delivered' = Fresh(delivered, t, 0) /\ checks' = Fresh(checks, t, << >>)
     /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, 0)
     /\ recs' = Fresh(recs, t, << >>)
-    /\ UNCHANGED <<alive, half, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, now, net,
-                   opDup, budgetVars, ownerOf, skewOf, immunityOf, floor>>
+    /\ half' = BuryBelowFloor(half, recs[t])
+    /\ UNCHANGED <<alive, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, now, net,
+                   opDup, budgetVars, floor>>
 
 \* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
 Open ==
     /\ occupant' = [occupant EXCEPT ![Ev.t] = Ev.x]
-    /\ ownerOf' = [ownerOf EXCEPT ![Ev.t] = TxnOwner[Ev.x]]
-    /\ skewOf' = [skewOf EXCEPT ![Ev.t] = TxnSkew[Ev.x]]
-    /\ immunityOf' = [immunityOf EXCEPT ![Ev.t] = TxnImmunity[Ev.x]]
     /\ UNCHANGED <<floor, recs>> /\ Keep
 
 \* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
@@ -151,9 +178,9 @@ RaiseFloor ==
     /\ floor' = Ev.i
     /\ covered' = {o \in covered : o > Ev.i}
     /\ opRead' = {o \in opRead : o > Ev.i}
-    /\ UNCHANGED <<producerVars, half, latest, opRecords, reals, lives, durable, cursorDurable,
-                   opBuf, cache, cursor, index, now, net, historyVars, budgetVars, occupant, ownerOf, skewOf,
-                   immunityOf, recs>>
+    /\ half' = BuryPassed(half, Ev.i)
+    /\ UNCHANGED <<producerVars, latest, opRecords, reals, lives, durable, cursorDurable,
+                   opBuf, cache, cursor, index, now, net, historyVars, budgetVars, occupant, recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
 Passed(i) == i <= floor \/ i \in covered
@@ -173,7 +200,7 @@ Reset ==
     /\ recs' = AllSlots(<< >>)
     /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
-    /\ UNCHANGED <<alive, budgetVars, ownerOf, skewOf, immunityOf>>
+    /\ UNCHANGED <<alive, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* The steps.  Each kind has its conditions (CondsOf), checked before    *)
@@ -330,7 +357,7 @@ Explain ==
     /\ ti' = ti + 1
     /\ Ev.e # "PLAIN" => UNCHANGED plainsStored
     /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
-           UNCHANGED <<occupant, ownerOf, skewOf, immunityOf, floor>>
+           UNCHANGED <<occupant, floor>>
     \* Whichever action appended a half record, its transaction's records list it.
     /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
            recs' = IF Len(half') = Len(half) THEN recs
@@ -370,7 +397,7 @@ Diagnose ==
 
 TraceInit ==
     /\ Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0 /\ occupant = AllSlots(0)
-    /\ ownerOf = Owner /\ skewOf = Skew /\ immunityOf = Immunity /\ floor = 0 /\ recs = AllSlots(<< >>)
+    /\ floor = 0 /\ recs = AllSlots(<< >>)
 TraceNext == ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
 
 \* Every state TLC keeps is the one state at its cursor (TraceNext admits one behaviour), so the cursor

@@ -35,7 +35,7 @@ _COMMAND_MODULES = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with every available sub-command registered."""
-    parser = argparse.ArgumentParser(prog="txmq", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="txmq", description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in _COMMAND_MODULES:

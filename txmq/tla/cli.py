@@ -176,7 +176,8 @@ SUBCOMMANDS = (add_check, add_configs, add_mutate, add_install_tlc, add_replay, 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``txmq spec`` and its sub-commands."""
     parser = subparsers.add_parser(
-        "spec", help="model-check the TLA+ specification", description=__doc__.splitlines()[0]
+        "spec", help="model-check the TLA+ specification",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     spec_sub = parser.add_subparsers(dest="spec_command", metavar="SUBCOMMAND")
     spec_sub.required = True

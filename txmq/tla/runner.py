@@ -109,16 +109,18 @@ def tlc_command(
     check_deadlock: bool = False,
     coverage: bool = False,
     features: TlcFeatures | None = None,
+    long_run: bool = False,
 ) -> list[str]:
-    """The command line for one run (``-deadlock`` turns deadlock checking *off*)."""
+    """The command line for one run (``-deadlock`` turns deadlock checking *off*). A ``long_run`` gets
+    the JVM's optimizing (C2) compiler, whose compile work only pays back over minutes of the same loops."""
     known = features or probe(java, jar)
-    command = [
-        java,
-        "-XX:+UseParallelGC",
+    command = [java, "-XX:+UseParallelGC"]
+    if not long_run:
         # Only the quick (C1) compiler. Measured here with TLC 2.15 (CPU seconds, one worker): a
-        # 1,738-state model 13.4 -> 7.4, a 200-transaction trace 23.0 -> 14.1, a 2,000-transaction trace
-        # (18,965 steps) 119 -> 114. TLC's runs are short enough that C2's compile work never pays back.
-        "-XX:TieredStopAtLevel=1",
+        # 1,738-state model 13.4 -> 7.4, a 200-transaction trace 23.0 -> 14.1. Most of TLC's runs are
+        # short enough that C2's compile work never pays back (trace_validation.LONG_RUN_WORK says when).
+        command.append("-XX:TieredStopAtLevel=1")
+    command += [
         # TLC 2.15 unpacks its standard modules into java.io.tmpdir: runs sharing /tmp can read each
         # other's half-written TLC.tla ("Could not parse module TLC"). Each run gets its own.
         f"-Djava.io.tmpdir={metadir.parent}",

@@ -154,6 +154,8 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    PerTxn <- SlotSeq\n"
         # a history keeps its last entry alone: the steps read no other (TxMQ's Logged)
         "    Logged <- LastOnly\n"
+        # the copies of a record down to the floor: those below may be buried (TxMQTrace's Gone)
+        "    Lineage <- FloorLineage\n"
         "    TxnOwner <- TxnOwnerV\n    TxnSkew <- TxnSkewV\n    TxnImmunity <- TxnImmunityV\n"
         "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
