@@ -313,6 +313,25 @@ def test_batcher_size_and_interval_rules() -> None:
     assert batcher.due_batches(6_100) == [(0, [7, 8])]  # at least the size: flushed without waiting
 
 
+def test_batcher_skips_a_beat_when_its_body_was_built_after_the_run_began() -> None:
+    """The kit's TransactionalMessageServiceImpl: batchSendOpMessage tests a queue against its startTime,
+    getOpMessage stamps lastWriteTimestamp with the clock it reads as it builds the body. A body built a
+    millisecond after the run began leaves the queue one millisecond short of due at the next run, one
+    interval after the start: its entries wait a second interval (seen on the kit's broker as Op writes
+    5,999 ms apart). The overflow write stamps the queue too."""
+    batcher = OpBatcher(max_chars=4_096, interval_ms=3_000, capacity=1)
+    batcher.offer(0, 1, now_ms=0)
+    assert batcher.due_batches(3_000, written_at=lambda: 3_001) == [(0, [1])]
+    batcher.offer(0, 2, now_ms=3_500)
+    assert batcher.due_batches(6_000) == []  # 2,999 ms since the body was built
+    assert batcher.due_batches(9_000) == [(0, [2])]
+    assert batcher.offer(0, 3, now_ms=9_100) and not batcher.offer(0, 4, now_ms=9_200)  # full
+    assert batcher.take_batch(0, first=[4], written_ms=9_200) == [4, 3]
+    batcher.offer(0, 5, now_ms=9_300)
+    assert batcher.due_batches(12_000) == []  # 2,800 ms since the overflow write
+    assert batcher.due_batches(12_200) == [(0, [5])]
+
+
 def test_batcher_capacity() -> None:
     """MessageQueueOpContext's queue is bounded: a full buffer refuses the entry (the caller writes it)."""
     batcher = OpBatcher(max_chars=4_096, interval_ms=3_000, capacity=2)

@@ -60,8 +60,9 @@ RESOLUTION: tuple[Entry, ...] = (
         audit="NoDuplicateReal"),
     Entry(
         "op-late-when-checked", (10199,), "an Op record written after the check reaches its half",
-        "fixed in 5.4.0 (PR #10200) for the stacked batch waits; a check reaching a half whose Op is still "
-        "buffered remains possible at HEAD",
+        "fixed in 5.4.0 (PR #10200) for the stacked batch waits, which the kit's develop (8fc57f1, before "
+        "it) shows without any client fault: Op records 5,999 ms apart, commits checked (docs/audit.md); "
+        "a check reaching a half whose Op is still buffered remains possible at HEAD",
         "TransactionalMessageServiceImpl.batchSendOpMessage (lastWriteTimestamp)",
         "a commit whose Op is still buffered when the run reaches its half is checked; COMMIT duplicates",
         "NoDuplicateReal", s.op_buffered_when_checked,

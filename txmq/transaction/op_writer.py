@@ -41,7 +41,8 @@ class OpWriter:
         enqueue that takes the buffer past the size limit wakes it."""
         batcher = self._batcher
         if not batcher.offer(half_queue_id, half_offset, self._clock.now_ms()):
-            self._write(half_queue_id, batcher.take_batch(half_queue_id, first=[half_offset]))
+            self._write(half_queue_id, batcher.take_batch(half_queue_id, first=[half_offset],
+                                                          written_ms=self._clock.now_ms()))
             self._stats["op_sync_writes"] += 1
             self.tick()
         elif batcher.over_size(half_queue_id):
@@ -55,7 +56,7 @@ class OpWriter:
         """One run of the batch thread: write the Op records that are due (every buffered entry when
         ``force``), and schedule the next run a full interval from now. Returns the records written."""
         now = self._clock.now_ms()
-        batches = self._batcher.due_batches(now, force=force)
+        batches = self._batcher.due_batches(now, force=force, written_at=self._clock.now_ms)
         for queue_id, offsets in batches:
             self._write(queue_id, offsets)
         self.next_tick_ms = now + self._interval_ms
