@@ -10,7 +10,8 @@ import pytest
 
 from txmq.broker import Broker
 from txmq.client.allocate import averagely, by_circle
-from txmq.client.group import ConsumeStatus, GroupConsumer, GroupSettings
+from txmq.client.group import ConsumeStatus, GroupConsumer
+from txmq.client.member import GroupSettings
 from txmq.client.membership import GroupDirectory, dlq_topic, retry_topic
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

@@ -19,7 +19,8 @@ from typing import Any
 
 from txmq.broker import Broker
 from txmq.client.allocate import STRATEGIES
-from txmq.client.group import ConsumeStatus, GroupConsumer, GroupSettings
+from txmq.client.group import ConsumeStatus, GroupConsumer
+from txmq.client.member import GroupSettings
 from txmq.client.membership import GroupDirectory, retry_topic, sink_trace
 from txmq.client.retry import DELAY_LEVELS_MS
 from txmq.clock import ManualClock
