@@ -110,3 +110,20 @@ def test_the_command_prints_duplicates_per_cause(tmp_path: Path, capsys: pytest.
     assert "fail is a probability" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="unknown group workload knob"):
         GroupWorkload().with_overrides(nope=1)
+
+
+def test_lite_pull_members_duplicate_more_and_every_duplicate_is_explained(tmp_path: Path) -> None:
+    # DefaultLitePullConsumerImpl: a polled batch is committed by a later poll's auto-commit, and shutdown
+    # persists only what was committed, so each leave re-delivers what was polled since; no retry topic.
+    changes = {"messages": 600, "leaves": 3, "crashes": 1, "rejoin": True}
+    counts = {}
+    for style in ("push", "lite"):
+        path = tmp_path / f"{style}.ndjson"
+        simulate_groups(SMALL.with_overrides(style=style, **changes), 5, path)
+        verdict = _judge(list(read_events(path)[1]))
+        assert verdict.problems == {name: [] for name in verdict.problems}
+        counts[style] = verdict.duplicates
+    assert "RETRY" not in counts["lite"] and counts["push"]["RETRY"] > 0
+    assert counts["lite"]["REBALANCE"] > counts["push"]["REBALANCE"]
+    with pytest.raises(ConfigError, match="style must be one of push, lite"):
+        GroupWorkload(style="pull")

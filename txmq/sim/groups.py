@@ -1,6 +1,7 @@
 """``txmq simulate-groups``: a consumer group whose members join, leave and crash on a seeded schedule,
-consuming plain messages through ``txmq.client.group`` and failing some, with every allocation, consume,
-offset commit and retry in the trace.
+consuming plain messages through ``txmq.client.group`` and failing some (or, with ``style`` "lite",
+polling them through ``txmq.client.lite_pull``), with every allocation, consume, offset commit and retry
+in the trace.
 
 One ``random.Random(seed)`` drawn in a fixed order and a ``ManualClock`` make the same seed and knobs give
 the same trace byte for byte. After the last message a drain keeps time moving until every retry could
@@ -20,6 +21,7 @@ from typing import Any
 from txmq.broker import Broker
 from txmq.client.allocate import STRATEGIES
 from txmq.client.group import ConsumeStatus, GroupConsumer
+from txmq.client.lite_pull import LitePullConsumer, LitePullSettings
 from txmq.client.member import GroupSettings
 from txmq.client.membership import GroupDirectory, retry_topic, sink_trace
 from txmq.client.retry import DELAY_LEVELS_MS
@@ -34,6 +36,7 @@ from txmq.trace.sinks import TraceSink, open_sink
 START_MS = 1_000_000
 GROUP, TOPIC = "CG", "T"
 CHANGES = ("join", "leave", "crash")
+STYLES = ("push", "lite")  # DefaultMQPushConsumer, DefaultLitePullConsumer
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class GroupWorkload:
     persist_interval_ms: int = 5_000
     rebalance_interval_ms: int = 20_000
     max_reconsume_times: int = 16
+    style: str = "push"  # push: a listener, failures retried; lite: the application polls (no retries)
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -69,6 +73,8 @@ class GroupWorkload:
         for name in ("fail", "poison", "send_retry"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} is a probability between 0 and 1, got {getattr(self, name)}")
+        if self.style not in STYLES:
+            raise ConfigError(f"style must be one of {', '.join(STYLES)}, got {self.style!r}")
         if self.strategy not in STRATEGIES:
             choices = ", ".join(sorted(STRATEGIES))
             raise ConfigError(f"strategy must be one of {choices}, got {self.strategy!r}")
@@ -81,10 +87,11 @@ class GroupWorkload:
         return replace(self, **values)
 
     def settings(self) -> GroupSettings:
-        """What every member runs with."""
-        return GroupSettings(strategy=self.strategy, rebalance_interval_ms=self.rebalance_interval_ms,
-                             persist_interval_ms=self.persist_interval_ms,
-                             max_reconsume_times=self.max_reconsume_times, consume_from_first=True)
+        """What every member runs with (a lite pull member: its own defaults besides these)."""
+        kind = LitePullSettings if self.style == "lite" else GroupSettings
+        return kind(strategy=self.strategy, rebalance_interval_ms=self.rebalance_interval_ms,
+                    persist_interval_ms=self.persist_interval_ms,
+                    max_reconsume_times=self.max_reconsume_times, consume_from_first=True)
 
     def drain_ms(self) -> int:
         """Long enough for a message failing every time to reach the DLQ, plus two persists."""
@@ -114,7 +121,7 @@ class GroupSimulation:
         self.clock = ManualClock(START_MS)
         self.broker = Broker(store_dir, BrokerConfig(), self.clock, sink, open_store=memory_opener())
         self.directory = GroupDirectory({TOPIC: w.queues}, sink_trace(sink, self.clock))
-        self.running: dict[str, GroupConsumer] = {}
+        self.running: dict[str, GroupConsumer | LitePullConsumer] = {}
         self.poison: set[str] = set()
         self.changes: Counter[str] = Counter()
         self._next_id = 0
@@ -126,9 +133,13 @@ class GroupSimulation:
     def _join(self) -> None:
         member = f"c{self._next_id}"
         self._next_id += 1
-        self.running[member] = GroupConsumer(
-            self.broker, self.directory, GROUP, member, [TOPIC], self._listen, self.clock, self.w.settings(),
-            sink_trace(self.sink, self.clock)).start()
+        trace, settings = sink_trace(self.sink, self.clock), self.w.settings()
+        if isinstance(settings, LitePullSettings):
+            self.running[member] = LitePullConsumer(self.broker, self.directory, GROUP, member, [TOPIC],
+                                                    self.clock, settings, trace).start()
+        else:
+            self.running[member] = GroupConsumer(self.broker, self.directory, GROUP, member, [TOPIC],
+                                                 self._listen, self.clock, settings, trace).start()
 
     def _change(self, kind: str) -> None:
         """A join always happens; a leave or crash only when another member stays, or a new member takes
@@ -165,8 +176,13 @@ class GroupSimulation:
                    for t, q in queues)
 
     def _tick(self) -> None:
+        """Each member's due work; a lite pull member's application then polls until nothing is left."""
         for name in sorted(self.running):
-            self.running[name].tick()
+            member = self.running[name]
+            member.tick()
+            if isinstance(member, LitePullConsumer):
+                while member.poll():
+                    pass
 
     def run(self) -> tuple[Counter[str], int]:
         """Send, change membership, consume; drain; shut down. Returns the changes made and the end."""
