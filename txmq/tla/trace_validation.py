@@ -178,16 +178,24 @@ SECONDS_AT_10K_STEPS = 1.86
 GROWTH = 2.2
 
 
+# The whole trace is one TLA+ constant: a 1,136,907-step trace (100,000 transactions) filled TLC's default
+# heap (6.2 GB, a quarter of a 23 GB machine) before its first step, and ran 12 minutes in full collections.
+HEAP_BOUND_STEPS = 500_000
+
+
 def expected_cost(steps: int) -> str:
-    """The time a validation of ``steps`` steps is expected to take, in words."""
+    """The time a validation of ``steps`` steps is expected to take, in words (and, for a trace that large,
+    that the JVM's default heap may not hold it)."""
     seconds = START_S + SECONDS_AT_10K_STEPS * (steps / 10_000) ** GROWTH
+    memory = ("; a trace this long may not fit TLC's default heap (1.1 million steps filled 6 GB before "
+              "the first step)") if steps >= HEAP_BOUND_STEPS else ""
     if seconds < 120:
         return f"expected about {seconds:.0f} s"
     if seconds < 24 * 3600:
         return (f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about "
-                "10 s)")
+                f"10 s){memory}")
     return (f"expected about {seconds / 86400:.0f} days: validate a smaller trace (`txmq simulate -n 1000`, "
-            "about 10 s)")
+            f"about 10 s){memory}")
 
 
 def _describe(step: Step) -> str:
