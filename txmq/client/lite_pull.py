@@ -73,6 +73,11 @@ class LitePullConsumer(GroupMember):
         super().rebalance()
         self.consumed = {queue: offset for queue, offset in self.consumed.items() if queue in self.owned}
 
+    def shutdown(self) -> None:
+        """Leave as the base does; what was polled and not committed leaves with the member."""
+        super().shutdown()
+        self.consumed.clear()
+
     def crash(self) -> None:
         super().crash()
         self.consumed.clear()
