@@ -31,8 +31,9 @@
 (* an id of its own.                                                       *)
 (*                                                                         *)
 (* Python places the hidden steps, so at most one behaviour follows each  *)
-(* trace: TLC checks it, step by step (the view is the cursor alone, see  *)
-(* TraceView).  Python's placement can only make a valid trace be         *)
+(* trace: TLC follows it step by step, simulating (one behaviour, nothing *)
+(* to fingerprint), in windows for a long trace (WindowInit, below).       *)
+(* Python's placement can only make a valid trace be                       *)
 (* rejected, never an invalid one accepted: every state TLC reaches is    *)
 (* reached by steps of Next.  When a step's conditions do not hold,       *)
 (* Diagnose names the first that fails, with the state of the transaction *)
@@ -42,19 +43,17 @@ EXTENDS TxMQ, TLC
 
 CONSTANTS
     Trace,          \* the steps, each a record whose field e names its kind (and t its slot, 0: none)
-    TxnIds,         \* the trace's transactions (1..n); a slot holds one of them at a time
-    TxnOwner,       \* [TxnIds -> Producers], TxnSkew [TxnIds -> Int], TxnImmunity [TxnIds -> [has,
-    TxnSkew,        \*   scan, end]]: what TxMQ's Owner, Skew and Immunity say of each transaction
-    TxnImmunity,
-    HalfMsg,        \* [TxnIds -> [topic, q, crc]]: the message a transaction's first HALF_PUT carries
     PlainMsg,       \* Seq([topic, q, crc]): the plain messages, in the order they were stored
-    Subscribed      \* consumer group -> the topics it subscribes to (a group not in it: any topic)
+    Subscribed,     \* consumer group -> the topics it subscribes to (a group not in it: any topic)
+    Start,          \* a window's first state (WindowInit), as the window before it ended (WindowEnd)
+    ShowEnd         \* whether the state the last step reaches is printed (for the next window)
 
 VARIABLES
     ti,             \* steps 1..ti of Trace are explained
     owed,           \* the event the previous step owes next: a REAL_PUT, a CHECK, or Nothing
     plainsStored,   \* plain messages stored so far (deliveries of plain messages must name one)
-    occupant,       \* [Txns -> TxnIds \cup {0}]: the transaction each slot holds (0: free)
+    occupant,       \* [Txns -> [x, owner, skew, imm, topic, q, crc]]: the transaction each slot holds
+                    \*   (x, counted from 1 in the trace; 0: free) and what TxMQ reads of it (below)
     floor,          \* no scan, and no restart, starts below this half offset again
     recs            \* [Txns -> Seq(offsets)]: the half records of each slot's transaction
 
@@ -62,13 +61,15 @@ slotVars == <<occupant, floor, recs>>
 traceVars == <<vars, ti, owed, plainsStored, slotVars>>
 
 \* What TxMQ reads of a slot's transaction (the trace config overrides OwnerOf, SkewOf and ImmunityOf):
-\* the constants of the transaction it holds, read through occupant rather than copied into the state,
-\* where TLC would normalize them in every state.  A free slot has TxMQ's defaults (UnownedSlots...).
+\* what its OPEN step said of it (its owner, clock skew and immunity, and its half's message), kept with
+\* it in occupant.  So no constant lists every transaction, and a window of a long trace is a module of
+\* its own steps only.  A free slot has TxMQ's defaults (UnownedSlots...).
 NoOwner == CHOOSE p \in Producers : TRUE
 NoImmunity == [has |-> FALSE, scan |-> 0, end |-> 0]
-SlotOwner(t) == IF occupant[t] = 0 THEN NoOwner ELSE TxnOwner[occupant[t]]
-SlotSkew(t) == IF occupant[t] = 0 THEN 0 ELSE TxnSkew[occupant[t]]
-SlotImmunity(t) == IF occupant[t] = 0 THEN NoImmunity ELSE TxnImmunity[occupant[t]]
+Vacant == [x |-> 0]
+SlotOwner(t) == IF occupant[t].x = 0 THEN NoOwner ELSE occupant[t].owner
+SlotSkew(t) == IF occupant[t].x = 0 THEN 0 ELSE occupant[t].skew
+SlotImmunity(t) == IF occupant[t].x = 0 THEN NoImmunity ELSE occupant[t].imm
 
 \* TxMQ's PerTxn for slots 1..n: the function as a sequence, which TLC indexes directly (see PerTxn).
 SlotSeq(f) == << >> \o f
@@ -107,7 +108,7 @@ NothingOwed(d) == C(d, "NothingOwed", Owes("NONE"), owed)
 
 \* The message fields of an event carrying transaction t's message are those of t's half.
 SameMessage(d, t, prefix) ==
-    LET m == HalfMsg[occupant[t]]
+    LET m == occupant[t]
     IN << C(d, prefix \o "TopicIsTheHalfs", Ev.topic = m.topic /\ Ev.q = m.q, <<m.topic, m.q>>),
           C(d, prefix \o "BodyIsTheHalfs", Ev.crc = m.crc, m.crc) >>
 
@@ -162,7 +163,7 @@ FreeSlot(t) ==
     /\ reals' = Fresh(reals, t, 0) /\ lives' = Fresh(lives, t, 0) /\ durable' = Fresh(durable, t, None)
     /\ index' = Fresh(index, t, None) /\ ends' = Fresh(ends, t, << >>)
     /\ delivered' = Fresh(delivered, t, 0) /\ checks' = Fresh(checks, t, << >>)
-    /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, 0)
+    /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, Vacant)
     /\ recs' = Fresh(recs, t, << >>)
     /\ half' = BuryBelowFloor(half, recs[t])
     /\ UNCHANGED <<alive, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, now, net,
@@ -170,7 +171,10 @@ FreeSlot(t) ==
 
 \* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
 Open ==
-    /\ occupant' = [occupant EXCEPT ![Ev.t] = Ev.x]
+    /\ occupant' = [occupant EXCEPT ![Ev.t] =
+                        [x |-> Ev.x, owner |-> Ev.p, skew |-> Ev.skew,
+                         imm |-> [has |-> Ev.has, scan |-> Ev.scan, end |-> Ev.end],
+                         topic |-> Ev.topic, q |-> Ev.q, crc |-> Ev.crc]]
     /\ UNCHANGED <<floor, recs>> /\ Keep
 
 \* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
@@ -196,7 +200,7 @@ Reset ==
     /\ ownEndDone' = AllSlots(FALSE) /\ latest' = AllSlots(0) /\ reals' = AllSlots(0)
     /\ lives' = AllSlots(0) /\ durable' = AllSlots(None) /\ index' = AllSlots(None)
     /\ ends' = AllSlots(<< >>) /\ delivered' = AllSlots(0) /\ checks' = AllSlots(<< >>)
-    /\ discardLog' = AllSlots(<< >>) /\ occupant' = AllSlots(0) /\ floor' = 0
+    /\ discardLog' = AllSlots(<< >>) /\ occupant' = AllSlots(Vacant) /\ floor' = 0
     /\ recs' = AllSlots(<< >>)
     /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
@@ -244,13 +248,13 @@ CondsOf(d) ==
             << NothingOwed(d), C(d, "RestartNotBelowFloor", Ev.i >= floor, floor),
                Enabled(d, "CrashRestart", ENABLED CrashRestart(Ev.i)) >>
       [] Ev.e = "OPEN" ->
-            << NothingOwed(d), C(d, "SlotIsFree", occupant[Ev.t] = 0 /\ local[Ev.t] = None, occupant[Ev.t]) >>
+            << NothingOwed(d), C(d, "SlotIsFree", occupant[Ev.t].x = 0 /\ local[Ev.t] = None, occupant[Ev.t].x) >>
       [] Ev.e = "FLOOR" ->
             << NothingOwed(d), C(d, "FloorRisesToAtMostCursor", floor <= Ev.i /\ Ev.i <= cursor,
                                  [floor |-> floor, cursor |-> cursor]) >>
       [] Ev.e = "LOSE" -> << NothingOwed(d), Enabled(d, "Lose", ENABLED Lose(LostMsg)) >>
       [] Ev.e = "RETIRE" ->
-            << NothingOwed(d), C(d, "SlotHoldsTheTransaction", occupant[Ev.t] = Ev.x, occupant[Ev.t]),
+            << NothingOwed(d), C(d, "SlotHoldsTheTransaction", occupant[Ev.t].x = Ev.x, occupant[Ev.t].x),
                C(d, "RecordsCoveredOrBelowFloor", \A j \in DOMAIN recs[Ev.t] : Passed(recs[Ev.t][j]),
                  [records |-> recs[Ev.t], floor |-> floor]),
                C(d, "NothingInFlight", \A m \in net : m.t # Ev.t, {m \in net : m.t = Ev.t}) >>
@@ -381,7 +385,7 @@ StateOf(t) ==
     IN IF t \notin Txns
        THEN [now |-> now, cursor |-> cursor, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
              halves |-> Len(half), owed |-> owed, nextRecord |-> nextRecord]
-       ELSE [txn |-> occupant[t], slot |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t],
+       ELSE [txn |-> occupant[t].x, slot |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t],
              ownEndDone |-> ownEndDone[t],
              ownerAlive |-> alive[OwnerOf(t)], index |-> index[t], durable |-> durable[t], reals |-> reals[t],
              ends |-> ends[t], checks |-> checks[t], discards |-> discardLog[t], latest |-> latest[t],
@@ -396,15 +400,53 @@ Diagnose ==
     /\ FALSE
 
 TraceInit ==
-    /\ Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0 /\ occupant = AllSlots(0)
+    /\ Init /\ ti = 0 /\ owed = Nothing /\ plainsStored = 0 /\ occupant = AllSlots(Vacant)
     /\ floor = 0 /\ recs = AllSlots(<< >>)
-TraceNext == ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
+\* Once the last step is explained the trace stutters, so that only a state no step explains has no
+\* successor: TLC (simulating, with deadlock checking) then prints the behaviour through TraceView, whose
+\* last value is the number of steps explained (txmq.tla.trace_validation reads it).
+TraceNext ==
+    \/ ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
+    \/ ti = Len(Trace) /\ UNCHANGED traceVars
 
-\* Every state TLC keeps is the one state at its cursor (TraceNext admits one behaviour), so the cursor
-\* alone tells states apart: TLC then fingerprints one number per state, not the whole broker.
+\* What TLC prints of each state of a behaviour that stops: TraceNext admits one behaviour, so the cursor
+\* alone tells its states apart (a model-checking run fingerprints this one number, not the whole broker).
 TraceView == ti
 
-\* Printed when the last step is explained: the trace is accepted.
-ReportAccepted == ti = Len(Trace) => PrintT(<<"txmq-trace-accepted", ti>>)
+-----------------------------------------------------------------------------
+(* Windows (txmq.tla.trace_windows): a long trace is explained in pieces, *)
+(* one TLC run each.  A window starts in the state the one before it      *)
+(* ended in, as TLC printed it (WindowEnd), and its cursor starts at 0 on *)
+(* its own steps.  Every state of every window is thus reached by steps   *)
+(* of Next from TraceInit, as in one run over the whole trace.            *)
+
+WindowEnd ==
+    [local |-> local, said |-> said, sent |-> sent, ownEndDone |-> ownEndDone, alive |-> alive,
+     half |-> half, latest |-> latest, covered |-> covered, opRecords |-> opRecords, reals |-> reals,
+     lives |-> lives, durable |-> durable, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
+     cache |-> cache, cursor |-> cursor, index |-> index, opRead |-> opRead, now |-> now, net |-> net,
+     ends |-> ends, delivered |-> delivered, checks |-> checks, discardLog |-> discardLog, opDup |-> opDup,
+     crashes |-> crashes, pcrashes |-> pcrashes, losses |-> losses, dups |-> dups, retries |-> retries,
+     storeErrors |-> storeErrors, resumes |-> resumes, owed |-> owed, plainsStored |-> plainsStored,
+     occupant |-> occupant, floor |-> floor, recs |-> recs]
+
+WindowInit ==
+    /\ local = Start.local /\ said = Start.said /\ sent = Start.sent /\ ownEndDone = Start.ownEndDone
+    /\ alive = Start.alive /\ half = Start.half /\ latest = Start.latest /\ covered = Start.covered
+    /\ opRecords = Start.opRecords /\ reals = Start.reals /\ lives = Start.lives /\ durable = Start.durable
+    /\ cursorDurable = Start.cursorDurable /\ opBuf = Start.opBuf /\ cache = Start.cache
+    /\ cursor = Start.cursor /\ index = Start.index /\ opRead = Start.opRead /\ now = Start.now
+    /\ net = Start.net /\ ends = Start.ends /\ delivered = Start.delivered /\ checks = Start.checks
+    /\ discardLog = Start.discardLog /\ opDup = Start.opDup /\ crashes = Start.crashes
+    /\ pcrashes = Start.pcrashes /\ losses = Start.losses /\ dups = Start.dups /\ retries = Start.retries
+    /\ storeErrors = Start.storeErrors /\ resumes = Start.resumes /\ owed = Start.owed
+    /\ plainsStored = Start.plainsStored /\ occupant = Start.occupant /\ floor = Start.floor
+    /\ recs = Start.recs /\ ti = 0
+
+\* Printed when the last step is explained: the trace (or window) is accepted, and for a window that has
+\* one after it, the state it ended in.
+ReportAccepted ==
+    ti = Len(Trace) => /\ PrintT(<<"txmq-trace-accepted", ti>>)
+                       /\ ShowEnd => PrintT(<<"txmq-window-end", ToString(WindowEnd)>>)
 
 =============================================================================

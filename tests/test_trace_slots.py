@@ -4,8 +4,12 @@ given to the next one, and not while a later restart can still scan its records.
 
 from __future__ import annotations
 
-from txmq.tla.trace_input import Step
+from txmq.tla.trace_input import MessageFields, SpecInput, Step
 from txmq.tla.trace_slots import slotted
+
+# What the trace says of its two transactions (an OPEN step carries it).
+SPEC = SpecInput(owner=["p1", "p2"], skew=[0, 5], immunity=[(False, 0, 0), (True, 1000, 2000)],
+                 half_messages=[MessageFields("T", 0, "0x00000001"), MessageFields("U", 1, "0x00000002")])
 
 
 def _one_checked_transaction_then_another() -> list[Step]:
@@ -24,12 +28,16 @@ def _one_checked_transaction_then_another() -> list[Step]:
 
 
 def test_a_finished_transaction_gives_its_slot_to_the_next() -> None:
-    steps, slots = slotted(_one_checked_transaction_then_another())
+    steps, slots = slotted(_one_checked_transaction_then_another(), SPEC)
     assert [s.kind for s in steps] == ["UP", "OPEN", "SEND", "RENEW", "CHECK", "END", "OP", "CHECKPOINT",
                                        "FLOOR", "LOSE", "RETIRE", "OPEN", "SEND"]
     assert slots == 1
     opens = [s.fields for s in steps if s.kind == "OPEN"]
-    assert opens == [{"t": 1, "x": 1}, {"t": 1, "x": 2}]
+    assert opens == [
+        {"t": 1, "x": 1, "p": "p1", "skew": 0, "has": False, "scan": 0, "end": 0, "topic": "T", "q": 0,
+         "crc": "0x00000001"},
+        {"t": 1, "x": 2, "p": "p2", "skew": 5, "has": True, "scan": 1000, "end": 2000, "topic": "U", "q": 1,
+         "crc": "0x00000002"}]
     lose = next(s.fields for s in steps if s.kind == "LOSE")  # the unanswered check
     assert (lose["type"], lose["off"], lose["p"]) == ("check", 2, "p1")
     assert next(s.fields for s in steps if s.kind == "FLOOR")["i"] == 1
@@ -38,6 +46,6 @@ def test_a_finished_transaction_gives_its_slot_to_the_next() -> None:
 def test_no_slot_is_freed_while_a_later_restart_scans_its_records() -> None:
     trace = _one_checked_transaction_then_another()
     trace.append(Step("CRASH", {"t": 0, "i": 0}))  # resumes from offset 0: t1's original is scanned again
-    steps, slots = slotted(trace)
+    steps, slots = slotted(trace, SPEC)
     assert not any(s.kind in ("FLOOR", "RETIRE") for s in steps)
     assert slots == 2

@@ -37,6 +37,7 @@ CODE_SUCCESS = 2193
 CODE_STATS = 2199
 CODE_DEPTH = 2194
 CODE_FINISHED = 2186
+CODE_SIMULATING = 2188  # "Running Random Simulation ...": a simulation, which has no success message
 CODE_STATE = {2216, 2217, 2218}
 CODE_BACK_TO_STATE = 2122
 CODE_INVARIANT = {2107, 2110, 2112}  # initial state, behaviour, action property
@@ -155,7 +156,7 @@ def _sany_report(loose: list[str]) -> str:
     return "\n".join(kept).strip()
 
 
-def _classify(codes: set[int], parse_failed: bool) -> Outcome:
+def _classify(codes: set[int], parse_failed: bool, erred: bool) -> Outcome:
     if parse_failed:
         return Outcome.PARSE_ERROR
     if codes & CODE_INVARIANT:
@@ -164,7 +165,7 @@ def _classify(codes: set[int], parse_failed: bool) -> Outcome:
         return Outcome.LIVENESS
     if CODE_DEADLOCK in codes:
         return Outcome.DEADLOCK
-    if CODE_SUCCESS in codes:
+    if CODE_SUCCESS in codes or ({CODE_SIMULATING, CODE_FINISHED} <= codes and not erred):
         return Outcome.PASS
     return Outcome.ERROR
 
@@ -175,7 +176,8 @@ def parse_tlc_output(output: str, exit_code: int | None = None) -> TlcResult:
     codes = {m.code for m in messages}
     sany = _sany_report(loose)
     parse_failed = CODE_PARSE_FAILED in codes
-    result = TlcResult(outcome=_classify(codes, parse_failed), exit_code=exit_code)
+    erred = any(m.severity == SEVERITY_ERROR for m in messages)
+    result = TlcResult(outcome=_classify(codes, parse_failed, erred), exit_code=exit_code)
     if parse_failed and sany:
         result.messages.append(sany)
     for message in messages:

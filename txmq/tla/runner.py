@@ -110,11 +110,17 @@ def tlc_command(
     coverage: bool = False,
     features: TlcFeatures | None = None,
     long_run: bool = False,
+    simulate_depth: int | None = None,
 ) -> list[str]:
     """The command line for one run (``-deadlock`` turns deadlock checking *off*). A ``long_run`` gets
-    the JVM's optimizing (C2) compiler, whose compile work only pays back over minutes of the same loops."""
+    the JVM's optimizing (C2) compiler, whose compile work only pays back over minutes of the same loops.
+    With ``simulate_depth``, TLC follows one behaviour of at most that many states instead of
+    model-checking, and prints an error trace through the VIEW."""
     known = features or probe(java, jar)
-    command = [java, "-XX:+UseParallelGC"]
+    # A simulation keeps every state of its behaviour, so nearly everything it allocates survives, and
+    # the parallel collector's copying cost more than it saved. Measured here on 28,000 steps of a trace
+    # (3,875 slots), CPU s: parallel 29.1 and 29.9, serial 20.6 and 17.8.
+    command = [java, "-XX:+UseSerialGC" if simulate_depth is not None else "-XX:+UseParallelGC"]
     if not long_run:
         # Only the quick (C1) compiler. Measured here with TLC 2.15 (CPU seconds, one worker): a
         # 1,738-state model 13.4 -> 7.4, a 200-transaction trace 23.0 -> 14.1. Most of TLC's runs are
@@ -143,6 +149,8 @@ def tlc_command(
         command.append("-noGenerateSpecTE")
     if coverage:  # per-action coverage at the end (and every 60 minutes on a long run)
         command += ["-coverage", "60"]
+    if simulate_depth is not None:
+        command += ["-simulate", "num=1", "-depth", str(simulate_depth), "-view"]
     command += ["-config", str(config)]
     if not check_deadlock:
         command.append("-deadlock")

@@ -20,8 +20,7 @@ DATA_MODULE = "TxMQTraceData"
 _GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
            "GuardSkipSuperseded", "GuardDiscardFinal")
 # The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_texts).
-_FIXED = ("Txns", "TxnIds", "Producers", "TxnOwner", "Group", "TxnSkew", "TxnImmunity", "HalfMsg",
-          "PlainMsg", "Subscribed", "Trace")
+_FIXED = ("Txns", "Producers", "Group", "PlainMsg", "Subscribed", "Trace", "Start", "ShowEnd")
 _BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
 
 
@@ -45,10 +44,6 @@ Record = Sequence[tuple[str, Any]]  # a TLA+ record: its fields, in order, with 
 def step_record(step: Step) -> Record:
     """``[e |-> "KIND", field |-> value, ...]``."""
     return [("e", step.kind), *step.fields.items()]
-
-
-def _immunity(has: bool, scan: int, end: int) -> Record:
-    return [("has", has), ("scan", scan), ("end", end)]
 
 
 def _message(fields: MessageFields) -> Record:
@@ -97,12 +92,16 @@ def _records(name: str, records: Sequence[Record], tag: str | None = None) -> li
             f"{name} == <<>> \\o [i \\in 1..Len({name}Rows) |-> {name}Of({name}Rows[i])]"]
 
 
-def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
+def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = None, show_end: bool = False
+                 ) -> dict[str, str]:
     """The generated modules, by name: the data (the steps and the constants the trace fixes) and the
     run module, which extends the data before the trace spec. TLC computes each constant definition
     once, module by module in that order: when the trace spec's definitions are looked at, the data
     already has its value. The other way round, each definition that reads the trace (``Ev``, ``Act``,
-    ``TraceNext``...) walked the whole literal again, minutes for a 10,000-transaction trace."""
+    ``TraceNext``...) walked the whole literal again, minutes for a 10,000-transaction trace.
+
+    For a window of a longer trace (``trace_windows``), ``start`` is the state the window before it ended
+    in, as TLC printed it (TLA+ text), and ``show_end`` asks TLC to print the state this one ends in."""
     producers = sorted(spec.groups)
     groups = _function({p: tla(spec.groups[p]) for p in producers})
     subscribed = _function({g: "{" + ", ".join(tla(t) for t in topics) + "}"
@@ -111,16 +110,14 @@ def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
         f"---- MODULE {DATA_MODULE} ----",
         "EXTENDS Integers, Sequences, TLC",
         f"TxnsData == 1..{spec.slots}",
-        f"TxnIdsData == 1..{len(spec.txns)}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
-        _sequence("TxnOwnerData", [tla(p) for p in spec.owner]),
         f"GroupData == {groups}",
-        _sequence("TxnSkewData", [tla(skew) for skew in spec.skew]),
-        *_records("TxnImmunityData", [_immunity(*imm) for imm in spec.immunity]),
-        *_records("HalfMsgData", [_message(m) for m in spec.half_messages]),
         *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
         *_records("TraceData", [step_record(s) for s in steps], tag="e"),
+        # TLC prints a state one item per line: SANY's cost grows with the square of a line's length
+        "StartData == " + (start if start is not None else '"none"'),
+        f"ShowEndData == {tla(show_end)}",
         "====",
     ]
     run = [
@@ -134,9 +131,10 @@ def module_texts(steps: Sequence[Step], spec: SpecInput) -> dict[str, str]:
     return {DATA_MODULE: "\n".join(data) + "\n", MODULE_NAME: "\n".join(run) + "\n"}
 
 
-def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN"
-                ) -> str:
+def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN",
+                window: bool = False) -> str:
     """The TLC configuration: the constants the trace and its header fix, the trace spec, the view.
+    A ``window`` after the first starts in the state its data module gives (``WindowInit``).
 
     The half cache is left out (CacheSize 0): a cache hit and a miss give END_TRANSACTION the same record,
     so no trace shows the cache, and its bounds are checked by the models (HalfCacheBounded)."""
@@ -146,7 +144,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
     retention = int(config.get("file_reserved_time_ms", BrokerConfig.file_reserved_time_ms))
     return (
         "CONSTANTS\n"
-        "    Txns <- TxnsV\n    TxnIds <- TxnIdsV\n    Producers <- ProducersV\n    Group <- GroupV\n"
+        "    Txns <- TxnsV\n    Producers <- ProducersV\n    Group <- GroupV\n"
         # TxMQ's Txns are slots: who owns one, its skew and immunity are state (spec/TxMQTrace.tla)
         "    Owner <- UnownedSlots\n    Skew <- UnskewedSlots\n    Immunity <- UnimmuneSlots\n"
         "    OwnerOf <- SlotOwner\n    SkewOf <- SlotSkew\n    ImmunityOf <- SlotImmunity\n"
@@ -156,8 +154,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    Logged <- LastOnly\n"
         # the copies of a record down to the floor: those below may be buried (TxMQTrace's Gone)
         "    Lineage <- FloorLineage\n"
-        "    TxnOwner <- TxnOwnerV\n    TxnSkew <- TxnSkewV\n    TxnImmunity <- TxnImmunityV\n"
-        "    HalfMsg <- HalfMsgV\n    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
+        "    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
         "    InitiallyUp = {}\n"
         '    Decisions = {"commit", "rollback"}\n'
         f'    UnknownAnswer = "{unknown_answer}"\n'
@@ -172,7 +169,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # whose Op record was written after its last read (S41, docs/conformance.md). A trace without
         # them (written before they were traced) gives the scanner the whole Op queue.
         f"    LaggingOpView = {tla(spec.op_reads)}\n"
-        "    Trace <- TraceV\n"
-        "INIT TraceInit\nNEXT TraceNext\nVIEW TraceView\n"
-        "CONSTRAINT ReportAccepted\n"
+        "    Trace <- TraceV\n    Start <- StartV\n    ShowEnd <- ShowEndV\n"
+        f"INIT {'WindowInit' if window else 'TraceInit'}\nNEXT TraceNext\nVIEW TraceView\n"
+        "INVARIANT ReportAccepted\n"
     )

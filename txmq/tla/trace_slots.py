@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from txmq.tla.trace_input import Step
+from txmq.tla.trace_input import SpecInput, Step
 
 # A message in flight as the trace spec's Lose names it: (type, offset, action, from a check, producer).
 _Message = tuple[str, int, str, bool, str]
@@ -46,8 +46,9 @@ _PASSING = ("SKIP", "DISCARD", "IMMUNITY", "CRASH")
 class _Pool:
     """The walk: slots taken and freed, what the spec's state says of each open transaction."""
 
-    def __init__(self, steps: Sequence[Step]) -> None:
+    def __init__(self, steps: Sequence[Step], spec: SpecInput) -> None:
         self.steps = steps
+        self.spec = spec
         self.last_use = {s.fields["t"]: j for j, s in enumerate(steps) if s.fields.get("t")}
         self.restarts = _restart_floors(steps)
         self.out: list[Step] = []
@@ -86,7 +87,16 @@ class _Pool:
             self.size += 1
             slot = self.size
         self.slot[t] = slot
-        self.out.append(Step("OPEN", {"t": slot, "x": t}))
+        self.out.append(self.opening(slot, t))
+
+    def opening(self, slot: int, t: int) -> Step:
+        """OPEN, with what TxMQ reads of transaction t: owner, clock skew, immunity and the message of
+        its first HALF_PUT (the trace spec keeps them with the slot, in occupant)."""
+        has, scan, end = self.spec.immunity[t - 1]
+        message = self.spec.half_messages[t - 1]
+        return Step("OPEN", {"t": slot, "x": t, "p": self.spec.owner[t - 1], "skew": self.spec.skew[t - 1],
+                             "has": has, "scan": scan, "end": end, "topic": message.topic, "q": message.queue,
+                             "crc": message.crc})
 
     def follow(self, step: Step, t: int) -> None:
         """What the step does to the cursor, to t's records and to t's messages in flight."""
@@ -153,9 +163,9 @@ class _Pool:
         heapq.heappush(self.free, slot)
 
 
-def slotted(steps: Sequence[Step]) -> tuple[list[Step], int]:
+def slotted(steps: Sequence[Step], spec: SpecInput) -> tuple[list[Step], int]:
     """The steps with transactions in slots (and the OPEN, FLOOR, LOSE and RETIRE steps), and how many
-    slots they use."""
-    pool = _Pool(steps)
+    slots they use. ``spec`` holds what an OPEN step says of its transaction."""
+    pool = _Pool(steps, spec)
     out = pool.run()
     return out, pool.size

@@ -389,6 +389,6 @@ def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[s
     """The trace spec's steps for a broker trace (header ``mode`` and ``config``), and its constants."""
     rows = list(events)
     builder = _Builder(mode, config, rows)
-    steps, builder.spec.slots = slotted(builder.build())
+    steps, builder.spec.slots = slotted(builder.build(), builder.spec)
     builder.spec.budgets["MaxLoss"] += sum(step.kind == "LOSE" for step in steps)
     return steps, builder.spec

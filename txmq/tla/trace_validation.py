@@ -2,10 +2,11 @@
 
 ``trace_steps`` turns the trace into the steps of ``spec/TxMQTrace.tla`` (the events, and the steps no
 trace shows, each placed where it must have happened); ``trace_module`` writes them as a TLA+ module;
-TLC then follows the one behaviour they describe, checking every step against the spec's actions and the
-event's fields. The trace is accepted when TLC explains its last step. A rejected trace is reported with
-the first step no behaviour explains and, from a second run on the trace cut just before it, the spec's
-state about that step's transaction.
+TLC then follows the one behaviour they describe, simulating, window by window for a long trace
+(``trace_windows``), checking every step against the spec's actions and the event's fields. The trace is
+accepted when TLC explains its last step. A rejected trace is reported, from the same run, with the
+first step no behaviour explains, the condition that failed and the spec's state about that step's
+transaction.
 
 A trace must be complete: it has events, ``seq`` runs 0, 1, 2, ... in file order, and its last event is
 the END marker a broker writes when it shuts down cleanly.
@@ -34,12 +35,13 @@ from txmq.tla.tla_values import failure_report
 from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, coverage
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
 from txmq.tla.trace_steps import build_steps
+from txmq.tla.trace_windows import end_state, explained_before_stop, spans
 from txmq.trace import schema as ev
 from txmq.trace.reader import IncompleteTraceError
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
 _ACCEPTED = re.compile(r'<<\s*"txmq-trace-accepted",\s*(\d+)\s*>>')
-_PROGRESS = re.compile(r"Progress\((\d+)\)")
+_PROGRESS = re.compile(r"Progress\(-?\d+\).*?: ([\d,]+) states generated")
 
 Progress = Callable[[int, int], None]  # (steps explained, steps in all)
 
@@ -97,16 +99,18 @@ _ABOUT_THE_CHECK = ("CheckRecipientIsInRecipients", "RecipientsEmpty")
 LONG_RUN_WORK = 80_000_000
 
 
-def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, total: int,
-         progress: Progress | None, long_run: bool) -> tuple[str, TlcResult]:
-    """Run TLC on the generated module in ``work``; its output (as one string) and the parsed result."""
+def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
+         progress: Callable[[int], None] | None, long_run: bool) -> tuple[str, TlcResult]:
+    """TLC, simulating, on the generated module in ``work`` (a trace or window of ``steps`` steps): its
+    output (as one string) and the parsed result."""
     for name, text in modules.items():
         (work / f"{name}.tla").write_text(text, encoding="utf-8")
     (work / f"{MODULE_NAME}.cfg").write_text(cfg, encoding="utf-8")
     java = find_java()
     states = work / "states"
+    # The behaviour's states: the initial one and one per step (TLC adds the stutter after the last).
     command = tlc_command(java, jar, work / f"{MODULE_NAME}.tla", work / f"{MODULE_NAME}.cfg", states,
-                          workers="1", long_run=long_run)
+                          workers="1", long_run=long_run, check_deadlock=True, simulate_depth=steps + 1)
     lines: list[str] = []
     started = time.monotonic()
     with proc.popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -117,7 +121,7 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, total: int,
                 lines.append(line)
                 seen = _PROGRESS.match(line)
                 if seen and progress is not None:
-                    progress(max(0, int(seen.group(1)) - 1), total)
+                    progress(min(steps, int(seen.group(1).replace(",", ""))))
         except BaseException:
             tlc.kill()
             raise
@@ -130,8 +134,8 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, total: int,
 def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *,
              spec_dir: Path, jar: Path | None = None, unknown_answer: str = "UNKNOWN",
              progress: Progress | None = None) -> Validation:
-    """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec: one TLC
-    run, whose output holds the verdict and, for a rejection, its explanation."""
+    """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec: TLC runs
+    over its windows, whose output holds the verdict and, for a rejection, its explanation."""
     rows = list(events)
     require_complete(rows)
     steps, spec = build_steps(mode, config, rows)
@@ -142,60 +146,73 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
 def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInput, *, spec_dir: Path,
           jar: Path | None = None, unknown_answer: str = "UNKNOWN", progress: Progress | None = None
           ) -> Validation:
-    """One TLC run over ``steps`` (one trace's, or several traces' joined by ``trace_batch``)."""
+    """TLC over ``steps`` (one trace's, or several traces' joined by ``trace_batch``), window by window
+    (``trace_windows``): the first window a step no behaviour explains is in gives the verdict."""
     jar = jar or find_jar()
+    windows = spans(len(steps), spec.slots)
+    if progress is not None:  # the size is known: the caller can say what the run will cost
+        progress(0, len(steps))
+    start: str | None = None
+    spent = 0.0
     with tempfile.TemporaryDirectory(prefix="txmq-trace-") as tmp:
         work = Path(tmp)
         for name in SPEC_MODULES:
             shutil.copy(spec_dir / name, work / name)
-        if progress is not None:  # the size is known: the caller can say what the run will cost
-            progress(0, len(steps))
-        output, result = _run(work, module_texts(steps, spec),
-                              config_text(mode, config, spec, unknown_answer=unknown_answer), jar, len(steps),
-                              progress, long_run=len(steps) * spec.slots >= LONG_RUN_WORK)
-    if result.outcome is not Outcome.PASS:
+        for first, end in windows:
+            last = end == len(steps)
+            done = None if progress is None else (lambda n, first=first: progress(first + n, len(steps)))
+            modules = module_texts(steps[first:end], spec, start=start, show_end=not last)
+            cfg = config_text(mode, config, spec, unknown_answer=unknown_answer, window=start is not None)
+            output, result = _run(work, modules, cfg, jar, end - first, done,
+                                  long_run=(end - first) * spec.slots >= LONG_RUN_WORK)
+            spent += result.duration_s or 0.0
+            result.duration_s = spent
+            verdict = _window_verdict(output, result, steps, first)
+            if verdict is not None:
+                return verdict
+            start = end_state(output)
+            if not last and start is None:
+                raise TraceError(f"TLC explained steps {first + 1} to {end} but printed no end state")
+    return Validation(True, len(steps), steps, result)
+
+
+def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: int) -> Validation | None:
+    """None when the window starting at step ``first`` was explained to its end; else the rejection."""
+    if _ACCEPTED.search(output):
+        return None
+    if result.outcome is not Outcome.DEADLOCK:
         detail = " ".join(" ".join(result.messages).split())[:400]
         raise TraceError(f"TLC could not judge the trace ({result.outcome.value}): {detail}")
-    if _ACCEPTED.search(output):
-        return Validation(True, len(steps), steps, result)
     failure = failure_report(output)
-    if failure is None:  # every condition held, yet the TxMQ action found no next state: name the action
-        explained = max(0, (result.depth or 1) - 1)  # the view is the cursor: one state per step explained
-        kind = steps[min(explained, len(steps) - 1)].kind
-        return Validation(False, explained, steps, result, f"{ACTION_OF.get(kind) or kind} (no next state)")
-    return Validation(False, failure.step - 1, steps, result, failure.condition, failure.expected,
-                      failure.state)
+    if failure is not None:
+        return Validation(False, first + failure.step - 1, steps, result, failure.condition, failure.expected,
+                          failure.state)
+    # Every condition held, yet the TxMQ action found no next state: name the action.
+    explained = first + (explained_before_stop(result) or 0)
+    kind = steps[min(explained, len(steps) - 1)].kind
+    return Validation(False, explained, steps, result, f"{ACTION_OF.get(kind) or kind} (no next state)")
 
 
 # ----------------------------------------------------------------------------- command line
-# What a validation costs: wall time on the quiet 2-core development machine (2026-11-26, load 1 to 1.6,
-# `python -m benchmarks.trace_validation`), heavy-fault traces of `txmq simulate`: strict, 11,728 steps
-# (1,000 transactions) 7.9 s, 113,271 (10,000) 393 s; rocketmq, 16,153 steps 10.7 s, 122,698 steps 671 s
-# (the estimate is a third low there). The cost per step grows with the open transactions the state
-# holds, so the time grows faster than the steps: about as their power 2.2, after a few seconds.
-START_S = 5
-SECONDS_AT_10K_STEPS = 1.86
-GROWTH = 2.2
-
-
-# The whole trace is one TLA+ constant: a 1,136,907-step trace (100,000 transactions) filled TLC's default
-# heap (6.2 GB, a quarter of a 23 GB machine) before its first step, and ran 12 minutes in full collections.
-HEAP_BOUND_STEPS = 500_000
+# What a validation costs: wall time on the 2-core development machine (2026-11-27, `python -m
+# benchmarks.trace_validation`, heavy-fault traces of `txmq simulate`, seed 1): strict, 11,728 steps (1,000
+# transactions) 6 s, 113,271 (10,000) 90 s, 1,136,907 (100,000) about 20 min. A step costs a little more
+# as the transactions open at once grow (each step copies the functions over the slots it changes), so
+# the time grows slightly faster than the steps: about as their power 1.2.
+START_S = 2
+SECONDS_AT_10K_STEPS = 4.5
+GROWTH = 1.2
 
 
 def expected_cost(steps: int) -> str:
-    """The time a validation of ``steps`` steps is expected to take, in words (and, for a trace that large,
-    that the JVM's default heap may not hold it)."""
+    """The time a validation of ``steps`` steps is expected to take, in words."""
     seconds = START_S + SECONDS_AT_10K_STEPS * (steps / 10_000) ** GROWTH
-    memory = ("; a trace this long may not fit TLC's default heap (1.1 million steps filled 6 GB before "
-              "the first step)") if steps >= HEAP_BOUND_STEPS else ""
     if seconds < 120:
         return f"expected about {seconds:.0f} s"
     if seconds < 24 * 3600:
-        return (f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about "
-                f"10 s){memory}")
+        return f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about 6 s)"
     return (f"expected about {seconds / 86400:.0f} days: validate a smaller trace (`txmq simulate -n 1000`, "
-            f"about 10 s){memory}")
+            "about 6 s)")
 
 
 def _describe(step: Step) -> str:

@@ -1,0 +1,107 @@
+"""Trace validation in windows (``txmq.tla.trace_windows``): a trace cut into pieces, one TLC run each, each
+starting in the state the one before it ended in, is judged exactly as in one run: accepted when valid,
+and rejected at the doctored event wherever the cuts fall, also when the doctoring only shows in the
+window after the cut (an END_TX COMMIT whose REAL_PUT the next window does not start with).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from test_conformance_trace import DOCTORINGS, SPEC, broker_trace, commit_without_real, renumber
+from tlc_tools import count_tlc, needs_tlc
+
+from txmq.config import BrokerConfig
+from txmq.sim.runner import simulate
+from txmq.sim.workload import FAULT_PRESETS, Workload
+from txmq.tla import trace_validation, trace_windows
+from txmq.tla.trace_steps import build_steps
+from txmq.tla.trace_validation import Validation, validate
+from txmq.tla.trace_windows import end_state, spans
+from txmq.trace.reader import read_events
+
+
+@pytest.mark.parametrize(("steps", "slots"), [(1, 1), (5_000, 1), (113_271, 3_875), (1_136_907, 8_307)])
+def test_windows_cover_the_trace_in_order_within_the_work_bound(steps: int, slots: int) -> None:
+    windows = spans(steps, slots)
+    assert windows[0][0] == 0 and windows[-1][1] == steps
+    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
+    longest = max(trace_windows.MIN_WINDOW, trace_windows.WINDOW_WORK // slots)
+    assert all(0 < end - first <= longest for first, end in windows)
+    assert len(windows) == -(-steps // longest)  # no more windows than the bound asks for
+
+
+def test_the_end_state_is_read_back_as_tla_text_one_item_per_line() -> None:
+    printed = ('<<"txmq-trace-accepted", 3>>\n'
+               '<<"txmq-window-end", "[owed |-> [e |-> \\"NONE\\"], topic |-> \\"a,b \\\\\\" c\\", '
+               'recs |-> <<<<1, 2>>, <<>>>>]">>\n'
+               '<<"txmq-window-end", "[owed |-> 0]">>\n@!@!@ENDMSG 2186 @!@!@\n')
+    assert end_state(printed) == ('[owed |-> [e |-> "NONE"],\n topic |-> "a,b \\" c",\n'
+                                  ' recs |-> <<<<1,\n 2>>,\n <<>>>>]')
+    assert end_state('<<"txmq-trace-accepted", 3>>\n') is None
+
+
+def _cut(monkeypatch: pytest.MonkeyPatch, cuts: list[int]) -> None:
+    """Windows cut before each step index of ``cuts`` (the last window ends with the trace)."""
+    def fixed(steps: int, slots: int) -> list[tuple[int, int]]:
+        bounds = [0, *cuts, steps]
+        return list(zip(bounds, bounds[1:], strict=False))
+    monkeypatch.setattr(trace_validation, "spans", fixed)
+
+
+@needs_tlc
+def test_a_simulated_trace_is_accepted_in_windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    simulate(Workload(transactions=150, **FAULT_PRESETS["heavy"]), seed=11,
+             config=BrokerConfig(mode="rocketmq"), out=tmp_path / "t.ndjson")
+    header, events = read_events(tmp_path / "t.ndjson")
+    rows = list(events)
+    steps, _ = build_steps(header.mode, header.config, rows)
+    _cut(monkeypatch, [len(steps) // 3, 2 * len(steps) // 3])
+    count_tlc("traces", 3)
+    outcome = validate(header.mode, header.config, rows, spec_dir=SPEC)
+    assert outcome.accepted and outcome.explained == len(steps), (outcome.condition, outcome.state)
+
+
+def _doctored(name: str, tmp_path: Path) -> tuple[BrokerConfig, list[dict], int]:
+    config, events = broker_trace("strict", tmp_path)
+    doctored = copy.deepcopy(events)
+    at = DOCTORINGS[name](doctored)
+    return config, renumber(doctored), at
+
+
+def _rejected_at(outcome: Validation) -> int:
+    bad = outcome.first_unexplained
+    assert bad is not None and bad.source is not None, outcome
+    return int(bad.source["seq"])
+
+
+@needs_tlc
+@pytest.mark.parametrize("name", sorted(DOCTORINGS))
+def test_a_doctoring_is_rejected_at_its_event_in_a_later_window(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    config, events, at = _doctored(name, tmp_path)
+    steps, _ = build_steps("strict", config.as_dict(), events)
+    doctored_step = next(j for j, s in enumerate(steps) if s.source is not None and s.source["seq"] == at)
+    _cut(monkeypatch, [max(1, doctored_step - 2)])  # the doctored step falls in the second window
+    count_tlc("traces", 2)
+    outcome = validate("strict", config.as_dict(), events, spec_dir=SPEC)
+    assert not outcome.accepted and _rejected_at(outcome) == at, (name, outcome.condition)
+
+
+@needs_tlc
+def test_a_doctoring_that_shows_only_across_a_cut_is_rejected(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """The first window ends with an END_TX OK COMMIT and is explained; the REAL_PUT it owes is missing
+    from the start of the next window, which only the state carried over (owed) can tell."""
+    config, events = broker_trace("strict", tmp_path)
+    at = commit_without_real(events)
+    events = renumber(events)
+    steps, _ = build_steps("strict", config.as_dict(), events)
+    commit = next(j for j, s in enumerate(steps) if s.source is not None and s.source["seq"] == at - 1)
+    _cut(monkeypatch, [commit + 1])
+    count_tlc("traces", 2)
+    outcome = validate("strict", config.as_dict(), events, spec_dir=SPEC)
+    assert not outcome.accepted and _rejected_at(outcome) == at
+    assert outcome.condition == "NothingOwed" and outcome.explained == commit + 1
