@@ -7,6 +7,8 @@ window after the cut (an END_TX COMMIT whose REAL_PUT the next window does not s
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,20 @@ def test_a_doctoring_that_shows_only_across_a_cut_is_rejected(monkeypatch: pytes
     outcome = validate("strict", config.as_dict(), events, spec_dir=SPEC)
     assert not outcome.accepted and _rejected_at(outcome) == at
     assert outcome.condition == "NothingOwed" and outcome.explained == commit + 1
+
+
+@needs_tlc
+def test_a_ten_thousand_transaction_trace_is_accepted_in_default_windows(tmp_path: Path) -> None:
+    """Issue #23's size, in CI: a default heavy-fault trace of 10,000 transactions (113,271 steps, 3,875
+    slots), several windows of the default size. Simulated by a process of its own, outside the suite's
+    coverage measurement (under which the simulator runs three times slower; see batch_traces.py)."""
+    trace = tmp_path / "t.parquet"
+    txmq = str(Path(sys.executable).with_name("txmq"))
+    subprocess.run([txmq, "simulate", "-n", "10000", "--faults", "heavy", "--seed", "1", "--no-progress",
+                    "-o", str(trace)], check=True, stdout=subprocess.DEVNULL)
+    header, events = read_events(trace)
+    count_tlc("traces")
+    outcome = validate(header.mode, header.config, events, spec_dir=SPEC)
+    assert outcome.accepted and outcome.explained == len(outcome.steps) > 100_000, outcome.condition
+    slots = max(step.fields.get("t", 0) for step in outcome.steps)
+    assert len(spans(len(outcome.steps), slots)) > 1

@@ -195,13 +195,14 @@ def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: in
 
 # ----------------------------------------------------------------------------- command line
 # What a validation costs: wall time on the 2-core development machine (2026-11-27, `python -m
-# benchmarks.trace_validation`, heavy-fault traces of `txmq simulate`, seed 1): strict, 11,728 steps (1,000
-# transactions) 6 s, 113,271 (10,000) 90 s, 1,136,907 (100,000) about 20 min. A step costs a little more
-# as the transactions open at once grow (each step copies the functions over the slots it changes), so
-# the time grows slightly faster than the steps: about as their power 1.2.
-START_S = 2
-SECONDS_AT_10K_STEPS = 4.5
-GROWTH = 1.2
+# benchmarks.trace_validation`, heavy-fault traces of `txmq simulate`, seed 1, nothing else running):
+# strict, 11,728 steps (1,000 transactions) 4.5 s, 113,271 (10,000) 44 s, 1,136,907 (100,000) 22 min;
+# rocketmq 16,153 steps 4.7 s, 122,698 steps 44 s. A step costs more as the transactions open at once
+# grow (each copies the functions over the slots it changes: 1,000 slots at 10^3, 8,307 at 10^5), so the
+# time grows faster than the steps: about as their power 1.5.
+START_S = 3
+SECONDS_AT_10K_STEPS = 1.16
+GROWTH = 1.48
 
 
 def expected_cost(steps: int) -> str:
@@ -210,9 +211,9 @@ def expected_cost(steps: int) -> str:
     if seconds < 120:
         return f"expected about {seconds:.0f} s"
     if seconds < 24 * 3600:
-        return f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about 6 s)"
+        return f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about 5 s)"
     return (f"expected about {seconds / 86400:.0f} days: validate a smaller trace (`txmq simulate -n 1000`, "
-            "about 6 s)")
+            "about 5 s)")
 
 
 def _describe(step: Step) -> str:
