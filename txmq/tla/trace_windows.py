@@ -21,8 +21,9 @@ import re
 from txmq.tla.parser import TlcResult
 
 # A window's steps times the trace's slots. Measured here (TLC 2.15, simulation): a state of a trace
-# with 3,875 slots held about 65 KB, so a window of this much work holds about 1.1 GB of states, well
-# inside TLC's default heap (a quarter of the machine's memory) on a machine of 8 GB or more.
+# with 3,875 slots held about 65 KB (17 bytes a slot), so a window of this much work holds about 2 GB of
+# states. TLC's default heap (a quarter of the machine's memory) holds that on a machine of 16 GB or
+# more; capped at 3.5 GB, a window of a 100,000-transaction trace stalled in collections.
 WINDOW_WORK = 120_000_000
 # A window is never shorter than this, whatever the slots: each costs a JVM start and a parse of the spec.
 MIN_WINDOW = 2_000
