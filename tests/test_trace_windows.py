@@ -35,6 +35,11 @@ def test_windows_cover_the_trace_in_order_within_the_work_bound(steps: int, slot
     assert len(windows) == -(-steps // longest)  # no more windows than the bound asks for
 
 
+@pytest.mark.parametrize(("gib", "work"), [(24, 120_000_000), (64, 120_000_000), (8, 42_949_672)])
+def test_a_window_gets_what_the_default_heap_of_the_machine_holds(gib: int, work: int) -> None:
+    assert trace_windows.window_work(gib * 2**30) == work
+
+
 def test_the_end_state_is_read_back_as_tla_text_one_item_per_line() -> None:
     printed = ('<<"txmq-trace-accepted", 3>>\n'
                '<<"txmq-window-end", "[owed |-> [e |-> \\"NONE\\"], topic |-> \\"a,b \\\\\\" c\\", '

@@ -16,15 +16,26 @@ run over the whole trace, so a wrong step is rejected wherever the cuts fall.
 
 from __future__ import annotations
 
+import os
 import re
 
 from txmq.tla.parser import TlcResult
 
-# A window's steps times the trace's slots. Measured here (TLC 2.15, simulation): a state of a trace
-# with 3,875 slots held about 65 KB (17 bytes a slot), so a window of this much work holds about 2 GB of
-# states. TLC's default heap (a quarter of the machine's memory) holds that on a machine of 16 GB or
-# more; capped at 3.5 GB, a window of a 100,000-transaction trace stalled in collections.
-WINDOW_WORK = 120_000_000
+# A window's steps times the trace's slots, at most. Measured here (TLC 2.15, simulation): a state of a
+# trace with 3,875 slots held about 65 KB (17 bytes a slot), so a window of 120 million holds about 2 GB of
+# states; TLC's default heap (a quarter of the machine's memory: 6 GB here) holds that, but capped at
+# 3.5 GB, a window of a 100,000-transaction trace stalled in collections. So a window gets 50 bytes of the
+# default heap per unit of work: 120 million on this 24 GB machine, fewer (and more windows) on a smaller.
+MAX_WINDOW_WORK = 120_000_000
+HEAP_BYTES_PER_WORK = 50
+
+
+def window_work(memory_bytes: int) -> int:
+    """The work of a window on a machine of ``memory_bytes`` (see MAX_WINDOW_WORK)."""
+    return min(MAX_WINDOW_WORK, memory_bytes // 4 // HEAP_BYTES_PER_WORK)
+
+
+WINDOW_WORK = window_work(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 # A window is never shorter than this, whatever the slots: each costs a JVM start and a parse of the spec.
 MIN_WINDOW = 2_000
 
