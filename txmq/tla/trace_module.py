@@ -1,10 +1,11 @@
 """The TLA+ text of a trace to validate: ``TxMQTraceRun.tla`` (the steps and the constants the trace fixes)
 and its TLC configuration.
 
-Values are written as TLA+ literals: a step is a record holding only the fields its kind reads, the
-per-transaction constants are tuples (functions of ``1..N``). Long sequences of records are written as
-tuples of their values and turned back into records by TLC, once (``_records``): SANY parses and checks
-a record literal at twice the cost of a tuple, and the literal was half of a long trace's run.
+Values are written as TLA+ literals: a step is a record holding only the fields its kind reads (an OPEN
+step carries what the spec reads of its transaction), the plain messages are a tuple (a function of
+``1..N``). Long sequences of records are written as tuples of their values and turned back into records
+by TLC, once (``_records``): SANY parses and checks a record literal at twice the cost of a tuple, and
+the literal was half of a long trace's run.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
         *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
         *_records("TraceData", [step_record(s) for s in steps], tag="e"),
-        # TLC prints a state one item per line: SANY's cost grows with the square of a line's length
+        # a window's start state, one item per line (trace_windows.end_state): SANY's cost grows with the
+        # square of a line's length
         "StartData == " + (start if start is not None else '"none"'),
         f"ShowEndData == {tla(show_end)}",
         "====",
