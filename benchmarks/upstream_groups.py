@@ -9,10 +9,12 @@ topic of 4 queues. Upstream: a name server and broker from ``ROCKETMQ_HOME`` (``
 txmq: a ``ServeSession`` in rocketmq mode with its remoting port as the name server. The schedule, in
 seconds after the first send: c0 and c1 from the start, c2 joins at a quarter of the sending time (its JVM
 started beforehand, so a slow start-up does not move the schedule), c0
-leaves cleanly at a half, c1 crashes at three quarters. A duplicate is a message key consumed again: a
-retry (reconsume count > 0), a producer send retry (another position), after its first consumer crashed
-(CRASH), by another member (REBALANCE), else unexplained. A JVM whose first request timed out on a loaded
-machine (``Exception in thread "main"``) is started again. Not a test: a measurement for the issue's note.
+leaves cleanly at a half, c1 crashes at three quarters (``txmq.audit.members.CHURN``, the schedule of
+``txmq audit --group-churn``). A duplicate is a message key consumed again, classified by the audit's rules
+(``txmq.checks.seen_consumptions``): a retry (reconsume count > 0), a producer send retry (another
+position), after its first consumer crashed (CRASH), after a membership change (REBALANCE), else
+unexplained. A JVM whose first request timed out on a loaded machine (``Exception in thread "main"``) is
+started again. Not a test: a measurement for the issue's note.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from txmq.checks.consumer_groups import CAUSES
+from txmq.audit.members import CHURN
+from txmq.checks.seen_consumptions import CAUSES_SEEN, Change, Consumption, classify
 from txmq.proc import popen
 from txmq.sim.groups import GROUP, TOPIC
 from txmq.upstream.cluster import UpstreamCluster, rocketmq_home
@@ -41,20 +44,6 @@ STARTUP_FAILED = 'Exception in thread "main"'
 STARTS = 4  # attempts per JVM
 START_TIMEOUT_S = 180
 QUEUES = 4
-
-
-def classify(records: Iterable[tuple[str, str, int, int, int]], crashed: set[str]) -> Counter[str]:
-    """Duplicates per cause from (member, key, queue, offset, reconsume count) in consumption order."""
-    first: dict[str, tuple[str, int, int]] = {}
-    out: Counter[str] = Counter()
-    for member, key, queue, offset, times in records:
-        if key not in first:
-            first[key] = (member, queue, offset)
-            continue
-        by, q, o = first[key]
-        out["RETRY" if times > 0 else "SEND_RETRY" if (q, o) != (queue, offset) else "CRASH" if by in crashed
-            else "REBALANCE" if by != member else "UNEXPLAINED"] += 1
-    return out
 
 
 class Jvms:
@@ -113,7 +102,7 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
                    f"ready {name}" if go else f"started {name}")
 
     count = rate * seconds
-    crashed: set[str] = set()
+    changes: list[Change] = []  # on the wall clock, in seconds, as the members stamp their records
     try:
         member("c0")
         member("c1")
@@ -121,7 +110,7 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
         time.sleep(5)  # c0 and c1 registered and rebalanced
         jvms.start("producer", "PushGroupProducer.java", [TOPIC, str(count), str(rate)], "first sent")
         started = time.monotonic()
-        for fraction, kind, name in ((0.25, "join", "c2"), (0.5, "leave", "c0"), (0.75, "crash", "c1")):
+        for fraction, kind, name in CHURN:
             time.sleep(max(0.0, fraction * seconds - (time.monotonic() - started)))
             print(f"  {kind} {name} at {time.monotonic() - started:.1f} s", file=sys.stderr)
             if kind == "join":
@@ -130,7 +119,7 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
                 (work / f"{name}.stop").touch()
             else:
                 jvms.kill(name)
-                crashed.add(name)
+            changes.append(Change(time.time(), kind.upper(), name))  # a crash once its JVM is dead
         jvms.procs["producer"].wait(timeout=seconds * 4 + 120)
         time.sleep(30)  # the survivors take the crashed member's queues (20 s rebalance) and consume the rest
     finally:
@@ -138,16 +127,16 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
             (work / f"{name}.go").touch()
             (work / f"{name}.stop").touch()
         jvms.stop_all(60)
-    stamped = []
+    seen = []
     for out in sorted(work.glob("c*.out")):  # one machine, one wall clock: the stamps order the records
         for line in out.read_text().splitlines():
             millis, who, key, queue, offset, times = line.split()
-            stamped.append((int(millis), who, key, int(queue), int(offset), int(times)))
-    records = [r[1:] for r in sorted(stamped)]
+            seen.append(Consumption(int(millis) / 1000, who, key, int(queue), int(offset), int(times)))
     finished = f"sent {count}" in jvms.logs["producer"].read_text(errors="replace")
-    consumed = len({r[1] for r in records})
+    consumed = len({c.key for c in seen})
     summary = f"{count} messages, producer finished: {finished}, {consumed} distinct consumed"
-    return classify(records, crashed), summary
+    verdict = classify(seen, changes)
+    return Counter({**verdict.duplicates, "UNEXPLAINED": len(verdict.unexplained)}), summary
 
 
 @contextmanager
@@ -187,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             broker = upstream_broker(home, Path(tmp)) if side == "upstream" else txmq_broker(Path(tmp))
             with broker as namesrv:
                 duplicates, summary = run_schedule(home, namesrv, Path(tmp), args.rate, args.seconds)
-        print(f"{side:8}: " + ", ".join(f"{c} {duplicates[c]}" for c in (*CAUSES, "UNEXPLAINED"))
+        print(f"{side:8}: " + ", ".join(f"{c} {duplicates[c]}" for c in (*CAUSES_SEEN, "UNEXPLAINED"))
               + f" ({summary})", flush=True)
     return 0
 

@@ -80,10 +80,10 @@ def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
         stop_session_cluster()
 
 
-def audited(args: argparse.Namespace, nemesis: Callable[[History], Nemesis],
+def audited(args: argparse.Namespace, nemesis: Callable[[History], Nemesis] | None,
             capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, Any], str]:
-    """Run ``txmq audit`` (parsed ``args``) with the caller's nemesis; the report, which must PASS, and
-    its table (printed, for the log of the run)."""
+    """Run ``txmq audit`` (parsed ``args``) with the caller's nemesis (or none); the report, which must
+    PASS, and its table (printed, for the log of the run)."""
     code = audit_cli._audit(args, nemesis)
     table = capsys.readouterr().out
     print(table)

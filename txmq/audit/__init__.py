@@ -9,7 +9,9 @@ catalogue (``txmq/catalogue.py``) read from the outside. The parts are libraries
 - ``history``: the client-side record, written atomically;
 - ``driver``: runs the plan through the official client;
 - ``nemesis``: starts, SIGKILLs and restarts a launched endpoint;
-- ``checkers``: findings per catalogue entry, and the figures;
+- ``members``: the consumer group's members over remoting (``--group-churn``), each in a process of its
+  own (``member_process``);
+- ``checkers``: findings per catalogue entry, and the figures; ``groups``: the consumer group's;
 - ``report``: terminal table, JSON and plot;
 - ``cli``: the ``txmq audit`` command, which only wires them together.
 """

@@ -17,28 +17,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from txmq.audit.blind import Window, checks_lost, checks_lost_unheard, closing_windows, unheard_windows
-from txmq.audit.history import Record, at
-from txmq.catalogue import CATALOGUE
+from txmq.audit.findings import Expectations, Finding, is_expected
+from txmq.audit.groups import churned, group_findings
+from txmq.audit.history import Record, at, kill_times
 from txmq.checks.linearizability import check_history
 from txmq.checks.register import Operation, Outcome, Resolution, State, Verdict
 
 DECISIONS = ("COMMIT", "ROLLBACK")
-
-
-@dataclass(frozen=True)
-class Expectations:
-    """What the audit holds the endpoint to."""
-
-    expect: str  # "strict": every finding is a violation; "rocketmq": the catalogue's expected ones are not
-    transaction_timeout_s: float
-    check_max: int
-    # the endpoint's transaction heartbeat period, when checks before it may be lost (``txmq.audit.blind``);
-    # None: producers are reachable at once
-    heartbeat_s: float | None = None
-    check_interval_s: float = 30.0  # the endpoint's check interval: how many checks an unheard window holds
 
 
 @dataclass
@@ -197,26 +184,6 @@ def open_transactions(records: Iterable[Record], check_max: int, heartbeat_s: fl
             or (t.owed_delivery(check_max) and not t.deliveries)]
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One anomaly: the catalogue entry it breaks, the transaction, when, and why; ``expected`` when the
-    audit was told the endpoint is rocketmq-like and the catalogue expects this of rocketmq mode."""
-
-    invariant: str
-    tx: str
-    t: float
-    detail: str
-    expected: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"invariant": self.invariant, "tx": self.tx, "t": self.t, "detail": self.detail,
-                "verdict": "expected in rocketmq mode" if self.expected else "violation"}
-
-
-def _expected(invariant: str, expectations: Expectations, rocketmq_part: bool = True) -> bool:
-    return expectations.expect == "rocketmq" and CATALOGUE[invariant].expected_in_rocketmq and rocketmq_part
-
-
 # ----------------------------------------------------------------------------------------- visibility
 def check_visibility(tx: Tx, expectations: Expectations) -> list[Finding]:
     """NoUncommittedVisible, CommitMatchesLocal, RollbackNeverVisible over a delivered transaction.
@@ -234,13 +201,13 @@ def check_visibility(tx: Tx, expectations: Expectations) -> list[Finding]:
         if min(float(c["invoked"]) for c in commits) > seen:
             return [Finding("NoUncommittedVisible", tx.name, seen,
                             f"delivered (receive returned at {seen:.3f} s) before any COMMIT was sent",
-                            _expected("NoUncommittedVisible", expectations))]
+                            is_expected("NoUncommittedVisible", expectations))]
         return []
     if tx.declared("ROLLBACK") or tx.rolled_back_locally:
         return [Finding("RollbackNeverVisible", tx.name, seen, "delivered, though the producer side only "
-                        "ever declared ROLLBACK", _expected("RollbackNeverVisible", expectations))]
+                        "ever declared ROLLBACK", is_expected("RollbackNeverVisible", expectations))]
     return [Finding("CommitMatchesLocal", tx.name, seen, "delivered, though no COMMIT was ever sent for it",
-                    _expected("CommitMatchesLocal", expectations))]
+                    is_expected("CommitMatchesLocal", expectations))]
 
 
 # ----------------------------------------------------------------------------------------- checks
@@ -266,7 +233,7 @@ def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list
                     f"checked {float(check['t']) - tx.stamped_born:.3f} s after its born time (as the client "
                     f"stamped it), before the "
                     f"transaction timeout of {expectations.transaction_timeout_s:g} s",
-                    _expected("CheckAfterTimeout", expectations)))
+                    is_expected("CheckAfterTimeout", expectations)))
                 break
     if len(tx.checks) > expectations.check_max:
         last = float(tx.checks[-1]["t"])
@@ -275,35 +242,42 @@ def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list
             "CheckBound", tx.name, last,
             f"checked {len(tx.checks)} times, more than check-max {expectations.check_max}"
             + (" (the endpoint was killed meanwhile)" if crashed else ""),
-            _expected("CheckBound", expectations, rocketmq_part=crashed)))
+            is_expected("CheckBound", expectations, rocketmq_part=crashed)))
     return findings
 
 
 # ----------------------------------------------------------------------------------------- delivery
-def check_delivery(tx: Tx, expectations: Expectations, kills: list[float]) -> list[Finding]:
+def check_delivery(tx: Tx, expectations: Expectations, kills: list[float],
+                   owed: str = "EventuallyDelivered") -> list[Finding]:
     """EventuallyDelivered (at least once) and NoDuplicateReal, as a consumer group sees them.
 
-    EventuallyDelivered: a transaction owed delivery (``Tx.owed_delivery``) was never received.
+    EventuallyDelivered: a transaction owed delivery (``Tx.owed_delivery``) was never received; reported
+    under ``owed`` (GroupSkipsNothing when the group's members came and went: ``txmq.audit.groups``).
     NoDuplicateReal: a client cannot see REAL_PUTs, but it sees a message delivered twice as a *first*
     attempt (attempt 1): the endpoint holds a second copy. A redelivery of the same copy (its
     invisible time lapsed, or its ack was lost) has attempt 2 or more; only a restart of the endpoint
     hands out an in-flight or acked-but-unpersisted copy again as attempt 1, so an endpoint kill between
-    the two deliveries excuses them."""
+    the two deliveries excuses them. Deliveries that name their position (over remoting) at the same
+    position are one copy consumed again: DuplicateConsumptionExplained judges those."""
     if tx.owed_delivery(expectations.check_max) and not tx.deliveries:
         commit = min(float(e["invoked"]) for e in tx.declared("COMMIT"))
-        return [Finding("EventuallyDelivered", tx.name, commit,
-                        "a COMMIT returned OK, and the message never came",
-                        _expected("EventuallyDelivered", expectations))]
+        return [Finding(owed, tx.name, commit, "a COMMIT returned OK, and the message never came",
+                        is_expected(owed, expectations))]
     firsts = [d for d in tx.deliveries if d["attempt"] == 1]
     for one, other in zip(firsts, firsts[1:], strict=False):
         begin, end = float(one["invoked"]), float(other["returned"])
-        if not any(begin <= k <= end for k in kills):
+        if not any(begin <= k <= end for k in kills) and not same_position(one, other):
             return [Finding("NoDuplicateReal", tx.name, end,
                             f"delivered as attempt 1 by the receive returning at "
                             f"{float(one['returned']):.3f} s and again by the one returning at {end:.3f} s: "
                             "a second copy",
-                            _expected("NoDuplicateReal", expectations))]
+                            is_expected("NoDuplicateReal", expectations))]
     return []
+
+
+def same_position(one: Record, other: Record) -> bool:
+    """Whether two deliveries name the same position (topic, queue id, queue offset)."""
+    return "queue" in one and all(one.get(k) == other.get(k) for k in ("topic", "queue", "offset"))
 
 
 def check_resolved(tx: Tx, expectations: Expectations) -> list[Finding]:
@@ -315,7 +289,7 @@ def check_resolved(tx: Tx, expectations: Expectations) -> list[Finding]:
     answers = Counter(c["answer"] for c in tx.checks)
     return [Finding("EventuallyResolved", tx.name, tx.born,
                     f"stuck: not resolved by the deadline ({len(tx.checks)} checks: {dict(answers)})",
-                    _expected("EventuallyResolved", expectations))]
+                    is_expected("EventuallyResolved", expectations))]
 
 
 # ----------------------------------------------------------------------------------------- linearizability
@@ -372,25 +346,21 @@ def check_linearizable(tx: Tx, expectations: Expectations) -> list[Finding]:
     t = float(tx.deliveries[0]["returned"]) if tx.deliveries else tx.born
     return [Finding("SingleResolution", tx.name, t,
                     f"not linearizable as a write-once register: {order}, then delivered",
-                    _expected("SingleResolution", expectations))]
+                    is_expected("SingleResolution", expectations))]
 
 
 # ----------------------------------------------------------------------------------------- all
-def kill_times(records: Iterable[Record]) -> list[float]:
-    """When the nemesis killed the endpoint."""
-    return [float(r["t"]) for r in records if r["ev"] == "nemesis" and r["action"] == "kill"]
-
-
 def run_checks(records: list[Record], expectations: Expectations) -> list[Finding]:
     """Every check over every transaction of the history, in time order. A delivery the visibility checks
     already name (nothing committed yet, or never) is also not linearizable; it is reported once, under
-    the more specific name."""
+    the more specific name. The consumer group's checks (``txmq.audit.groups``) judge the run as a whole."""
     kills = kill_times(records)
-    findings: list[Finding] = []
+    findings = group_findings(records)
+    owed = "GroupSkipsNothing" if churned(records) else "EventuallyDelivered"
     for tx in transactions(records, expectations.heartbeat_s, expectations.check_interval_s).values():
         visibility = check_visibility(tx, expectations)
         findings += visibility or check_linearizable(tx, expectations)
         findings += check_resolved(tx, expectations)
         findings += check_checks(tx, expectations, kills)
-        findings += check_delivery(tx, expectations, kills)
+        findings += check_delivery(tx, expectations, kills, owed)
     return sorted(findings, key=lambda f: (f.t, f.tx, f.invariant))

@@ -64,6 +64,8 @@ def _validate(args: argparse.Namespace) -> Path:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive")
     if args.producers < 1 or args.consumers < 1 or args.invisible < 1 or (args.check_max or 1) < 1:
         raise ConfigError("--producers, --consumers, --check-max and --invisible must be at least 1")
+    if args.group_churn and args.protocol != "remoting":
+        raise ConfigError("--group-churn needs --protocol remoting (its members are remoting push consumers)")
     if args.settle is not None and args.settle < 0:
         raise ConfigError("--settle must not be negative")
     out = Path(args.out)
@@ -151,7 +153,8 @@ def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: ti
     consumers = 1 if args.protocol == "remoting" else args.consumers  # see txmq.audit.remoting
     settings = driver_settings(args.endpoint, args.topic, args.group, consumers, args.invisible,
                                settle, endpoint.check_max, heartbeat_s=_heartbeat_s(args),
-                               check_interval_s=endpoint.check_interval_s)
+                               check_interval_s=endpoint.check_interval_s,
+                               group_churn_s=args.duration if args.group_churn else None)
     bar = timing.ProgressBar(total)
     try:
         driver(plan, settings, recorder, launched, bar.update).run()
@@ -215,6 +218,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "heartbeat after a start are lost and count")
     parser.add_argument("--invisible", type=int, default=10,
                         help="invisible time of each receive, seconds (default 10)")
+    parser.add_argument("--group-churn", action="store_true",
+                        help="with --protocol remoting: the consumer group is push-consumer members in "
+                             "processes of their own: c0, c1 from the start, c2 joins at 1/4 of the "
+                             "workload, c0 leaves at 1/2, c1 is killed at 3/4; duplicates judged and counted "
+                             "per cause")
     parser.add_argument("--settle", type=float,
                         help="seconds to wait after the workload for every transaction to resolve "
                              "(default: timeout + (check-max + 1) x check interval + 10, from the endpoint's "

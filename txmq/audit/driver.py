@@ -53,6 +53,7 @@ class DriverSettings:
     request_timeout_s: float = 5
     heartbeat_s: float | None = None  # checks lost before the group's heartbeat count (txmq.audit.blind)
     check_interval_s: float = 30.0  # the endpoint's check interval (how many checks such a loss may take)
+    group_churn_s: float | None = None  # over remoting: the workload's length, for the members' schedule
 
 
 class Driver:

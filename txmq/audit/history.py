@@ -8,9 +8,12 @@ observation has ``t``. Kinds (``ev``):
 - ``end``: an end-transaction (``action`` COMMIT/ROLLBACK, ``source`` ``client`` or ``check``);
 - ``check``: a check received (``t``, ``answer``: COMMIT, ROLLBACK or UNKNOWN, ``producer``);
 - ``local``: the local transaction decided (``decision``);
-- ``deliver``: a message received (``attempt``, ``consumer``, the receive call's ``invoked``/``returned``);
+- ``deliver``: a message received (``attempt``, ``consumer``, the receive call's ``invoked``/``returned``;
+  over remoting also its position: ``topic``, ``queue``, ``offset``);
 - ``ack``: an ack (``ok``), ``lapse``: a delivery deliberately left unacked;
 - ``fault``: a client-side fault applied (``fault``); ``nemesis``: ``kill`` or ``start`` of the endpoint;
+- ``member``: a consumer group member's ``join``, ``leave`` or ``crash`` (``member``), and its ``stop``
+  when the audit ends (``txmq.audit.members``);
 - ``error``: a failed receive or client start (``what``).
 
 The file is JSON lines: a header line (format, version, seed, options), then the records in time order.
@@ -23,6 +26,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +49,11 @@ class History:
     def now(self) -> float:
         """Seconds since the history started, to the microsecond."""
         return round(time.monotonic() - self._start, 6)
+
+    def since(self, monotonic: float) -> float:
+        """A ``time.monotonic()`` reading, of this process or another on this machine (one clock on
+        Linux), on the history's clock."""
+        return round(monotonic - self._start, 6)
 
     def add(self, ev: str, **fields: Any) -> Record:
         """Record one event; ``t`` defaults to now (calls give ``invoked``/``returned`` instead)."""
@@ -93,6 +102,11 @@ class Call:
 def at(record: Record) -> float:
     """When an event began: its ``t``, or a call's ``invoked``."""
     return float(record["t"] if "t" in record else record["invoked"])
+
+
+def kill_times(records: Iterable[Record]) -> list[float]:
+    """When the nemesis killed the endpoint."""
+    return [float(r["t"]) for r in records if r["ev"] == "nemesis" and r["action"] == "kill"]
 
 
 def write(path: Path, header: dict[str, Any], records: list[Record]) -> None:

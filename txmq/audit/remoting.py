@@ -19,9 +19,11 @@ what differs is what this client can do, and the history says it as it is:
 - Consumers: the client has a push consumer only. A delivery is its callback (invoked = returned = the
   callback's moment; attempt = ``reconsume_times`` + 1); a lapse returns RECONSUME_LATER, which sends the
   message back (CONSUMER_SEND_MSG_BACK) for a later attempt, as the invisible time's lapse does over gRPC.
-  One push consumer, whatever ``--consumers`` says: a rebalance among several hands a queue over with its
-  consume offset not yet committed, and the new owner delivers again as a first attempt, which the audit
-  could not tell from a second copy (NoDuplicateReal).
+  Each delivery records its position (topic, queue id, queue offset), so a message consumed again at the
+  same position is told from a second copy (``txmq.audit.groups``). One push consumer, whatever
+  ``--consumers`` says; with ``--group-churn`` (``DriverSettings.group_churn_s``) the group is instead
+  push-consumer members in processes of their own that join, leave and crash on a schedule
+  (``txmq.audit.members``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import Any
 from txmq.audit import cpp_client
 from txmq.audit.driver import Driver, DriverSettings, _shutdown_quietly
 from txmq.audit.history import History
+from txmq.audit.member_process import ONE_AT_A_TIME
+from txmq.audit.members import CHURN, FIRST_MEMBERS, GroupMember, MemberSettings
 from txmq.audit.nemesis import Nemesis
 from txmq.audit.producers import check_times
 from txmq.audit.workload import Fault, Plan, PlannedTx
@@ -44,6 +48,7 @@ from txmq.transaction.constants import PROPERTY_TRANSACTION_CHECK_TIMES
 # the late end waits this long more, so that it follows the answer on the wire.
 _AFTER_ANSWER_S = 0.5
 _FIRST_REBALANCE_S = 3.0  # the push consumer's first rebalance reads the queues' offsets
+_NO_TAG = "txmq-audit-route-only"  # a tag no message carries (``RemotingDriver._start_consumer``)
 
 
 class RemotingDriver(Driver):
@@ -55,15 +60,68 @@ class RemotingDriver(Driver):
         self.client = cpp_client.load()
         self.instance = f"txmq-audit-{os.getpid()}"
         self._late_producers: dict[int, Any] = {}  # slot -> its producer for late ends
+        self._members: dict[str, GroupMember] = {}  # with --group-churn: the group, by member name
 
     # ------------------------------------------------------------------ clients
     def _start_clients(self) -> None:
         """The consumer first: its start gives the process's client factory the topic's route, so that
         each producer's start heartbeat reaches the broker at once (a factory that knows no broker sends
-        its first heartbeat at its 30 s timer, and checks find no producer until then)."""
-        self._consumers = [self._start_consumer()]
+        its first heartbeat at its 30 s timer, and checks find no producer until then). With members in
+        processes of their own, that consumer is of a group of its own and consumes nothing."""
+        if self.settings.group_churn_s is None:
+            self._consumers = [self._start_consumer()]
+        else:
+            self._consumers = [self._start_consumer(f"{self.settings.group}-route", _NO_TAG)]
+            self._start_members()
         producers = 1 + max(t.producer for t in self.plan.transactions)
         self._producers = [self._start_producer(f"p{i}") for i in range(producers)]
+
+    def _start_members(self) -> None:
+        """Every member's process now, from this thread (``GroupMember``); those that join later wait."""
+        settings = MemberSettings(self.settings.endpoint, self.settings.group, self.settings.topic,
+                                  self.instance, self.plan.seed, self.plan.lapse_share)
+        later = [who for _, what, who in CHURN if what == "join"]
+        for name in (*FIRST_MEMBERS, *later):
+            self._members[name] = GroupMember(name, settings, self.history, self._acked, wait=name in later)
+        for name in FIRST_MEMBERS:
+            self._members[name].join()
+        time.sleep(_FIRST_REBALANCE_S)
+
+    def _acked(self, tx: str) -> None:
+        with self._lock:
+            self.delivered.add(tx)
+
+    def _churn(self, started: float) -> None:
+        """The membership schedule (``txmq.audit.members.CHURN``), on the workload's clock."""
+        assert self.settings.group_churn_s is not None
+        for share, what, who in CHURN:
+            time.sleep(max(0.0, share * self.settings.group_churn_s - (time.monotonic() - started)))
+            member = self._members[who]
+            try:
+                if what == "join":
+                    member.go()
+                    member.join()
+                elif what == "leave":
+                    member.leave()
+                else:
+                    member.crash()
+            except BrokerUnavailableError as exc:
+                self.history.add("error", what="member", member=who, error=str(exc))
+
+    def _workload(self) -> None:
+        churn = threading.Thread(target=self._churn, args=(time.monotonic(),), daemon=True)
+        if self._members:
+            churn.start()
+        super()._workload()
+        if self._members:
+            churn.join()
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            for member in self._members.values():
+                member.shutdown()
 
     def _new_producer(self, name: str) -> Any:
         # One client factory (instance name) holds every client, and a factory refuses a second producer
@@ -104,10 +162,15 @@ class RemotingDriver(Driver):
         for name in names:
             self.history.add("client", action="resume", producer=name)
 
-    def _start_consumer(self) -> Any:
-        consumer = self.client.PushConsumer(self.settings.group)
+    def _start_consumer(self, group: str | None = None, tag: str = "*") -> Any:
+        """The audit's push consumer; of another ``group``, subscribed to a ``tag`` no message carries, a
+        consumer for the route alone (``_start_clients``), whose deliveries, if any, are not the audit's."""
+        consumer = self.client.PushConsumer(group or self.settings.group)
         self._configure(consumer, "PushConsumer")
-        consumer.subscribe(self.settings.topic, self._on_message)
+        success = self.client.ConsumeStatus.CONSUME_SUCCESS
+        on_message = self._on_message if group is None else (lambda _message: success)
+        consumer.subscribe(self.settings.topic, on_message, expression=tag)
+        consumer.set_message_batch_max_size(ONE_AT_A_TIME)
         try:
             consumer.start()
         except Exception as exc:
@@ -127,7 +190,8 @@ class RemotingDriver(Driver):
         attempt = message.reconsume_times + 1
         now = self.history.now()
         self.history.add("deliver", tx=tx, attempt=attempt, message_id=message.id, consumer="c0",
-                         invoked=now, returned=now)
+                         invoked=now, returned=now, topic=message.topic, queue=message.queue_id,
+                         offset=message.queue_offset)
         if self.plan.lapses(tx, attempt):
             self.history.add("lapse", tx=tx, attempt=attempt, consumer="c0")
             return status.RECONSUME_LATER

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from txmq.audit.checkers import DECISIONS, Expectations, Finding, Tx, kill_times, transactions
+from txmq.audit.groups import group_figures
 from txmq.audit.history import Record, at
 from txmq.audit.sightings import atlas_name
 from txmq.catalogue import AUDIT, CATALOGUE, names
@@ -19,6 +20,7 @@ from txmq.catalogue import AUDIT, CATALOGUE, names
 # The catalogue entries the audit reads from outside (its layer of the catalogue), in catalogue order.
 AUDITED = names(AUDIT)
 SHOWN_ON_TERMINAL = 5  # anomalies printed with their history; the JSON has them all
+_WIDTH = max(len(name) for name in AUDITED)  # the table's first column
 
 
 def _percentile(values: list[float], share: float) -> float | None:
@@ -123,6 +125,7 @@ def figures(records: list[Record], check_max: int, heartbeat_s: float | None = N
         "transactions_redelivered": redelivered,
         "lapses": sum(1 for r in records if r["ev"] == "lapse"),
         "receive_errors": sum(1 for r in records if r["ev"] == "error" and r["what"] == "receive"),
+        **group_figures(records),
         "commit_to_visible_s": {"p50": _percentile(latencies, 0.5), "p99": _percentile(latencies, 0.99),
                                 "max": round(max(latencies), 6) if latencies else None,
                                 "mean": round(statistics.fmean(latencies), 6) if latencies else None},
@@ -150,7 +153,8 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         rows.append({"invariant": name, "violations": sum(not f.expected for f in mine),
                      "expected": sum(f.expected for f in mine), "meaning": CATALOGUE[name].meaning})
     violations = sum(not f.expected for f in findings)
-    named = [(f, atlas_name(f.invariant, txs[f.tx].faults)) for f in findings]
+    # a group finding may name a position rather than a transaction of the audit
+    named = [(f, atlas_name(f.invariant, txs[f.tx].faults if f.tx in txs else [])) for f in findings]
     atlas: dict[str, dict[str, int]] = {}
     for finding, key in named:
         if key is not None:
@@ -170,7 +174,7 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
         # the anomaly atlas's entries seen (txmq.audit.sightings), with their findings
         "atlas": dict(sorted(atlas.items())),
         "anomalies": [dict(f.as_dict(), atlas=key, history=[describe_record(r) for r in sorted(
-            [*_tx_records(txs[f.tx])], key=at)]) for f, key in named],
+            _tx_records(txs[f.tx]) if f.tx in txs else [], key=at)]) for f, key in named],
     }
 
 
@@ -186,9 +190,9 @@ def table(report: dict[str, Any]) -> str:
              f"{report['verdict']}, {report['violations']} violation(s), "
              f"{report['expected_anomalies']} expected anomalies",
              "",
-             f"{'invariant':<22} {'violations':>10} {'expected':>9}"]
+             f"{'invariant':<{_WIDTH}} {'violations':>10} {'expected':>9}"]
     for row in report["invariants"]:
-        lines.append(f"{row['invariant']:<22} {row['violations']:>10} {row['expected']:>9}")
+        lines.append(f"{row['invariant']:<{_WIDTH}} {row['violations']:>10} {row['expected']:>9}")
     if report["atlas"]:
         lines += ["", "atlas entries seen (docs/atlas.md): " + ", ".join(
             f"{key} ({counts['violations']} violations, {counts['expected']} expected)"
@@ -207,6 +211,8 @@ def table(report: dict[str, Any]) -> str:
         f"delivered {fig['transactions_delivered']} transactions in {fig['deliveries']} deliveries: "
         f"exactly once {fig['exactly_once_share']}, redelivered {fig['transactions_redelivered']}, "
         f"lapses {fig['lapses']}, receive errors {fig['receive_errors']}",
+        f"consumed again, per cause: {_causes(fig)}; membership changes "
+        f"{fig['membership_changes'] or 'none'}",
         f"commit to visible: p50 {lat['p50']} s, p99 {lat['p99']} s, max {lat['max']} s",
     ]
     for anomaly in report["anomalies"][:SHOWN_ON_TERMINAL]:
@@ -216,6 +222,11 @@ def table(report: dict[str, Any]) -> str:
     if len(report["anomalies"]) > SHOWN_ON_TERMINAL:
         lines += ["", f"... {len(report['anomalies']) - SHOWN_ON_TERMINAL} more in report.json"]
     return "\n".join(lines)
+
+
+def _causes(fig: dict[str, Any]) -> str:
+    counted = {**fig["duplicates_by_cause"], "unexplained": fig["duplicates_unexplained"]}
+    return ", ".join(f"{cause} {n}" for cause, n in counted.items())
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:
