@@ -107,6 +107,21 @@ def test_a_position_the_group_skipped_is_flagged() -> None:
     assert found == [("GroupSkipsNothing", "audit/1@5")]
 
 
+def test_a_position_sent_back_with_a_failed_one_is_not_skipped() -> None:
+    """The C++-core client stops handing over a pull's messages at the first failed one and sends the rest
+    back with it (seen under load): they come back from the retry topic, never at their position."""
+    records = [member("join", "c0", 0.0), *committed("failed", 5.0), consumed("failed", 5.0, "c0", 1, 4),
+               {"ev": "lapse", "tx": "failed", "attempt": 1, "consumer": "c0", "t": 5.0},
+               *committed("sent-back", 5.1),
+               consumed("failed", 6.0, "c0", 0, 0, attempt=2, topic="%RETRY%audit-consumers"),
+               consumed("sent-back", 6.1, "c0", 0, 1, attempt=2, topic="%RETRY%audit-consumers"),
+               *committed("third", 7.0), consumed("third", 7.0, "c0", 1, 6)]
+    assert judged(records)[0] == []
+    # the same gap after a consumption that succeeded is a skip
+    succeeded = [r for r in records if r["ev"] != "lapse"]
+    assert judged(succeeded)[0] == [("GroupSkipsNothing", "audit/1@5")]
+
+
 def test_a_committed_message_a_churning_group_never_consumed_is_skipped_by_it() -> None:
     never = [member("join", "c0", 0.0), *committed("lost", 5.0)]
     assert judged(never)[0] == [("EventuallyDelivered", "lost")]

@@ -29,10 +29,14 @@ def churned(records: Iterable[Record]) -> bool:
 
 
 def consumptions(records: Iterable[Record]) -> list[Consumption]:
-    """The deliveries that name their position (attempt n is reconsume times n - 1)."""
+    """The deliveries that name their position (attempt n is reconsume times n - 1), each failed when the
+    listener lapsed it (a ``lapse`` of the same transaction, attempt and consumer)."""
+    records = list(records)
+    lapsed = {(r["tx"], r["attempt"], r["consumer"]) for r in records if r["ev"] == "lapse"}
     return [Consumption(float(r["returned"]), r["consumer"], r["tx"], int(r["queue"]), int(r["offset"]),
-                        int(r["attempt"]) - 1, r.get("topic", "")) for r in records
-            if r["ev"] == "deliver" and "queue" in r]
+                        int(r["attempt"]) - 1, r.get("topic", ""),
+                        failed=(r["tx"], r["attempt"], r["consumer"]) in lapsed)
+            for r in records if r["ev"] == "deliver" and "queue" in r]
 
 
 def changes(records: list[Record]) -> list[Change]:

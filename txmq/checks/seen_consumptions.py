@@ -23,7 +23,12 @@ offsets; a client sees neither, so each cause is read from what it can see:
   else is unexplained: a queue handed out again without a change of owner.
 
 ``skipped_positions`` reads ``GroupSkipsNothing``: a position of a queue between two positions the group
-consumed that it never consumed was skipped.
+consumed that it never consumed was skipped, unless the consumption just below it failed. The C++-core
+client hands the listener the messages of one pull one at a time and stops at the first it fails
+(``CPushConsumer``'s listener returns RECONSUME_LATER for the whole list), so the rest of that pull goes
+back to the retry topic with it without ever being handed over at its position; it comes back from the
+retry topic as a later attempt. Seen under load: the message after a failed one, consumed only as
+attempt 2.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Consumption:
     offset: int
     reconsumed: int  # the message's reconsume times: 0 for a first attempt
     topic: str = ""
+    failed: bool = False  # the listener failed it (RECONSUME_LATER): sent back to the retry topic
 
     @property
     def position(self) -> tuple[str, int, int]:
@@ -116,11 +122,20 @@ def classify(consumptions: Iterable[Consumption], changes: Iterable[Change],
 
 def skipped_positions(consumptions: Iterable[Consumption]) -> list[tuple[str, int, int]]:
     """Positions of a queue, between the lowest and the highest the group consumed as a first attempt,
-    that it never consumed. (Messages sent back for a retry are consumed from the retry topic, at
-    positions of their own, with a reconsume count above 0: left out.)"""
-    offsets: dict[tuple[str, int], set[int]] = {}
+    that it never consumed, except those just above a failed consumption, up to the next consumed one
+    (sent back with it: the module docstring). (Messages sent back for a retry are consumed from the
+    retry topic, at positions of their own, with a reconsume count above 0: left out.)"""
+    offsets: dict[tuple[str, int], dict[int, bool]] = {}
     for seen in consumptions:
         if seen.reconsumed == 0:
-            offsets.setdefault((seen.topic, seen.queue), set()).add(seen.offset)
-    return [(topic, queue, offset) for (topic, queue), got in sorted(offsets.items())
-            for offset in range(min(got), max(got)) if offset not in got]
+            failed = offsets.setdefault((seen.topic, seen.queue), {})
+            failed[seen.offset] = failed.get(seen.offset, False) or seen.failed
+    skipped = []
+    for (topic, queue), failed in sorted(offsets.items()):
+        sent_back = False  # whether the consumed position below the current one failed
+        for offset in range(min(failed), max(failed)):
+            if offset in failed:
+                sent_back = failed[offset]
+            elif not sent_back:
+                skipped.append((topic, queue, offset))
+    return skipped
