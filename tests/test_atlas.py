@@ -15,6 +15,8 @@ from txmq.atlas.entry import Entry
 from txmq.atlas.page import render_markdown
 from txmq.atlas.pending import PENDING
 from txmq.atlas.runner import Run, run, trace_judge
+from txmq.audit import report
+from txmq.audit.checkers import Expectations, run_checks
 from txmq.audit.report import AUDITED, figures
 from txmq.audit.sightings import SIGHTINGS
 from txmq.audit.workload import Fault
@@ -151,6 +153,36 @@ def test_an_endpoint_run_judges_the_entry_by_its_catalogue_name() -> None:
     checked = [*_committed_twice(2), {"ev": "check", "tx": "atlas-duplicate-commit-1-0", "producer": "p0.1",
                                       "answer": "COMMIT", "t": 0.04}]
     assert endpoint.verdict(entry, checked, target)[0] == endpoint.NOT_REPRODUCED
+
+
+def test_the_entry_with_no_fault_counts_only_a_check_after_the_transactions_own_commit() -> None:
+    """op-late-when-checked: a transaction that committed itself, then was checked and answered COMMIT,
+    delivered twice. A check that came before its end returned is the ordinary race, not this entry."""
+    entry = next(e for e in ENTRIES if e.key == "op-late-when-checked")
+    target = endpoint.Target("127.0.0.1:1", "atlas", "atlas", 3.0, 2.0, 15, 10.0)
+    plan = endpoint.plan_for(entry, 7)
+    assert len(plan.transactions) == endpoint.UNFAULTED_TRANSACTIONS
+    assert {t.fault.value for t in plan.transactions} == {"none"}
+    tx = "atlas-op-late-when-checked-1-0"
+
+    def history(checked_at: float) -> list[dict[str, object]]:
+        return [{"ev": "send", "tx": tx, "producer": "p0.1", "invoked": 0.0, "returned": 0.01, "ok": True},
+                {"ev": "local", "tx": tx, "decision": "COMMIT", "t": 0.02},
+                {"ev": "end", "tx": tx, "action": "COMMIT", "source": "client", "producer": "p0.1",
+                 "invoked": 0.03, "returned": 0.04, "ok": True},
+                {"ev": "check", "tx": tx, "producer": "p0.1", "answer": "COMMIT", "t": checked_at},
+                {"ev": "end", "tx": tx, "action": "COMMIT", "source": "check", "producer": "p0.1",
+                 "invoked": checked_at, "returned": checked_at + 0.01, "ok": True},
+                *({"ev": "deliver", "tx": tx, "attempt": 1, "consumer": "c0", "message_id": f"m{n}",
+                   "invoked": 0.5, "returned": 4.0 + n} for n in range(2))]
+
+    shown, lines = endpoint.verdict(entry, history(3.5), target)
+    assert shown == endpoint.REPRODUCED and lines[0].startswith(f"{tx}: ")
+    assert endpoint.verdict(entry, history(0.035), target)[0] == endpoint.NOT_REPRODUCED
+    # the audit's report names it under the entry too
+    expectations = Expectations("rocketmq", 3.0, 15, check_interval_s=2.0)
+    built = report.build({}, history(3.5), run_checks(history(3.5), expectations), expectations)
+    assert built["atlas"] == {"op-late-when-checked": {"violations": 0, "expected": 1}}
 
 
 @pytest.mark.parametrize("args, message", [

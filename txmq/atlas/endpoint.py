@@ -6,6 +6,12 @@ a few committing transactions all given that fault is driven through the officia
 driver (``txmq.audit.driver``), and the history is judged by the audit's checkers. The entry is
 *reproduced* when a finding carries its catalogue name, *not reproduced* otherwise (fixed, or the
 endpoint keeps it absent, as strict mode does); the other entries are *unreachable* from outside.
+
+The entry that needs no fault (``op-late-when-checked``) is a race of the endpoint's own: its plan is
+``UNFAULTED_TRANSACTIONS`` transactions committing at once, 10 a second, and only a finding on one checked
+after its own COMMIT shows it. Upstream's broker from the kit (checks every 2 s, transaction timeout 3 s)
+checked 47 of 400 such transactions after their commit, ``txmq serve --mode rocketmq`` 30 of 400
+(docs/audit.md): at those rates 40 transactions miss it about once in 150 runs, and once in 20.
 """
 
 from __future__ import annotations
@@ -14,14 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from txmq.atlas.entry import Entry
-from txmq.audit.checkers import Expectations, run_checks
+from txmq.audit.checkers import Expectations, run_checks, transactions
 from txmq.audit.history import History, Record
 from txmq.audit.nemesis import wait_reachable
+from txmq.audit.sightings import checked_after_own_end
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.errors import ToolMissingError
 
 REPRODUCED, NOT_REPRODUCED, UNREACHABLE = "reproduced", "not reproduced", "unreachable"
 TRANSACTIONS = 3  # per entry: the late ones race the consumer's last receive, so more than one
+UNFAULTED_TRANSACTIONS = 40  # for the entry a race of the endpoint's brings about (the module docstring)
 REACH_TIMEOUT_S = 5
 
 
@@ -39,10 +47,12 @@ class Target:
 
 
 def plan_for(entry: Entry, seed: int) -> Plan:
-    """``TRANSACTIONS`` committing transactions of one producer, each with the entry's fault."""
+    """``TRANSACTIONS`` committing transactions of one producer, each with the entry's fault, 0.2 s apart;
+    with no fault, ``UNFAULTED_TRANSACTIONS`` of them 0.1 s apart."""
     fault = Fault(entry.outside)
-    txs = tuple(PlannedTx(f"atlas-{entry.key}-{seed}-{n}", round(0.2 * n, 6), 0, Outcome.COMMIT, fault)
-                for n in range(TRANSACTIONS))
+    count, gap = (UNFAULTED_TRANSACTIONS, 0.1) if fault is Fault.NONE else (TRANSACTIONS, 0.2)
+    txs = tuple(PlannedTx(f"atlas-{entry.key}-{seed}-{n}", round(gap * n, 6), 0, Outcome.COMMIT, fault)
+                for n in range(count))
     return Plan(seed, txs, (), 0.0)
 
 
@@ -69,10 +79,15 @@ def _checked(records: list[Record]) -> set[str]:
 def verdict(entry: Entry, records: list[Record], target: Target) -> tuple[str, list[str]]:
     """Reproduced or not, with the findings under the entry's catalogue name. A duplicated end counts only
     on a transaction that was never checked: a check's COMMIT answer duplicates a message by itself when
-    it reaches a half whose Op record was not yet written (S30), which is another entry."""
+    it reaches a half whose Op record was not yet written (S30), which is another entry, the one with no
+    fault: it counts only on a transaction checked after its own end returned."""
     expectations = Expectations("rocketmq", target.transaction_timeout_s, target.check_max,
                                 check_interval_s=target.check_interval_s)
-    excused = _checked(records) if Fault(entry.outside) is Fault.DUPLICATED else set()
+    fault = Fault(entry.outside)
+    excused = _checked(records) if fault is Fault.DUPLICATED else set()
+    if fault is Fault.NONE:
+        excused = {name for name, tx in transactions(records).items()
+                   if not checked_after_own_end(tx.ends, tx.checks)}
     findings = run_checks(records, expectations)
     mine = [f"{f.tx}: {f.detail}" for f in findings if f.invariant == entry.catalogue and f.tx not in excused]
     return (REPRODUCED if mine else NOT_REPRODUCED), mine
@@ -87,7 +102,8 @@ def run_against(entries: list[Entry], target: Target, seed: int,
         if not entry.outside:
             results.append((entry, UNREACHABLE, []))
             continue
-        progress(f"{entry.key}: {TRANSACTIONS} transactions with the client fault {entry.outside}")
+        count = len(plan_for(entry, seed).transactions)
+        progress(f"{entry.key}: {count} transactions with the client fault {entry.outside}")
         shown, lines = verdict(entry, history_of(entry, target, seed), target)
         results.append((entry, shown, lines))
     return results

@@ -67,7 +67,7 @@ RESOLUTION: tuple[Entry, ...] = (
         "a commit whose Op is still buffered when the run reaches its half is checked; COMMIT duplicates",
         "NoDuplicateReal", s.op_buffered_when_checked,
         spec_note="the spec's Op batcher may write at any step; no control isolates the late write",
-        audit="NoDuplicateReal"),
+        audit="NoDuplicateReal", upstream_head="reproduced"),
     Entry(
         "end-transaction-lost", (2840,), "a message lost although the local transaction committed",
         "by design: the commit is best-effort and the check must answer COMMIT too",

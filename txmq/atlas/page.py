@@ -19,6 +19,15 @@ def reproduced_in(entry: Entry) -> str:
     return "rocketmq and strict" if entry.strict_shares else "rocketmq"
 
 
+def _how_brought_about(entry: Entry) -> str:
+    """What a client does to bring the entry about, ending the sentence."""
+    if not entry.outside:
+        return "."
+    if entry.outside == "none":
+        return " (no client fault: transactions that commit at once, of which the endpoint checks some)."
+    return f" (the audit's client fault `{entry.outside}`)."
+
+
 def against_upstream(entry: Entry) -> str:
     """What ``txmq atlas --endpoint`` found on upstream HEAD (the RocketMQ kit's proxy and broker)."""
     return entry.upstream_head or "not reachable from outside"
@@ -39,7 +48,7 @@ def _section(entry: Entry) -> list[str]:
              f"- Catalogue: {_catalogue_link(entry.catalogue)}.",
              f"- txmq reproduces it in: {reproduced_in(entry)}; strict mode: {strict}.",
              f"- Against upstream HEAD through its proxy: {against_upstream(entry)}"
-             + (f" (the audit's client fault `{entry.outside}`)." if entry.outside else "."),
+             + _how_brought_about(entry),
              f"- Spec: {spec}.", f"- Audit: {audit}.",
              f"- Scenario: `txmq atlas {entry.key}` (`{entry.scenario.__module__}.{entry.scenario.__name__}`"
              + (", with " + ", ".join(f"{k}={v}" for k, v in entry.config.items()) if entry.config else "")

@@ -154,7 +154,8 @@ def build(header: dict[str, Any], records: list[Record], findings: list[Finding]
                      "expected": sum(f.expected for f in mine), "meaning": CATALOGUE[name].meaning})
     violations = sum(not f.expected for f in findings)
     # a group finding may name a position rather than a transaction of the audit
-    named = [(f, atlas_name(f.invariant, txs[f.tx].faults if f.tx in txs else [])) for f in findings]
+    named = [(f, atlas_name(f.invariant, txs[f.tx].faults, txs[f.tx].ends, txs[f.tx].checks) if f.tx in txs
+              else None) for f in findings]
     atlas: dict[str, dict[str, int]] = {}
     for finding, key in named:
         if key is not None:
@@ -215,7 +216,9 @@ def table(report: dict[str, Any]) -> str:
         f"{fig['membership_changes'] or 'none'}",
         f"commit to visible: p50 {lat['p50']} s, p99 {lat['p99']} s, max {lat['max']} s",
     ]
-    for anomaly in report["anomalies"][:SHOWN_ON_TERMINAL]:
+    # the violations first: they are what a failed audit is about
+    shown = sorted(report["anomalies"], key=lambda anomaly: anomaly["verdict"] != "violation")
+    for anomaly in shown[:SHOWN_ON_TERMINAL]:
         named = f" ({anomaly['atlas']})" if anomaly["atlas"] else ""
         lines += ["", f"{anomaly['verdict'].upper()}: {anomaly['invariant']}{named} on {anomaly['tx']}: "
                       f"{anomaly['detail']}", *("    " + h for h in anomaly["history"])]
