@@ -2,7 +2,8 @@
 entry; exit 1 when a scenario disagrees with its entry (an anomaly an entry says rocketmq mode shows that
 did not show, or one strict mode was to keep absent that showed). With ``--endpoint HOST:PORT``, run the
 entries a client can bring about against that endpoint instead (``txmq.atlas.endpoint``) and print
-reproduced / not reproduced / unreachable for each; that run judges the endpoint, so it exits 0."""
+reproduced / not reproduced / unreachable (or not seen, for a race of the endpoint's) for each; that run
+judges the endpoint, so it exits 0."""
 
 from __future__ import annotations
 
