@@ -83,7 +83,9 @@ RESOLUTION: tuple[Entry, ...] = (
         "TransactionalMessageServiceImpl.checkPrepareQueueOffset / putImmunityMsgBackToHalfQueue",
         "the COMMIT names the original, whose Op the re-put copy never matches; the copy is checked after "
         "the window and COMMIT duplicates", "NoDuplicateReal", s.commit_inside_immunity_window,
-        spec_note="strict_immunity passes in strict mode; no rocketmq control", audit="NoDuplicateReal"),
+        spec_note="the spec reaches this duplicate in rocketmq mode with an immunity window, but it reaches "
+        "the same duplicate without one (commit-after-check-commit's path), so no control isolates the "
+        "immunity's part; strict_immunity passes in strict mode", audit="NoDuplicateReal"),
     Entry(
         "retried-send", (), "a retried send stores two halves",
         "unchanged at HEAD (code reading)", "DefaultMQProducerImpl.sendKernelImpl (retry with the same key)",
