@@ -4,6 +4,9 @@ the others are reported unreachable."""
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
 from test_audit_upstream import wait_until_routed
 from upstreamkit import SESSION_BROKER
@@ -11,6 +14,7 @@ from upstreamkit import SESSION_BROKER
 from txmq.atlas import endpoint
 from txmq.atlas.entries import ENTRIES
 from txmq.cli import main
+from txmq.serve.remoting import codes, frame, message
 from txmq.upstream import UpstreamCluster
 
 TOPIC = "atlas-upstream"
@@ -32,3 +36,54 @@ def test_upstream_gives_the_recorded_verdict_of_every_entry_reachable_from_outsi
         # a race of the endpoint's (no client fault) may be missed by one short run: "not seen"
         missed = f"  {endpoint.NOT_SEEN}  " in verdicts[entry.key] + "  " and entry.outside == "none"
         assert f"  {expected}  " in verdicts[entry.key] + "  " or missed, (entry.key, out)
+
+
+# ------------------------------------------------------ duplicate-commit through the broker's remoting port
+TWICE_TOPIC = "atlas-commit-twice"
+_PREPARED, _COMMIT = 4, 8  # MessageSysFlag.TRANSACTION_PREPARED_TYPE, TRANSACTION_COMMIT_TYPE
+
+
+def _exchange(sock: socket.socket, command: frame.Command) -> frame.Command:
+    """One request and its response over a remoting connection (no other request is in flight)."""
+    sock.sendall(frame.encode(command))
+    length = frame.decode_length(_read(sock, 4))
+    return frame.decode(_read(sock, length))
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
+def test_upstreams_broker_writes_a_message_twice_for_a_commit_sent_twice(upstream: UpstreamCluster) -> None:
+    """duplicate-commit at the broker, below the proxy: a half sent over remoting (SEND_MESSAGE, prepared),
+    then END_TRANSACTION(COMMIT) for it twice, as a client retrying a one-way end would. Upstream's
+    ``EndTransactionProcessor.processRequest`` looks the half up by its commit-log offset each time and
+    writes the real message again (no resolution record): the topic's queue holds two messages. (Through
+    the proxy the second end is refused: the entry's *upstream HEAD* verdict.)"""
+    upstream.create_topic(TWICE_TOPIC, "TRANSACTION", queues=1)
+    host, port = upstream.broker_addr.rsplit(":", 1)
+    group = "atlas-commit-twice-producers"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        properties = message.properties_bytes({"TRAN_MSG": "true", "PGROUP": group,
+                                               "UNIQ_KEY": "ATLASTWICE1"})
+        sent = _exchange(sock, frame.Command(codes.SEND_MESSAGE, opaque=1, ext={
+            "producerGroup": group, "topic": TWICE_TOPIC, "defaultTopic": "TBW102",
+            "defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": str(_PREPARED),
+            "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
+            "properties": properties.decode(), "reconsumeTimes": "0", "unitMode": "false",
+            "batch": "false"}, body=b"commit twice"))
+        assert sent.code == 0, sent.remark
+        _, _, commitlog_offset = message.decode_message_id(sent.ext["msgId"])
+        for opaque in (2, 3):
+            _exchange(sock, frame.Command(codes.END_TRANSACTION, opaque=opaque, ext={
+                "producerGroup": group, "tranStateTableOffset": sent.ext["queueOffset"],
+                "commitLogOffset": str(commitlog_offset), "commitOrRollback": str(_COMMIT),
+                "fromTransactionCheck": "false", "msgId": sent.ext["msgId"], "transactionId": "ATLASTWICE1"}))
+        stored = _exchange(sock, frame.Command(codes.GET_MAX_OFFSET, opaque=4,
+                                               ext={"topic": TWICE_TOPIC, "queueId": "0"}))
+    assert stored.code == 0 and stored.ext["offset"] == "2", (stored.remark, stored.ext)

@@ -16,7 +16,8 @@ RESOLUTION: tuple[Entry, ...] = (
         "NoDuplicateReal", s.duplicate_commit, spec="rocketmq_duplicate_commit", audit="NoDuplicateReal",
         upstream_head="not reproduced: the proxy hands a transaction's data to its "
         "first end only (TransactionDataManager.pollNoExpireTransactionData), so the second is refused; "
-        "reachable through the broker's remoting port"),
+        "reproduced through the broker's remoting port (END_TRANSACTION sent twice, two messages stored: "
+        "tests/test_atlas_upstream.py)"),
     Entry(
         "commit-after-check-commit", (8158,), "a producer's COMMIT after a check's COMMIT",
         "closed (stale), unchanged at HEAD", "EndTransactionProcessor.processRequest",
