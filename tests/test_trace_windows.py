@@ -7,6 +7,7 @@ window after the cut (an END_TX COMMIT whose REAL_PUT the next window does not s
 from __future__ import annotations
 
 import copy
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,30 @@ def test_a_doctoring_that_shows_only_across_a_cut_is_rejected(monkeypatch: pytes
     outcome = validate("strict", config.as_dict(), events, spec_dir=SPEC)
     assert not outcome.accepted and _rejected_at(outcome) == at
     assert outcome.condition == "NothingOwed" and outcome.explained == commit + 1
+
+
+@needs_tlc
+def test_a_step_whose_conditions_hold_but_whose_action_has_no_next_state_is_named_at_its_step(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The rejection with no failed condition: TLC finds no successor without Diagnose printing one, and
+    the behaviour it prints through the view (the cursor) says where it stopped. The spec's conditions
+    state every guard of the actions they take, so no trace of the real spec gets here: a copy of it
+    whose DECIDE also demands a local state no decision gives, with the first DECIDE in a later window."""
+    spec = tmp_path / "spec"
+    shutil.copytree(SPEC, spec)
+    trace_spec = spec / "TxMQTrace.tla"
+    taken = '[] Ev.e = "DECIDE" -> Decide(Ev.t) /\\ local\'[Ev.t] = Ev.act'
+    assert taken in trace_spec.read_text()
+    trace_spec.write_text(trace_spec.read_text().replace(
+        taken, '[] Ev.e = "DECIDE" -> Decide(Ev.t) /\\ local\'[Ev.t] = "never"'))
+    config, events = broker_trace("strict", tmp_path)
+    steps, _ = build_steps("strict", config.as_dict(), events)
+    decide = next(j for j, s in enumerate(steps) if s.kind == "DECIDE")
+    _cut(monkeypatch, [max(1, decide - 1)])
+    count_tlc("traces", 2)
+    outcome = validate("strict", config.as_dict(), events, spec_dir=spec)
+    assert not outcome.accepted and outcome.condition == "Decide (no next state)", outcome.condition
+    assert outcome.explained == decide
 
 
 @needs_tlc
