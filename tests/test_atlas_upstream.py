@@ -4,17 +4,23 @@ the others are reported unreachable."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
+from remotingkit import RemotingClient
 from test_audit_upstream import wait_until_routed
 from upstreamkit import SESSION_BROKER
 
 from txmq.atlas import endpoint
 from txmq.atlas.entries import ENTRIES
 from txmq.cli import main
-from txmq.serve.remoting import codes, frame, message
+from txmq.serve.remoting import codes, message
+from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_PREPARED
+from txmq.transaction.constants import (
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_KEY,
+)
 from txmq.upstream import UpstreamCluster
 
 TOPIC = "atlas-upstream"
@@ -40,23 +46,6 @@ def test_upstream_gives_the_recorded_verdict_of_every_entry_reachable_from_outsi
 
 # ------------------------------------------------------ duplicate-commit through the broker's remoting port
 TWICE_TOPIC = "atlas-commit-twice"
-_PREPARED, _COMMIT = 4, 8  # MessageSysFlag.TRANSACTION_PREPARED_TYPE, TRANSACTION_COMMIT_TYPE
-
-
-def _exchange(sock: socket.socket, command: frame.Command) -> frame.Command:
-    """One request and its response over a remoting connection (no other request is in flight)."""
-    sock.sendall(frame.encode(command))
-    length = frame.decode_length(_read(sock, 4))
-    return frame.decode(_read(sock, length))
-
-
-def _read(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return data
 
 
 def test_upstreams_broker_writes_a_message_twice_for_a_commit_sent_twice(upstream: UpstreamCluster) -> None:
@@ -66,24 +55,26 @@ def test_upstreams_broker_writes_a_message_twice_for_a_commit_sent_twice(upstrea
     writes the real message again (no resolution record): the topic's queue holds two messages. (Through
     the proxy the second end is refused: the entry's *upstream HEAD* verdict.)"""
     upstream.create_topic(TWICE_TOPIC, "TRANSACTION", queues=1)
-    host, port = upstream.broker_addr.rsplit(":", 1)
     group = "atlas-commit-twice-producers"
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        properties = message.properties_bytes({"TRAN_MSG": "true", "PGROUP": group,
-                                               "UNIQ_KEY": "ATLASTWICE1"})
-        sent = _exchange(sock, frame.Command(codes.SEND_MESSAGE, opaque=1, ext={
+    broker = RemotingClient(int(upstream.broker_addr.rsplit(":", 1)[1]))  # on 127.0.0.1, as the kit's
+    try:
+        properties = message.properties_bytes({PROPERTY_TRANSACTION_PREPARED: "true",
+                                               PROPERTY_PRODUCER_GROUP: group,
+                                               PROPERTY_UNIQ_KEY: "ATLASTWICE1"})
+        sent = broker.call(codes.SEND_MESSAGE, {
             "producerGroup": group, "topic": TWICE_TOPIC, "defaultTopic": "TBW102",
-            "defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": str(_PREPARED),
+            "defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": str(TRANSACTION_PREPARED),
             "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
             "properties": properties.decode(), "reconsumeTimes": "0", "unitMode": "false",
-            "batch": "false"}, body=b"commit twice"))
+            "batch": "false"}, body=b"commit twice")
         assert sent.code == 0, sent.remark
         _, _, commitlog_offset = message.decode_message_id(sent.ext["msgId"])
-        for opaque in (2, 3):
-            _exchange(sock, frame.Command(codes.END_TRANSACTION, opaque=opaque, ext={
+        for _ in range(2):  # answered, so that both are applied before the offset is read
+            broker.call(codes.END_TRANSACTION, {
                 "producerGroup": group, "tranStateTableOffset": sent.ext["queueOffset"],
-                "commitLogOffset": str(commitlog_offset), "commitOrRollback": str(_COMMIT),
-                "fromTransactionCheck": "false", "msgId": sent.ext["msgId"], "transactionId": "ATLASTWICE1"}))
-        stored = _exchange(sock, frame.Command(codes.GET_MAX_OFFSET, opaque=4,
-                                               ext={"topic": TWICE_TOPIC, "queueId": "0"}))
+                "commitLogOffset": str(commitlog_offset), "commitOrRollback": str(TRANSACTION_COMMIT),
+                "fromTransactionCheck": "false", "msgId": sent.ext["msgId"], "transactionId": "ATLASTWICE1"})
+        stored = broker.call(codes.GET_MAX_OFFSET, {"topic": TWICE_TOPIC, "queueId": "0"})
+    finally:
+        broker.close()
     assert stored.code == 0 and stored.ext["offset"] == "2", (stored.remark, stored.ext)

@@ -86,10 +86,13 @@ def verdict(entry: Entry, records: list[Record], target: Target) -> tuple[str, l
     expectations = Expectations("rocketmq", target.transaction_timeout_s, target.check_max,
                                 check_interval_s=target.check_interval_s)
     fault = Fault(entry.outside)
-    excused = _checked(records) if fault is Fault.DUPLICATED else set()
-    if fault is Fault.NONE:
+    if fault is Fault.DUPLICATED:
+        excused = _checked(records)
+    elif fault is Fault.NONE:
         excused = {name for name, tx in transactions(records).items()
                    if not checked_after_own_end(tx.ends, tx.checks)}
+    else:
+        excused = set()
     findings = run_checks(records, expectations)
     mine = [f"{f.tx}: {f.detail}" for f in findings if f.invariant == entry.catalogue and f.tx not in excused]
     return (REPRODUCED if mine else NOT_SEEN if fault is Fault.NONE else NOT_REPRODUCED), mine

@@ -48,13 +48,13 @@ def changes(records: list[Record]) -> list[Change]:
 
 def group_findings(records: list[Record]) -> list[Finding]:
     """Unexplained duplicate consumptions, and skipped positions (see the module docstring)."""
-    verdict = classify(consumptions(records), changes(records))
+    seen = consumptions(records)
+    verdict = classify(seen, changes(records))
     findings = [Finding("DuplicateConsumptionExplained", again.key, again.t,
                         f"{again.member} consumed {_where(again)} again as a first attempt at "
                         f"{again.t:.3f} s ({before.member} had at {before.t:.3f} s), with no crash of "
                         f"{before.member}, no membership change and no endpoint restart to explain it", False)
                 for before, again in verdict.unexplained]
-    seen = consumptions(records)
     for topic, queue, offset in skipped_positions(seen):
         after = min(c.t for c in seen if (c.topic, c.queue) == (topic, queue) and c.offset > offset)
         findings.append(Finding("GroupSkipsNothing", f"{topic}/{queue}@{offset}", after,
