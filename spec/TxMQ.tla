@@ -146,18 +146,28 @@ ImmunityOf(t) == Immunity[t]
 On(guard) == Strict /\ guard
 
 Range(s) == {s[j] : j \in DOMAIN s}
-Age(i) == now - half[i].born
+
+\* The functions over the transactions (local, said, sent... discardLog) and the half queue are read and
+\* written by the actions only through the operators below, which trace validation replaces (TxMQTrace.tla:
+\* ChunkGet, ChunkPut, Chunked, ChunkHalf...).  TLC copies a whole function or sequence for each EXCEPT
+\* and each Append, and keeps every state of a simulated behaviour: over a long trace's thousands of
+\* transactions and hundreds of thousands of half records, it keeps them in chunks, so that a step copies
+\* one chunk and the list of chunks, not a value per transaction.  The invariants, which only the models
+\* check, index the functions directly.
+Get(f, t) == f[t]
+Put(f, t, v) == [f EXCEPT ![t] = v]
+PerTxn(f) == f
+HalfAt(h, i) == h[i]
+HalfLen(h) == Len(h)
+HalfAppend(h, r) == Append(h, r)
+
+Age(i) == now - HalfAt(half, i).born
 
 \* What the invariants measure an age with: the broker's clock minus the half's birth as the producer's clock
 \* really had it (the broker's clock at the original's HALF_PUT plus the producer's skew), not the stamp the
 \* broker acts on, so that a wrong stamp or a wrong subtraction is seen.
-TrueAge(i) == now - (half[i].put + SkewOf(half[i].t))
+TrueAge(i) == now - (HalfAt(half, i).put + SkewOf(HalfAt(half, i).t))
 
-\* A function over the transactions, as given.  Every such function the spec builds whole is built through
-\* PerTxn, which trace validation replaces (TxMQTrace.tla's SlotSeq): its transactions are the slots
-\* 1..n, and TLC keeps a function built as a sequence in an array it indexes directly, where one built
-\* from [t \in S |-> ...] is hashed again after each EXCEPT, at a cost that grows with n.
-PerTxn(f) == f
 AllTxns(v) == PerTxn([t \in Txns |-> v])
 
 \* History h with entry e appended.  The histories (ends, checks, discardLog) grow only through Logged:
@@ -167,8 +177,8 @@ Logged(h, e) == Append(h, e)
 
 \* Offset i and the copies it renews, back to its original (or resumed) record.
 RECURSIVE Lineage(_)
-Lineage(i) == IF half[i].from = 0 THEN {i} ELSE {i} \cup Lineage(half[i].from)
-Resolution(t) == IF Strict THEN index[t] ELSE None
+Lineage(i) == IF HalfAt(half, i).from = 0 THEN {i} ELSE {i} \cup Lineage(HalfAt(half, i).from)
+Resolution(t) == IF Strict THEN Get(index, t) ELSE None
 
 \* Running producers of t's group: the broker may send t's check to any of them (ProducerManager).
 Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
@@ -176,7 +186,8 @@ Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
 \* The resolution index as a strict restart rebuilds it from the durable log.
 Rebuilt ==
     PerTxn([t \in Txns |->
-               IF ~Strict \/ (durable[t] = "commit" /\ ~GuardRebuildFromReal) THEN None ELSE durable[t]])
+               IF ~Strict \/ (Get(durable, t) = "commit" /\ ~GuardRebuildFromReal) THEN None
+               ELSE Get(durable, t)])
 
 CacheInsert(c, o) ==
     IF CacheSize = 0 THEN c
@@ -186,8 +197,8 @@ CacheDelete(c, o) == IF o \in Range(c) THEN SelectSeq(c, LAMBDA x : x # o) ELSE 
 
 \* The broker appends a half record (original, renewed copy or resumed copy) for t.
 AppendHalf(t, n, born, put, from) ==
-    /\ half' = Append(half, [t |-> t, n |-> n, born |-> born, put |-> put, from |-> from])
-    /\ latest' = [latest EXCEPT ![t] = Len(half) + 1]
+    /\ half' = HalfAppend(half, [t |-> t, n |-> n, born |-> born, put |-> put, from |-> from])
+    /\ latest' = Put(latest, t, HalfLen(half) + 1)
 
 EndMsg(t, off, act, chk, p) ==
     [type |-> "end", t |-> t, off |-> off, act |-> act, chk |-> chk, p |-> p]
@@ -236,12 +247,12 @@ Init ==
 (* (RIP-50).  The owner keeps the offset the send returned.                *)
 (***************************************************************************)
 SendHalf(t) ==
-    /\ local[t] = None
+    /\ Get(local, t) = None
     /\ alive[OwnerOf(t)]
-    /\ local' = [local EXCEPT ![t] = "unknown"]
-    /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
+    /\ local' = Put(local, t, "unknown")
+    /\ sent' = Put(sent, t, HalfLen(half) + 1)
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
-    /\ cache' = CacheInsert(cache, Len(half) + 1)
+    /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
                    opBuf, cursor, index, opRead, now, net, historyVars, budgetVars>>
 
@@ -252,12 +263,12 @@ SendHalf(t) ==
 (***************************************************************************)
 ResendHalf(t) ==
     /\ retries < MaxRetry
-    /\ local[t] = "unknown"
-    /\ ~ownEndDone[t]
+    /\ Get(local, t) = "unknown"
+    /\ ~Get(ownEndDone, t)
     /\ alive[OwnerOf(t)]
-    /\ sent' = [sent EXCEPT ![t] = Len(half) + 1]
+    /\ sent' = Put(sent, t, HalfLen(half) + 1)
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
-    /\ cache' = CacheInsert(cache, Len(half) + 1)
+    /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ retries' = retries + 1
     /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
                    cursorDurable, opBuf, cursor, index, opRead, now, net, historyVars,
@@ -265,10 +276,10 @@ ResendHalf(t) ==
 
 \* LOCAL_TX: the local transaction reaches its outcome (possibly long after the half).
 Decide(t) ==
-    /\ local[t] = "unknown"
+    /\ Get(local, t) = "unknown"
     /\ \E d \in Decisions :
-          /\ local' = [local EXCEPT ![t] = d]
-          /\ said' = [said EXCEPT ![t] = @ \cup {d}]
+          /\ local' = Put(local, t, d)
+          /\ said' = Put(said, t, Get(said, t) \cup {d})
     /\ UNCHANGED <<sent, ownEndDone, alive, durableVars, volatileVars, now, net, historyVars, budgetVars>>
 
 (***************************************************************************)
@@ -277,10 +288,10 @@ Decide(t) ==
 (***************************************************************************)
 ProducerEnd(t) ==
     /\ alive[OwnerOf(t)]
-    /\ ~ownEndDone[t]
-    /\ local[t] \in Actions
-    /\ net' = net \cup {EndMsg(t, sent[t], local[t], FALSE, OwnerOf(t))}
-    /\ ownEndDone' = [ownEndDone EXCEPT ![t] = TRUE]
+    /\ ~Get(ownEndDone, t)
+    /\ Get(local, t) \in Actions
+    /\ net' = net \cup {EndMsg(t, Get(sent, t), Get(local, t), FALSE, OwnerOf(t))}
+    /\ ownEndDone' = Put(ownEndDone, t, TRUE)
     /\ UNCHANGED <<local, said, sent, alive, durableVars, volatileVars, now, historyVars, budgetVars>>
 
 (***************************************************************************)
@@ -293,7 +304,8 @@ ProducerCrash(p) ==
     /\ pcrashes < MaxProducerCrash
     /\ alive[p]
     /\ alive' = [alive EXCEPT ![p] = FALSE]
-    /\ ownEndDone' = PerTxn([t \in Txns |-> ownEndDone[t] \/ (OwnerOf(t) = p /\ local[t] # None)])
+    /\ ownEndDone' =
+           PerTxn([t \in Txns |-> Get(ownEndDone, t) \/ (OwnerOf(t) = p /\ Get(local, t) # None)])
     /\ pcrashes' = pcrashes + 1
     /\ UNCHANGED <<local, said, sent, durableVars, volatileVars, now, net, historyVars,
                    crashes, losses, dups, retries, storeErrors, resumes>>
@@ -330,14 +342,14 @@ Tick(t2) ==
 ApplyEnd(m, rest) ==
     LET t == m.t
         rejectedByImmunity == ImmunityOf(t).has /\ ~m.chk /\ Age(m.off) > ImmunityOf(t).end
-        alreadyResolved == \/ On(GuardResolvedIndex) /\ index[t] \in Actions
-                           \/ On(GuardDiscardFinal) /\ index[t] = "discard"
+        alreadyResolved == \/ On(GuardResolvedIndex) /\ Get(index, t) \in Actions
+                           \/ On(GuardDiscardFinal) /\ Get(index, t) = "discard"
         writes == m.act = "commit" \/ On(GuardDurableRollback)   \* a durable record is written
         entry(res) == [act |-> m.act, res |-> res, resolved |-> Resolution(t) # None,
-                       discarded |-> Resolution(t) = "discard", life |-> lives[t],
+                       discarded |-> Resolution(t) = "discard", life |-> Get(lives, t),
                        chk |-> m.chk /\ (ImmunityOf(t).has \/ res = "STORE_ERROR"),
                        age |-> IF ImmunityOf(t).has THEN TrueAge(m.off) ELSE 0]
-        refuse(res) == /\ ends' = [ends EXCEPT ![t] = Logged(@, entry(res))]
+        refuse(res) == /\ ends' = Put(ends, t, Logged(Get(ends, t), entry(res)))
                        /\ UNCHANGED <<reals, durable, opBuf, index, storeErrors>>
     IN /\ cache' = CacheDelete(cache, m.off)
        /\ net' = rest
@@ -346,13 +358,13 @@ ApplyEnd(m, rest) ==
             [] OTHER ->
                  \/ /\ writes /\ storeErrors < MaxStoreError          \* the store refuses the record
                     /\ storeErrors' = storeErrors + 1
-                    /\ ends' = [ends EXCEPT ![t] = Logged(@, entry("STORE_ERROR"))]
+                    /\ ends' = Put(ends, t, Logged(Get(ends, t), entry("STORE_ERROR")))
                     /\ UNCHANGED <<reals, durable, opBuf, index>>
-                 \/ /\ reals' = IF m.act = "commit" THEN [reals EXCEPT ![t] = @ + 1] ELSE reals
-                    /\ durable' = IF Strict /\ writes THEN [durable EXCEPT ![t] = m.act] ELSE durable
+                 \/ /\ reals' = IF m.act = "commit" THEN Put(reals, t, Get(reals, t) + 1) ELSE reals
+                    /\ durable' = IF Strict /\ writes THEN Put(durable, t, m.act) ELSE durable
                     /\ opBuf' = Append(opBuf, m.off)
-                    /\ index' = IF Strict THEN [index EXCEPT ![t] = m.act] ELSE index
-                    /\ ends' = [ends EXCEPT ![t] = Logged(@, entry("OK"))]
+                    /\ index' = IF Strict THEN Put(index, t, m.act) ELSE index
+                    /\ ends' = Put(ends, t, Logged(Get(ends, t), entry("OK")))
                     /\ UNCHANGED storeErrors
        /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead,
                       now, checks, discardLog, opDup>>
@@ -363,13 +375,13 @@ ApplyEnd(m, rest) ==
 (* nothing the broker acts on.  Only a running producer answers.           *)
 (***************************************************************************)
 AnswerCheck(m, rest) ==
-    LET ans == CASE local[m.t] \in Actions -> local[m.t]
+    LET ans == CASE Get(local, m.t) \in Actions -> Get(local, m.t)
                  [] UnknownAnswer = "ROLLBACK" -> "rollback"
                  [] OTHER -> None
     IN /\ alive[m.p]
        /\ IF ans = None
              THEN UNCHANGED said /\ net' = rest
-             ELSE /\ said' = [said EXCEPT ![m.t] = @ \cup {ans}]
+             ELSE /\ said' = Put(said, m.t, Get(said, m.t) \cup {ans})
                   /\ net' = rest \cup {EndMsg(m.t, m.off, ans, TRUE, m.p)}
        /\ UNCHANGED <<local, sent, ownEndDone, alive, durableVars, volatileVars, now, historyVars,
                       storeErrors>>
@@ -378,7 +390,7 @@ Handle(m, rest) ==
     IF m.type = "end" THEN ApplyEnd(m, rest) ELSE AnswerCheck(m, rest)
 
 \* An END_TX reaching the broker is counted here, outside the handler: each must leave an entry in ends.
-Delivered(m) == IF m.type = "end" THEN [delivered EXCEPT ![m.t] = @ + 1] ELSE delivered
+Delivered(m) == IF m.type = "end" THEN Put(delivered, m.t, Get(delivered, m.t) + 1) ELSE delivered
 
 \* One delivery of a message in flight.
 Deliver(m) ==
@@ -430,12 +442,12 @@ FlushOps(k) ==
 (* head-of-line), and the next run starts there.                          *)
 (***************************************************************************)
 Next1 == cursor + 1
-Examinable == cursor < Len(half)
+Examinable == cursor < HalfLen(half)
 
 \* The record examined, its transaction, and whether strict mode considers it settled.
-Rec == half[Next1]
-Superseded(i) == latest[half[i].t] # i
-Settled(i) == \/ On(GuardSkipResolved) /\ index[half[i].t] # None
+Rec == HalfAt(half, Next1)
+Superseded(i) == Get(latest, HalfAt(half, i).t) # i
+Settled(i) == \/ On(GuardSkipResolved) /\ Get(index, HalfAt(half, i).t) # None
               \/ On(GuardSkipSuperseded) /\ Superseded(i)
 
 (***************************************************************************)
@@ -481,12 +493,12 @@ Unsettled == Examinable /\ Next1 \notin OpView /\ ~Settled(Next1)
 \* A half checked now would be checked in time: older than its immunity, or without immunity older
 \* than the timeout or born in the broker's future.
 DueForCheck(i) ==
-    IF ImmunityOf(half[i].t).has THEN Age(i) > ImmunityOf(half[i].t).scan
+    IF ImmunityOf(HalfAt(half, i).t).has THEN Age(i) > ImmunityOf(HalfAt(half, i).t).scan
     ELSE Age(i) > TimeoutT \/ Age(i) < 0
 
 Spent(kind) ==   \* the check-budget history entry of the record examined
     [kind |-> kind, n |-> Rec.n + 1, age |-> TrueAge(Next1), covered |-> Next1 \in covered,
-     renewedCovered |-> (Lineage(Next1) \ {Next1}) \cap covered # {}, life |-> lives[Rec.t]]
+     renewedCovered |-> (Lineage(Next1) \ {Next1}) \cap covered # {}, life |-> Get(lives, Rec.t)]
 
 (***************************************************************************)
 (* DISCARD (needDiscard, needSkip, resolveDiscardMsg): a copy carrying    *)
@@ -500,11 +512,12 @@ ScanDiscard ==
     /\ LET t == Rec.t
            why == IF Rec.n >= CheckMax THEN "max" ELSE "retention"
        IN /\ Rec.n >= CheckMax \/ Age(Next1) > RetentionT
-          /\ durable' = IF Strict THEN [durable EXCEPT ![t] = "discard"] ELSE durable
-          /\ index' = IF Strict THEN [index EXCEPT ![t] = "discard"] ELSE index
-          /\ discardLog' = [discardLog EXCEPT ![t] =
-                              Logged(@, [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
-                                         expired |-> TrueAge(Next1) > RetentionT, life |-> lives[t]])]
+          /\ durable' = IF Strict THEN Put(durable, t, "discard") ELSE durable
+          /\ index' = IF Strict THEN Put(index, t, "discard") ELSE index
+          /\ discardLog' =
+                 Put(discardLog, t, Logged(Get(discardLog, t),
+                                           [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
+                                            expired |-> TrueAge(Next1) > RetentionT, life |-> Get(lives, t)]))
     /\ Examined
     /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, net, ends, delivered, checks, opDup>>
 
@@ -521,7 +534,7 @@ ScanImmunity ==
     /\ Unsettled /\ NotDiscarded
     /\ ImmunityOf(Rec.t).has /\ Age(Next1) <= ImmunityOf(Rec.t).scan
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
-    /\ checks' = [checks EXCEPT ![Rec.t] = Logged(@, Spent("reput"))]
+    /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("reput")))
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, net, ends, delivered, discardLog, opDup>>
 
@@ -538,7 +551,7 @@ CheckRecord ==
     /\ Unsettled /\ NotDiscarded
     /\ DueForCheck(Next1)
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
-    /\ checks' = [checks EXCEPT ![Rec.t] = Logged(@, Spent("check"))]
+    /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("check")))
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, delivered, discardLog, opDup>>
 
@@ -546,7 +559,7 @@ CheckRecord ==
 ScanCheck(p) ==
     /\ CheckRecord
     /\ p \in Recipients(Rec.t)
-    /\ net' = net \cup {CheckMsg(Rec.t, Len(half) + 1, p)}
+    /\ net' = net \cup {CheckMsg(Rec.t, HalfLen(half) + 1, p)}
 
 \* No producer of the group runs: the renewal and the count happened, the check reaches nobody.
 ScanCheckNobody ==
@@ -570,12 +583,12 @@ Scan ==
 (***************************************************************************)
 Resume(t) ==
     /\ resumes < MaxResume
-    /\ discardLog[t] # << >>
-    /\ Strict => index[t] = "discard"
-    /\ AppendHalf(t, 0, half[latest[t]].born, half[latest[t]].put, 0)
-    /\ durable' = IF Strict THEN [durable EXCEPT ![t] = None] ELSE durable
-    /\ index' = IF Strict THEN [index EXCEPT ![t] = None] ELSE index
-    /\ lives' = [lives EXCEPT ![t] = @ + 1]
+    /\ Get(discardLog, t) # << >>
+    /\ Strict => Get(index, t) = "discard"
+    /\ AppendHalf(t, 0, HalfAt(half, Get(latest, t)).born, HalfAt(half, Get(latest, t)).put, 0)
+    /\ durable' = IF Strict THEN Put(durable, t, None) ELSE durable
+    /\ index' = IF Strict THEN Put(index, t, None) ELSE index
+    /\ lives' = Put(lives, t, Get(lives, t) + 1)
     /\ resumes' = resumes + 1
     /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor, opRead,
                    now, net, historyVars, crashes, pcrashes, losses, dups, retries, storeErrors>>

@@ -16,8 +16,11 @@
 (* So every step the cursor ti passes is a step of Next, and the trace is *)
 (* accepted exactly when the cursor reaches its end.                      *)
 (*                                                                         *)
-(* The cost of a step is that of the state, so the state holds only the  *)
-(* transactions that can still matter.  TxMQ's Txns are slots, reused:    *)
+(* The state holds only the transactions that can still matter, and in   *)
+(* chunks, so that a step copies a chunk, not a value per transaction or  *)
+(* per half record (ChunkGet, ChunkHalfAt...: TxMQ reads and writes its   *)
+(* functions over the transactions and its half queue through operators   *)
+(* the trace configuration replaces).  TxMQ's Txns are slots, reused:     *)
 (* OPEN gives a free slot the next transaction (its owner, skew and       *)
 (* immunity, which TxMQ reads through OwnerOf, SkewOf and ImmunityOf, are *)
 (* state here), and RETIRE frees it once nothing can read it again: no   *)
@@ -46,7 +49,9 @@ CONSTANTS
     PlainMsg,       \* Seq([topic, q, crc]): the plain messages, in the order they were stored
     Subscribed,     \* consumer group -> the topics it subscribes to (a group not in it: any topic)
     Start,          \* a window's first state (WindowInit), as the window before it ended (WindowEnd)
-    ShowEnd         \* whether the state the last step reaches is printed (for the next window)
+    ShowEnd,        \* whether the state the last step reaches is printed (for the next window)
+    SlotChunk,      \* slots per chunk of a function over the slots (Txns is 1..k * SlotChunk)
+    HalfChunk       \* half records per chunk of the half queue
 
 VARIABLES
     ti,             \* steps 1..ti of Trace are explained
@@ -67,13 +72,29 @@ traceVars == <<vars, ti, owed, plainsStored, slotVars>>
 NoOwner == CHOOSE p \in Producers : TRUE
 NoImmunity == [has |-> FALSE, scan |-> 0, end |-> 0]
 Vacant == [x |-> 0]
-SlotOwner(t) == IF occupant[t].x = 0 THEN NoOwner ELSE occupant[t].owner
-SlotSkew(t) == IF occupant[t].x = 0 THEN 0 ELSE occupant[t].skew
-SlotImmunity(t) == IF occupant[t].x = 0 THEN NoImmunity ELSE occupant[t].imm
+SlotOwner(t) == IF Get(occupant, t).x = 0 THEN NoOwner ELSE Get(occupant, t).owner
+SlotSkew(t) == IF Get(occupant, t).x = 0 THEN 0 ELSE Get(occupant, t).skew
+SlotImmunity(t) == IF Get(occupant, t).x = 0 THEN NoImmunity ELSE Get(occupant, t).imm
 
-\* TxMQ's PerTxn for slots 1..n: the function as a sequence, which TLC indexes directly (see PerTxn).
-SlotSeq(f) == << >> \o f
-AllSlots(v) == SlotSeq([t \in Txns |-> v])
+\* TxMQ's functions over the transactions and its half queue, in chunks (TxMQ's Get, Put, PerTxn, HalfAt,
+\* HalfLen, HalfAppend): a step copies the chunk it changes and the sequence of chunks, never a value per
+\* slot or per record, and the states a simulation keeps share the rest.  Chunks are sequences, which TLC
+\* indexes directly.
+ChunkOf(t) == (t - 1) \div SlotChunk + 1
+InChunk(t) == ((t - 1) % SlotChunk) + 1
+ChunkGet(f, t) == f[ChunkOf(t)][InChunk(t)]
+ChunkPut(f, t, v) == [f EXCEPT ![ChunkOf(t)][InChunk(t)] = v]
+Chunked(f) ==
+    << >> \o [c \in 1..(Cardinality(Txns) \div SlotChunk) |->
+                 << >> \o [j \in 1..SlotChunk |-> f[(c - 1) * SlotChunk + j]]]
+AllSlots(v) == Chunked([t \in Txns |-> v])
+HalfChunkOf(i) == (i - 1) \div HalfChunk + 1
+InHalfChunk(i) == ((i - 1) % HalfChunk) + 1
+ChunkHalfAt(h, i) == h[HalfChunkOf(i)][InHalfChunk(i)]
+ChunkHalfLen(h) == IF Len(h) = 0 THEN 0 ELSE (Len(h) - 1) * HalfChunk + Len(h[Len(h)])
+ChunkHalfAppend(h, r) ==
+    IF Len(h) = 0 \/ Len(h[Len(h)]) = HalfChunk THEN Append(h, << r >>)
+    ELSE [h EXCEPT ![Len(h)] = Append(@, r)]
 \* TxMQ's Logged: a history holds its last entry only, and of it the fields a step reads (an END_TX's
 \* result, a discard's count and reason): the invariants, which read the rest, are the models'.  Each
 \* field kept is a node TLC normalizes in every later state, in every slot that has a history.
@@ -81,9 +102,9 @@ StepReads == {"res", "n", "why"}
 LastOnly(h, e) == << [f \in StepReads \cap DOMAIN e |-> e[f]] >>
 
 \* TxMQ's own Owner, Skew and Immunity, which only its ASSUME and TraceInit read: a slot's are above.
-UnownedSlots == AllSlots(NoOwner)
-UnskewedSlots == AllSlots(0)
-UnimmuneSlots == AllSlots(NoImmunity)
+UnownedSlots == [t \in Txns |-> NoOwner]
+UnskewedSlots == [t \in Txns |-> 0]
+UnimmuneSlots == [t \in Txns |-> NoImmunity]
 
 Ev == Trace[ti + 1]
 
@@ -108,17 +129,17 @@ NothingOwed(d) == C(d, "NothingOwed", Owes("NONE"), owed)
 
 \* The message fields of an event carrying transaction t's message are those of t's half.
 SameMessage(d, t, prefix) ==
-    LET m == occupant[t]
+    LET m == Get(occupant, t)
     IN << C(d, prefix \o "TopicIsTheHalfs", Ev.topic = m.topic /\ Ev.q = m.q, <<m.topic, m.q>>),
           C(d, prefix \o "BodyIsTheHalfs", Ev.crc = m.crc, m.crc) >>
 
 \* The copy a step appends is at the end of the half queue.
-AppendedAt(d) == C(d, "HalfOffsetIsNext", Ev.off = Len(half) + 1, Len(half) + 1)
+AppendedAt(d) == C(d, "HalfOffsetIsNext", Ev.off = HalfLen(half) + 1, HalfLen(half) + 1)
 
 \* The record the check service examines is the one the event names, of the event's transaction.
 ExaminesRecord(d) ==
     << C(d, "RecordIsNextExamined", cursor + 1 = Ev.i, cursor + 1),
-       C(d, "Examinable", Examinable, Len(half)),
+       C(d, "Examinable", Examinable, HalfLen(half)),
        C(d, "RecordOfTheTransaction", Examinable /\ Rec.t = Ev.t, IF Examinable THEN Rec.t ELSE 0) >>
 
 \* The copy a renewal or re-put appends carries one more check than the record examined.
@@ -131,34 +152,40 @@ UnsettledRecord(d) ==
 EndResults(A(_)) == {r \in {"OK", "STORE_ERROR", "ALREADY_RESOLVED", "IMMUNITY_REJECTED"} : ENABLED A(r)}
 
 \* A half record no step can read again is buried: replaced by Gone, a number.  Such a record is at or
-\* below the floor (no scan reaches it) and its transaction has left its slot (no step names it).  TLC
-\* normalizes the whole state for every state it generates, so each record kept costs on every later step:
-\* buried, the records cost what the transactions still open cost, not what every transaction ever had.
-\* A step that read a buried record would stop TLC with an error, never accept a trace.
+\* below the floor (no scan reaches it) and its transaction has left its slot (no step names it).  Each
+\* record kept is printed with the state a window ends in and parsed again by the next window: buried,
+\* the records cost what the transactions still open cost, not what every transaction ever had.  A step
+\* that read a buried record would stop TLC with an error, never accept a trace.
 Gone == 0
 RECURSIVE BuryBelowFloor(_, _)
 BuryBelowFloor(h, offs) ==
     IF offs = << >> THEN h
-    ELSE BuryBelowFloor(IF Head(offs) <= floor THEN [h EXCEPT ![Head(offs)] = Gone] ELSE h, Tail(offs))
+    ELSE BuryBelowFloor(IF Head(offs) <= floor
+                        THEN [h EXCEPT ![HalfChunkOf(Head(offs))][InHalfChunk(Head(offs))] = Gone]
+                        ELSE h,
+                        Tail(offs))
 \* Record i is of the transaction its slot holds now (not of one that left the slot).
-OfItsSlot(h, i) == \E k \in DOMAIN recs[h[i].t] : recs[h[i].t][k] = i
+OfItsSlot(h, i) == LET r == Get(recs, HalfAt(h, i).t) IN \E k \in DOMAIN r : r[k] = i
 \* The records the floor passes as it rises to top: those of transactions gone from their slots are buried.
 BuryPassed(h, top) ==
-    SubSeq(h, 1, floor)
-    \o [j \in 1..(top - floor) |-> IF OfItsSlot(h, floor + j) THEN h[floor + j] ELSE Gone]
-    \o SubSeq(h, top + 1, Len(h))
+    LET passed(c) == \* chunk c, its records above the floor and at or below top buried where due
+            << >> \o [j \in DOMAIN h[c] |->
+                         LET i == (c - 1) * HalfChunk + j
+                         IN IF floor < i /\ i <= top /\ ~OfItsSlot(h, i) THEN Gone ELSE h[c][j]]
+    IN << >> \o [c \in DOMAIN h |->
+                    IF HalfChunkOf(floor + 1) <= c /\ c <= HalfChunkOf(top) THEN passed(c) ELSE h[c]]
 \* TxMQ's Lineage for trace validation: the copies of record i down to the floor, the buried ones unread.
 \* The copies below the floor matter nowhere: Lineage only feeds the checks history, which no condition
 \* of a step reads (the models' invariants do, and they run on TxMQ's own Lineage).
 RECURSIVE FloorLineage(_)
 FloorLineage(i) ==
     IF i <= floor THEN {}
-    ELSE IF half[i].from = 0 THEN {i} ELSE {i} \cup FloorLineage(half[i].from)
+    ELSE IF HalfAt(half, i).from = 0 THEN {i} ELSE {i} \cup FloorLineage(HalfAt(half, i).from)
 
 \* Slot t as TxMQ's Init has a transaction: no trace of what it held.  A function that already holds
-\* the initial value is kept as it is: EXCEPT copies the whole function (every slot), and a simulation
-\* keeps each copy for the behaviour it may print.
-Fresh(f, t, v) == IF f[t] = v THEN f ELSE [f EXCEPT ![t] = v]
+\* the initial value is kept as it is: each Put copies a chunk, and a simulation keeps each copy for the
+\* behaviour it may print.
+Fresh(f, t, v) == IF Get(f, t) = v THEN f ELSE Put(f, t, v)
 FreeSlot(t) ==
     /\ local' = Fresh(local, t, None) /\ said' = Fresh(said, t, {}) /\ sent' = Fresh(sent, t, 0)
     /\ ownEndDone' = Fresh(ownEndDone, t, FALSE) /\ latest' = Fresh(latest, t, 0)
@@ -167,16 +194,15 @@ FreeSlot(t) ==
     /\ delivered' = Fresh(delivered, t, 0) /\ checks' = Fresh(checks, t, << >>)
     /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, Vacant)
     /\ recs' = Fresh(recs, t, << >>)
-    /\ half' = BuryBelowFloor(half, recs[t])
+    /\ half' = BuryBelowFloor(half, Get(recs, t))
     /\ UNCHANGED <<alive, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, now, net,
                    opDup, budgetVars, floor>>
 
 \* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
 Open ==
-    /\ occupant' = [occupant EXCEPT ![Ev.t] =
-                        [x |-> Ev.x, owner |-> Ev.p, skew |-> Ev.skew,
+    /\ occupant' = Put(occupant, Ev.t, [x |-> Ev.x, owner |-> Ev.p, skew |-> Ev.skew,
                          imm |-> [has |-> Ev.has, scan |-> Ev.scan, end |-> Ev.end],
-                         topic |-> Ev.topic, q |-> Ev.q, crc |-> Ev.crc]]
+                         topic |-> Ev.topic, q |-> Ev.q, crc |-> Ev.crc])
     /\ UNCHANGED <<floor, recs>> /\ Keep
 
 \* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
@@ -218,10 +244,10 @@ CheckMsgOfEv == CheckMsg(Ev.t, Ev.off, Ev.p)
 \* END_TX: a delivery of the end message (one that a duplicate will deliver again, or the last).
 DeliverEnd(res) ==
     /\ IF Ev.dup THEN DeliverDup(EndMsgOfEv) ELSE Deliver(EndMsgOfEv)
-    /\ Len(ends'[Ev.t]) > 0 /\ Last(ends'[Ev.t]).res = res
+    /\ Len(Get(ends', Ev.t)) > 0 /\ Last(Get(ends', Ev.t)).res = res
 
 \* DISCARD: the record discarded with the count and reason the event names.
-DiscardEv == ScanDiscard /\ Last(discardLog'[Ev.t]).n = Ev.n /\ Last(discardLog'[Ev.t]).why = Ev.why
+DiscardEv == ScanDiscard /\ Last(Get(discardLog', Ev.t)).n = Ev.n /\ Last(Get(discardLog', Ev.t)).why = Ev.why
 
 \* A check delivered to producer Ev.p, and its answer (none for UNKNOW) leaving for the broker.
 AnswerEv ==
@@ -250,21 +276,23 @@ CondsOf(d) ==
             << NothingOwed(d), C(d, "RestartNotBelowFloor", Ev.i >= floor, floor),
                Enabled(d, "CrashRestart", ENABLED CrashRestart(Ev.i)) >>
       [] Ev.e = "OPEN" ->
-            << NothingOwed(d), C(d, "SlotIsFree", occupant[Ev.t].x = 0 /\ local[Ev.t] = None, occupant[Ev.t].x) >>
+            << NothingOwed(d),
+               C(d, "SlotIsFree", Get(occupant, Ev.t).x = 0 /\ Get(local, Ev.t) = None, Get(occupant, Ev.t).x) >>
       [] Ev.e = "FLOOR" ->
             << NothingOwed(d), C(d, "FloorRisesToAtMostCursor", floor <= Ev.i /\ Ev.i <= cursor,
                                  [floor |-> floor, cursor |-> cursor]) >>
       [] Ev.e = "LOSE" -> << NothingOwed(d), Enabled(d, "Lose", ENABLED Lose(LostMsg)) >>
       [] Ev.e = "RETIRE" ->
-            << NothingOwed(d), C(d, "SlotHoldsTheTransaction", occupant[Ev.t].x = Ev.x, occupant[Ev.t].x),
-               C(d, "RecordsCoveredOrBelowFloor", \A j \in DOMAIN recs[Ev.t] : Passed(recs[Ev.t][j]),
-                 [records |-> recs[Ev.t], floor |-> floor]),
+            << NothingOwed(d),
+               C(d, "SlotHoldsTheTransaction", Get(occupant, Ev.t).x = Ev.x, Get(occupant, Ev.t).x),
+               C(d, "RecordsCoveredOrBelowFloor", \A j \in DOMAIN Get(recs, Ev.t) : Passed(Get(recs, Ev.t)[j]),
+                 [records |-> Get(recs, Ev.t), floor |-> floor]),
                C(d, "NothingInFlight", \A m \in net : m.t # Ev.t, {m \in net : m.t = Ev.t}) >>
       [] Ev.e = "RESUME" -> << NothingOwed(d), AppendedAt(d), Enabled(d, "Resume", ENABLED Resume(Ev.t)) >>
       [] Ev.e = "ANSWER" ->
             << NothingOwed(d),
                C(d, "Deliver(check) and AnswerCheck", ENABLED AnswerEv,
-                 [inFlight |-> CheckMsgOfEv \in net, local |-> local[Ev.t]]) >>
+                 [inFlight |-> CheckMsgOfEv \in net, local |-> Get(local, Ev.t)]) >>
       [] Ev.e = "END" ->
             << NothingOwed(d),
                C(d, "ApplyEndResult", ENABLED DeliverEnd(Ev.res),
@@ -281,7 +309,7 @@ CondsOf(d) ==
                C(d, "OpListsOldestBuffered",
                  Ev.offs # << >> /\ Len(Ev.offs) <= Len(opBuf) /\ SubSeq(opBuf, 1, Len(Ev.offs)) = Ev.offs, opBuf) >>
       [] Ev.e = "SKIP" ->
-            << NothingOwed(d), C(d, "Examinable", Examinable, Len(half)),
+            << NothingOwed(d), C(d, "Examinable", Examinable, HalfLen(half)),
                C(d, "CoveredOrSettled", Next1 \in OpView \/ Settled(Next1), Rec) >>
       [] Ev.e = "RENEW" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
@@ -303,7 +331,7 @@ CondsOf(d) ==
       [] Ev.e = "DELIVER" ->
             << NothingOwed(d),
                IF Ev.t = 0 THEN C(d, "PlainMessageStored", Ev.k \in 1..plainsStored, plainsStored)
-               ELSE C(d, "RealMessageStored", Ev.k \in 1..reals[Ev.t], reals[Ev.t]),
+               ELSE C(d, "RealMessageStored", Ev.k \in 1..Get(reals, Ev.t), Get(reals, Ev.t)),
                C(d, "GroupSubscribesTopic", Ev.g \in DOMAIN Subscribed => Ev.topic \in Subscribed[Ev.g],
                  IF Ev.g \in DOMAIN Subscribed THEN Subscribed[Ev.g] ELSE {}) >> \o
             IF Ev.t = 0
@@ -319,7 +347,7 @@ CondsOf(d) ==
       [] Ev.e = "FINISH" ->
             << NothingOwed(d), C(d, "StrictShutdownDropsNoOpEntry", Strict => Ev.offs = << >>, << >>),
                C(d, "ShutdownOpBufferIsTheSpecs", opBuf = Ev.offs, opBuf),
-               C(d, "HalfQueueLength", Len(half) = Ev.halves, Len(half)),
+               C(d, "HalfQueueLength", HalfLen(half) = Ev.halves, HalfLen(half)),
                C(d, "OpRecordCount", opRecords = Ev.ops, opRecords) >>
       [] OTHER -> << NothingOwed(d) >>
 
@@ -330,7 +358,7 @@ Act ==
       [] Ev.e = "DOWN" -> ProducerCrash(Ev.p)
       [] Ev.e = "SEND" -> SendHalf(Ev.t)
       [] Ev.e = "RESEND" -> ResendHalf(Ev.t)
-      [] Ev.e = "DECIDE" -> Decide(Ev.t) /\ local'[Ev.t] = Ev.act
+      [] Ev.e = "DECIDE" -> Decide(Ev.t) /\ Get(local', Ev.t) = Ev.act
       [] Ev.e = "PEND" -> ProducerEnd(Ev.t)
       [] Ev.e = "ANSWER" -> AnswerEv
       [] Ev.e = "END" -> DeliverEnd(Ev.res)
@@ -377,8 +405,9 @@ Explain ==
            UNCHANGED <<occupant, floor>>
     \* Whichever action appended a half record, its transaction's records list it.
     /\ Ev.e \notin {"OPEN", "FLOOR", "RETIRE", "RESET"} =>
-           recs' = IF Len(half') = Len(half) THEN recs
-                   ELSE [recs EXCEPT ![half'[Len(half')].t] = Append(@, Len(half'))]
+           recs' = IF HalfLen(half') = HalfLen(half) THEN recs
+                   ELSE LET t == HalfAt(half', HalfLen(half')).t
+                        IN Put(recs, t, Append(Get(recs, t), HalfLen(half')))
     \* A window's last step prints the state it reaches, once (the next window starts there).
     /\ (ShowEnd /\ ti' = Len(Trace)) => PrintT(<<"txmq-window-end", ToString(WindowEnd')>>)
 
@@ -399,11 +428,12 @@ StateOf(t) ==
                                           covered |-> Next1 \in covered] ELSE "none"
     IN IF t \notin Txns
        THEN [now |-> now, cursor |-> cursor, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
-             halves |-> Len(half), owed |-> owed, nextRecord |-> nextRecord]
-       ELSE [txn |-> occupant[t].x, slot |-> t, local |-> local[t], said |-> said[t], sent |-> sent[t],
-             ownEndDone |-> ownEndDone[t],
-             ownerAlive |-> alive[OwnerOf(t)], index |-> index[t], durable |-> durable[t], reals |-> reals[t],
-             ends |-> ends[t], checks |-> checks[t], discards |-> discardLog[t], latest |-> latest[t],
+             halves |-> HalfLen(half), owed |-> owed, nextRecord |-> nextRecord]
+       ELSE [txn |-> Get(occupant, t).x, slot |-> t, local |-> Get(local, t), said |-> Get(said, t),
+             sent |-> Get(sent, t), ownEndDone |-> Get(ownEndDone, t), ownerAlive |-> alive[OwnerOf(t)],
+             index |-> Get(index, t), durable |-> Get(durable, t), reals |-> Get(reals, t),
+             ends |-> Get(ends, t), checks |-> Get(checks, t), discards |-> Get(discardLog, t),
+             latest |-> Get(latest, t),
              inFlight |-> {m \in net : m.t = t}, now |-> now, cursor |-> cursor, opBuf |-> opBuf,
              owed |-> owed, nextRecord |-> nextRecord]
 

@@ -334,10 +334,10 @@ def test_cli_accepts_what_txmq_simulate_writes(mode: str, faults: str, tmp_path:
 
 
 def test_the_expected_cost_grows_with_the_steps() -> None:
-    assert expected_cost(11_728) == "expected about 4 s"  # measured: 4.5 s (1,000 transactions)
-    assert expected_cost(113_271) == "expected about 45 s"  # measured: 44 s (10,000)
-    assert expected_cost(1_136_907).startswith("expected about 21 min")  # measured: 22 min (100,000)
-    assert expected_cost(1_000_000_000).startswith("expected about 337 days: validate a smaller trace")
+    assert expected_cost(11_728) == "expected about 5 s"  # measured: 5.1 s (1,000 transactions)
+    assert expected_cost(113_271) == "expected about 32 s"  # measured: 32 s (10,000)
+    assert expected_cost(1_136_907).startswith("expected about 8 min")  # measured: 8.0 min (100,000)
+    assert expected_cost(1_000_000_000).startswith("expected about 20 days: validate a smaller trace")
 
 
 @needs_tlc

@@ -283,17 +283,3 @@ def test_default_spec_dir(tmp_path: Path) -> None:
     assert default_spec_dir(tmp_path / "spec") == REPO_SPEC
 
 
-def test_a_long_run_gets_the_optimizing_compiler(tmp_path: Path) -> None:
-    # runner.tlc_command: C1 alone pays for TLC's usual short runs; a long trace validation wants C2,
-    # which trace_validation asks for once its steps times slots reach LONG_RUN_WORK.
-    from txmq.tla.runner import TlcFeatures, tlc_command
-    from txmq.tla.trace_validation import LONG_RUN_WORK
-
-    known = TlcFeatures("TLC2 Version 2.15", workers_auto=False, no_generate_spec_te=False)
-    short, long = (tlc_command("java", tmp_path / "t.jar", tmp_path / "M.tla", tmp_path / "M.cfg",
-                               tmp_path / "states", workers="1", features=known, long_run=flag)
-                   for flag in (False, True))
-    assert "-XX:TieredStopAtLevel=1" in short
-    assert "-XX:TieredStopAtLevel=1" not in long
-    assert [a for a in short if a != "-XX:TieredStopAtLevel=1"] == long
-    assert 34_484 * 3_000 >= LONG_RUN_WORK > 23_048 * 2_000  # the measured crossing (trace_validation)

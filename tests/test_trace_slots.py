@@ -4,7 +4,9 @@ given to the next one, and not while a later restart can still scan its records.
 
 from __future__ import annotations
 
-from txmq.tla.trace_input import MessageFields, SpecInput, Step
+import pytest
+
+from txmq.tla.trace_input import MessageFields, SpecInput, Step, chunk_length
 from txmq.tla.trace_slots import slotted
 
 # What the trace says of its two transactions (an OPEN step carries it).
@@ -49,3 +51,18 @@ def test_no_slot_is_freed_while_a_later_restart_scans_its_records() -> None:
     steps, slots = slotted(trace, SPEC)
     assert not any(s.kind in ("FLOOR", "RETIRE") for s in steps)
     assert slots == 2
+
+
+@pytest.mark.parametrize(("values", "chunk"), [(0, 16), (1, 16), (256, 16), (257, 17), (8_387, 92),
+                                               (200_000, 448)])
+def test_a_chunk_holds_about_the_square_root_of_its_sequence(values: int, chunk: int) -> None:
+    # TxMQTrace.tla keeps the functions over the slots and the half queue in chunks: a step copies one
+    # chunk and the sequence of chunks, about 2 * sqrt(n) values, and never a chunk shorter than 16.
+    assert chunk_length(values) == chunk
+
+
+@pytest.mark.parametrize(("slots", "txns"), [(0, 0), (1, 16), (16, 16), (17, 32), (8_387, 8_464)])
+def test_the_spec_slots_are_the_slots_in_whole_chunks(slots: int, txns: int) -> None:
+    spec = SpecInput(slots=slots)
+    assert spec.chunked_slots == txns and txns % spec.slot_chunk == 0
+

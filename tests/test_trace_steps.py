@@ -21,3 +21,14 @@ def test_a_plain_delivery_is_told_by_its_record_not_by_its_txn(make_env: EnvFact
     steps, _ = build_steps("strict", {}, env.sink.events)
     delivered = sorted((s.fields["t"], s.fields["k"]) for s in steps if s.kind == "DELIVER")
     assert delivered == [(0, 1), (1, 1)]
+
+
+def test_the_half_records_the_steps_append_are_the_brokers_half_queue(make_env: EnvFactory) -> None:
+    """What sizes the trace spec's half chunks (SpecInput.half_chunk): the steps that append a half record,
+    as many as the records the broker's half queue holds when it stops."""
+    env = make_env("strict")
+    for body in (b"a", b"b", b"c"):
+        send(env.producer(), body, COMMIT)
+    env.broker.close()
+    _, spec = build_steps("strict", {}, env.sink.events)
+    assert spec.half_records == int(env.events("END")[-1]["queue_offset"]) == 3

@@ -109,24 +109,21 @@ def tlc_command(
     check_deadlock: bool = False,
     coverage: bool = False,
     features: TlcFeatures | None = None,
-    long_run: bool = False,
     simulate_depth: int | None = None,
 ) -> list[str]:
-    """The command line for one run (``-deadlock`` turns deadlock checking *off*). A ``long_run`` gets
-    the JVM's optimizing (C2) compiler, whose compile work only pays back over minutes of the same loops.
-    With ``simulate_depth``, TLC follows one behaviour of at most that many states instead of
-    model-checking, and prints an error trace through the VIEW."""
+    """The command line for one run (``-deadlock`` turns deadlock checking *off*). With
+    ``simulate_depth``, TLC follows one behaviour of at most that many states instead of model-checking,
+    and prints an error trace through the VIEW."""
     known = features or probe(java, jar)
     # A simulation keeps every state of its behaviour, so nearly everything it allocates survives, and
     # the parallel collector's copying cost more than it saved. Measured here on 28,000 steps of a trace
     # (3,875 slots), CPU s: parallel 29.1 and 29.9, serial 20.6 and 17.8.
     command = [java, "-XX:+UseSerialGC" if simulate_depth is not None else "-XX:+UseParallelGC"]
-    if not long_run:
-        # Only the quick (C1) compiler. Measured here with TLC 2.15 (CPU seconds, one worker): a
-        # 1,738-state model 13.4 -> 7.4, a 200-transaction trace 23.0 -> 14.1. Most of TLC's runs are
-        # short enough that C2's compile work never pays back (trace_validation.LONG_RUN_WORK says when).
-        command.append("-XX:TieredStopAtLevel=1")
     command += [
+        # Only the quick (C1) compiler: C2's compile work did not pay back in CPU time. Measured here with
+        # TLC 2.15 (CPU seconds, one worker, C2 -> C1): a 1,738-state model 13.4 -> 7.4, a
+        # 200-transaction trace 23.0 -> 14.1, a 100,000-step window of a 100,000-transaction trace 44 -> 38.
+        "-XX:TieredStopAtLevel=1",
         # TLC 2.15 unpacks its standard modules into java.io.tmpdir: runs sharing /tmp can read each
         # other's half-written TLC.tla ("Could not parse module TLC"). Each run gets its own.
         f"-Djava.io.tmpdir={metadir.parent}",

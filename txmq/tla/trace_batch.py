@@ -70,6 +70,7 @@ def join(traces: Sequence[BatchTrace]) -> tuple[list[Step], SpecInput, list[tupl
         steps += [_renamed(s, number, len(joined.txns), len(joined.plain_messages)) for s in own]
         joined.txns += [f"b{number}:{t}" for t in spec.txns]
         joined.slots = max(joined.slots, spec.slots)
+        joined.half_records = max(joined.half_records, spec.half_records)
         joined.producers.update({f"b{number}:{k}": f"b{number}{p}" for k, p in spec.producers.items()})
         joined.groups.update({f"b{number}{p}": f"b{number}:{g}" for p, g in spec.groups.items()})
         joined.owner += [f"b{number}{p}" for p in spec.owner]

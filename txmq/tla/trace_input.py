@@ -7,6 +7,7 @@ reports (coverage, the rejection's event) read them without the builder.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,9 @@ ACTION_OF = {
     "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
     "RESET": None, "OPEN": None, "FLOOR": None, "LOSE": "Lose", "RETIRE": None, "READ": "ReadOps",
 }
+
+# The step kinds that append a half record.
+HALF_APPENDS = ("SEND", "RESEND", "RESUME", "RENEW", "IMMUNITY")
 
 
 class UnmodelledTraceError(TraceError):
@@ -77,7 +81,8 @@ class SpecInput:
     """What TLC needs besides the steps: the constants the trace fixes."""
 
     txns: list[str] = field(default_factory=list)  # broker transaction ids; spec id = index + 1
-    slots: int = 0  # the trace spec's Txns: slots the transactions take in turn (txmq.tla.trace_slots)
+    slots: int = 0  # slots the transactions take in turn (txmq.tla.trace_slots)
+    half_records: int = 0  # half records the trace appends (the longest, in a batch)
     producers: dict[str, str] = field(default_factory=dict)  # broker producer id -> spec name
     groups: dict[str, str] = field(default_factory=dict)  # spec producer -> producer group
     owner: list[str] = field(default_factory=list)  # spec id - 1 -> spec producer
@@ -89,6 +94,32 @@ class SpecInput:
     budgets: Counter[str] = field(default_factory=Counter)  # MaxCrash, MaxDup, ... as the trace spends them
     base_ts: int = 0  # broker ms that is 0 on the spec's clock
     op_reads: bool = False  # the trace shows the check service's Op reads (OP_READ): LaggingOpView
+
+    @property
+    def slot_chunk(self) -> int:
+        """Slots per chunk of the trace spec's functions over the slots (TxMQTrace.tla's ChunkGet)."""
+        return chunk_length(self.slots)
+
+    @property
+    def half_chunk(self) -> int:
+        """Records per chunk of the trace spec's half queue (TxMQTrace.tla's ChunkHalfAt)."""
+        return chunk_length(self.half_records)
+
+    @property
+    def chunked_slots(self) -> int:
+        """The trace spec's Txns, 1..chunked_slots: the slots, rounded up to whole chunks."""
+        return -(-self.slots // self.slot_chunk) * self.slot_chunk
+
+
+# A step that changes one value copies its chunk and the sequence of chunks: about 2 * sqrt(n) values for
+# a sequence of n in chunks of sqrt(n), where a flat one copied all n (one of the 8,387 slots of a
+# 100,000-transaction trace, or of its 200,000 half records). Short chunks are not worth their indirection.
+MIN_CHUNK = 16
+
+
+def chunk_length(values: int) -> int:
+    """The chunk length for a sequence of at most ``values`` values: about their square root."""
+    return max(MIN_CHUNK, math.isqrt(max(0, values - 1)) + 1)
 
 
 def unmodelled(event: Mapping[str, Any], what: str) -> UnmodelledTraceError:

@@ -110,7 +110,7 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
     data = [
         f"---- MODULE {DATA_MODULE} ----",
         "EXTENDS Integers, Sequences, TLC",
-        f"TxnsData == 1..{spec.slots}",
+        f"TxnsData == 1..{spec.chunked_slots}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
         f"GroupData == {groups}",
         *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
@@ -150,8 +150,10 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # TxMQ's Txns are slots: who owns one, its skew and immunity are state (spec/TxMQTrace.tla)
         "    Owner <- UnownedSlots\n    Skew <- UnskewedSlots\n    Immunity <- UnimmuneSlots\n"
         "    OwnerOf <- SlotOwner\n    SkewOf <- SlotSkew\n    ImmunityOf <- SlotImmunity\n"
-        # functions over the slots as sequences, which TLC indexes directly (TxMQ's PerTxn)
-        "    PerTxn <- SlotSeq\n"
+        # functions over the slots and the half queue in chunks (TxMQ's Get, Put, HalfAt...)
+        "    Get <- ChunkGet\n    Put <- ChunkPut\n    PerTxn <- Chunked\n"
+        "    HalfAt <- ChunkHalfAt\n    HalfLen <- ChunkHalfLen\n    HalfAppend <- ChunkHalfAppend\n"
+        f"    SlotChunk = {spec.slot_chunk}\n    HalfChunk = {spec.half_chunk}\n"
         # a history keeps its last entry alone: the steps read no other (TxMQ's Logged)
         "    Logged <- LastOnly\n"
         # the copies of a record down to the floor: those below may be buried (TxMQTrace's Gone)

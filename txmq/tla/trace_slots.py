@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 
-from txmq.tla.trace_input import SpecInput, Step
+from txmq.tla.trace_input import HALF_APPENDS, SpecInput, Step
 
 # A message in flight as the trace spec's Lose names it: (type, offset, action, from a check, producer).
 _Message = tuple[str, int, str, bool, str]
@@ -105,7 +105,7 @@ class _Pool:
             self.cursor += 1
         elif kind in ("RENEW", "IMMUNITY", "DISCARD", "CRASH"):
             self.cursor = fields["i"]
-        if kind in ("SEND", "RESEND", "RESUME", "RENEW", "IMMUNITY"):
+        if kind in HALF_APPENDS:
             self.records.setdefault(t, []).append(fields["off"])
         flying = self.flying.setdefault(t, set()) if t else set()
         if kind == "RENEW" and fields["p"] != "nobody":

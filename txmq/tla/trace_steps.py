@@ -26,6 +26,7 @@ from typing import Any
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
 from txmq.tla.trace_input import (
+    HALF_APPENDS,
     ClockBackwardsError,
     MessageFields,
     SpecInput,
@@ -390,5 +391,6 @@ def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[s
     rows = list(events)
     builder = _Builder(mode, config, rows)
     steps, builder.spec.slots = slotted(builder.build(), builder.spec)
+    builder.spec.half_records = sum(step.kind in HALF_APPENDS for step in steps)
     builder.spec.budgets["MaxLoss"] += sum(step.kind == "LOSE" for step in steps)
     return steps, builder.spec

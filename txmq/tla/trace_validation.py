@@ -92,15 +92,8 @@ class Validation:
 _ABOUT_THE_CHECK = ("CheckRecipientIsInRecipients", "RecipientsEmpty")
 
 
-# Where the JVM's optimizing compiler pays back (runner.tlc_command's long_run): a step costs in proportion
-# to the slots (the transactions open at once), so a run's work is its steps times its slots. Measured
-# here, CPU s, C1 only against C2: 23,048 steps x 2,000 slots 22.8 against 30.3; 34,484 x 3,000 64.5
-# against 46.1.
-LONG_RUN_WORK = 80_000_000
-
-
 def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
-         progress: Callable[[int], None] | None, long_run: bool) -> tuple[str, TlcResult]:
+         progress: Callable[[int], None] | None) -> tuple[str, TlcResult]:
     """TLC, simulating, on the generated module in ``work`` (a trace or window of ``steps`` steps): its
     output (as one string) and the parsed result."""
     for name, text in modules.items():
@@ -110,7 +103,7 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
     states = work / "states"
     # The behaviour's states: the initial one and one per step (TLC adds the stutter after the last).
     command = tlc_command(java, jar, work / f"{MODULE_NAME}.tla", work / f"{MODULE_NAME}.cfg", states,
-                          workers="1", long_run=long_run, check_deadlock=True, simulate_depth=steps + 1)
+                          workers="1", check_deadlock=True, simulate_depth=steps + 1)
     lines: list[str] = []
     started = time.monotonic()
     with proc.popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -149,7 +142,7 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
     """TLC over ``steps`` (one trace's, or several traces' joined by ``trace_batch``), window by window
     (``trace_windows``): the first window a step no behaviour explains is in gives the verdict."""
     jar = jar or find_jar()
-    windows = spans(len(steps), spec.slots)
+    windows = spans(len(steps))
     if progress is not None:  # the size is known: the caller can say what the run will cost
         progress(0, len(steps))
     start: str | None = None
@@ -163,8 +156,7 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
             done = None if progress is None else (lambda n, first=first: progress(first + n, len(steps)))
             modules = module_texts(steps[first:end], spec, start=start, show_end=not last)
             cfg = config_text(mode, config, spec, unknown_answer=unknown_answer, window=start is not None)
-            output, result = _run(work, modules, cfg, jar, end - first, done,
-                                  long_run=(end - first) * spec.slots >= LONG_RUN_WORK)
+            output, result = _run(work, modules, cfg, jar, end - first, done)
             spent += result.duration_s or 0.0
             result.duration_s = spent
             verdict = _window_verdict(output, result, steps, first)
@@ -196,13 +188,13 @@ def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: in
 # ----------------------------------------------------------------------------- command line
 # What a validation costs: wall time on the 2-core development machine (2026-11-27, `python -m
 # benchmarks.trace_validation`, heavy-fault traces of `txmq simulate`, seed 1, nothing else running):
-# strict, 11,728 steps (1,000 transactions) 4.5 s, 113,271 (10,000) 44 s, 1,136,907 (100,000) 22 min;
-# rocketmq 16,153 steps 4.7 s, 122,698 steps 44 s. A step costs more as the transactions open at once
-# grow (each copies the functions over the slots it changes: 1,000 slots at 10^3, 8,307 at 10^5), so the
-# time grows faster than the steps: about as their power 1.5.
+# strict, 11,728 steps (1,000 transactions) 5.1 s, 113,271 (10,000) 32 s, 1,136,907 (100,000) 8.0 min;
+# rocketmq 16,153 steps 5.0 s, 122,698 steps 32 s. A step costs the same whatever the trace's length (the
+# trace spec's state is in chunks), but each window's start costs more as the transactions open at once
+# grow (its module holds the state it starts in), so the time grows a little faster than the steps.
 START_S = 3
-SECONDS_AT_10K_STEPS = 1.16
-GROWTH = 1.48
+SECONDS_AT_10K_STEPS = 1.54
+GROWTH = 1.21
 
 
 def expected_cost(steps: int) -> str:

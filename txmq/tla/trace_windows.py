@@ -4,10 +4,10 @@ starting in the state the one before it ended in (``spec/TxMQTrace.tla``: Window
 TLC follows a trace's one behaviour in simulation mode (one behaviour, no fingerprints): model checking
 normalized and fingerprinted the whole state at every step, which was half of a run's time and grew with
 the transactions open. A simulation keeps every state of its behaviour in memory instead, for the trace
-it prints on an error, and a state costs about as much memory as it has slots (each step copies the
-functions over the slots it changes). So a window is as long as the memory allows: its steps times the
-trace's slots stay under ``WINDOW_WORK``. The trace's constants and the window's steps are a TLA+ module
-of their own for each window, so no run parses the whole trace either.
+it prints on an error. The trace spec keeps its functions over the slots and its half queue in chunks, so
+a state keeps the chunks its step copied, whatever the trace's length, and a window is as long as the
+memory allows. The trace's constants and the window's steps are a TLA+ module of their own for each
+window, so no run parses the whole trace either.
 
 Each window's end state is TLA+ text as TLC printed it, and becomes the next window's initial state:
 every state of every window is reached from the trace's initial state by steps of the spec, as in one
@@ -21,23 +21,25 @@ import re
 
 from txmq.tla.parser import TlcResult
 
-# A window's steps times the trace's slots, at most. Measured here (TLC 2.15, simulation): a state of a
-# trace with 3,875 slots held about 65 KB (17 bytes a slot), so a window of 120 million holds about 2 GB of
-# states; TLC's default heap (a quarter of the machine's memory: 6 GB here) holds that, but capped at
-# 3.5 GB, a window of a 100,000-transaction trace stalled in collections. So a window gets 50 bytes of the
-# default heap per unit of work: 120 million on this 24 GB machine, fewer (and more windows) on a smaller.
-MAX_WINDOW_WORK = 120_000_000
-HEAP_BYTES_PER_WORK = 50
-
-
-def window_work(memory_bytes: int) -> int:
-    """The work of a window on a machine of ``memory_bytes`` (see MAX_WINDOW_WORK)."""
-    return min(MAX_WINDOW_WORK, memory_bytes // 4 // HEAP_BYTES_PER_WORK)
-
-
-WINDOW_WORK = window_work(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-# A window is never shorter than this, whatever the slots: each costs a JVM start and a parse of the spec.
+# What a state of the behaviour keeps, at most, in TLC's heap. Measured here (TLC 2.15, simulation): the
+# 100,000 states of a window of a 100,000-transaction trace (8,387 slots in chunks of 92, 200,000 half
+# records in chunks of 448) kept 1.3 GB, 13 KB a state; twice that leaves room for a longer trace's
+# longer chunks. A window's states get half of TLC's default heap (a quarter of the machine's memory).
+BYTES_PER_STEP = 26_000
+# A window is never longer than this: its states, TLC's and this process's memory stay under 4 GB. Each
+# window costs a JVM start and a parse of the spec and of the state it starts in (9 s for a 100,000-
+# transaction trace), so longer windows cost less time, but hold more memory.
+MAX_WINDOW = 100_000
+# ... and never shorter than this.
 MIN_WINDOW = 2_000
+
+
+def window_steps(memory_bytes: int) -> int:
+    """The steps of a window on a machine of ``memory_bytes`` (see BYTES_PER_STEP)."""
+    return max(MIN_WINDOW, min(MAX_WINDOW, memory_bytes // 4 // 2 // BYTES_PER_STEP))
+
+
+WINDOW_STEPS = window_steps(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 # <<"txmq-window-end", "[...]">>: the state as a TLA+ string, its quotes and backslashes escaped.
 _END_PRINTED = re.compile(r'<<"txmq-window-end", "((?:[^"\\]|\\.)*)">>')
@@ -45,11 +47,10 @@ _ESCAPED = re.compile(r"\\(.)")
 _ITEM_END = re.compile(r'"(?:[^"\\]|\\.)*"|,')
 
 
-def spans(steps: int, slots: int) -> list[tuple[int, int]]:
-    """The windows of a trace of ``steps`` steps over ``slots`` slots: ``(first, end)`` step indexes,
-    end excluded, in order, of about equal length."""
-    longest = max(MIN_WINDOW, WINDOW_WORK // max(1, slots))
-    count = max(1, -(-steps // longest))
+def spans(steps: int) -> list[tuple[int, int]]:
+    """The windows of a trace of ``steps`` steps: ``(first, end)`` step indexes, end excluded, in order,
+    of about equal length."""
+    count = max(1, -(-steps // WINDOW_STEPS))
     cuts = [steps * k // count for k in range(count + 1)]
     return [(cuts[k], cuts[k + 1]) for k in range(count)]
 
