@@ -97,11 +97,13 @@ ChunkHalfAppend(h, r) ==
     ELSE [h EXCEPT ![Len(h)] = Append(@, r)]
 \* TxMQ's Logged: a history holds its last entry only, and of it the fields a step reads (an END_TX's
 \* result, a discard's count and reason): the invariants, which read the rest, are the models'.  Each
-\* field kept is a node TLC normalizes in every later state, in every slot that has a history.
+\* field kept is copied with its history and printed with every window's end state.
 StepReads == {"res", "n", "why"}
 LastOnly(h, e) == << [f \in StepReads \cap DOMAIN e |-> e[f]] >>
 
 \* TxMQ's own Owner, Skew and Immunity, which only its ASSUME and TraceInit read: a slot's are above.
+ASSUME SlotChunk \in Nat \ {0} /\ HalfChunk \in Nat \ {0} /\ Cardinality(Txns) % SlotChunk = 0
+
 UnownedSlots == [t \in Txns |-> NoOwner]
 UnskewedSlots == [t \in Txns |-> 0]
 UnimmuneSlots == [t \in Txns |-> NoImmunity]

@@ -65,4 +65,3 @@ def test_a_chunk_holds_about_the_square_root_of_its_sequence(values: int, chunk:
 def test_the_spec_slots_are_the_slots_in_whole_chunks(slots: int, txns: int) -> None:
     spec = SpecInput(slots=slots)
     assert spec.chunked_slots == txns and txns % spec.slot_chunk == 0
-

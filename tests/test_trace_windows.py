@@ -19,7 +19,7 @@ from tlc_tools import count_tlc, needs_tlc
 from txmq.config import BrokerConfig
 from txmq.sim.runner import simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
-from txmq.tla import trace_validation, trace_windows
+from txmq.tla import trace_input, trace_validation, trace_windows
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_validation import Validation, validate
 from txmq.tla.trace_windows import end_state, spans
@@ -51,6 +51,13 @@ def test_the_end_state_is_read_back_as_tla_text_one_item_per_line() -> None:
     assert end_state('<<"txmq-trace-accepted", 3>>\n') is None
 
 
+@pytest.fixture
+def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of two values (spec/TxMQTrace.tla's ChunkGet, ChunkHalfAt...), so that a short trace crosses
+    many chunk boundaries, in the steps and in the state a window starts in."""
+    monkeypatch.setattr(trace_input, "chunk_length", lambda values: 2)
+
+
 def _cut(monkeypatch: pytest.MonkeyPatch, cuts: list[int]) -> None:
     """Windows cut before each step index of ``cuts`` (the last window ends with the trace)."""
     def fixed(steps: int) -> list[tuple[int, int]]:
@@ -60,6 +67,7 @@ def _cut(monkeypatch: pytest.MonkeyPatch, cuts: list[int]) -> None:
 
 
 @needs_tlc
+@pytest.mark.usefixtures("tiny_chunks")
 def test_a_simulated_trace_is_accepted_in_windows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     simulate(Workload(transactions=150, **FAULT_PRESETS["heavy"]), seed=11,
              config=BrokerConfig(mode="rocketmq"), out=tmp_path / "t.ndjson")
@@ -86,6 +94,7 @@ def _rejected_at(outcome: Validation) -> int:
 
 
 @needs_tlc
+@pytest.mark.usefixtures("tiny_chunks")
 @pytest.mark.parametrize("name", sorted(DOCTORINGS))
 def test_a_doctoring_is_rejected_at_its_event_in_a_later_window(name: str, monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
@@ -99,6 +108,7 @@ def test_a_doctoring_is_rejected_at_its_event_in_a_later_window(name: str, monke
 
 
 @needs_tlc
+@pytest.mark.usefixtures("tiny_chunks")
 def test_a_doctoring_that_shows_only_across_a_cut_is_rejected(monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     """The first window ends with an END_TX OK COMMIT and is explained; the REAL_PUT it owes is missing

@@ -1,5 +1,5 @@
-"""A trace's transactions moved onto a small pool of reusable slots, so that TLC's state (and the cost of each
-step) follows the transactions still open, not every transaction seen (``spec/TxMQTrace.tla``: OPEN,
+"""A trace's transactions moved onto a small pool of reusable slots, so that TLC's state follows the
+transactions still open, not every transaction seen (``spec/TxMQTrace.tla``: OPEN,
 FLOOR, LOSE, RETIRE).
 
 ``trace_steps`` numbers transactions 1, 2, ... in the order they appear; this pass reads the steps ahead,

@@ -4,10 +4,10 @@ starting in the state the one before it ended in (``spec/TxMQTrace.tla``: Window
 TLC follows a trace's one behaviour in simulation mode (one behaviour, no fingerprints): model checking
 normalized and fingerprinted the whole state at every step, which was half of a run's time and grew with
 the transactions open. A simulation keeps every state of its behaviour in memory instead, for the trace
-it prints on an error. The trace spec keeps its functions over the slots and its half queue in chunks, so
-a state keeps the chunks its step copied, whatever the trace's length, and a window is as long as the
-memory allows. The trace's constants and the window's steps are a TLA+ module of their own for each
-window, so no run parses the whole trace either.
+it prints on an error. The trace spec keeps its functions over the slots and its half queue in chunks of
+about the square root of their length, so a state keeps the few chunks its step copied, and a window is
+as long as the memory allows. The trace's constants and the window's steps are a TLA+ module of their own
+for each window, so no run parses the whole trace either.
 
 Each window's end state is TLA+ text as TLC printed it, and becomes the next window's initial state:
 every state of every window is reached from the trace's initial state by steps of the spec, as in one
