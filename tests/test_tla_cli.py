@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from txmq.cli import main
 from txmq.tla.jar import ENV_VAR
-from txmq.tla.suite import default_spec_dir
+from txmq.tla.suite import default_spec_dir, run_each
 
 DATA = Path(__file__).parent / "data" / "tlc"
 REPO_SPEC = Path(__file__).resolve().parents[1] / "spec"
@@ -131,7 +132,7 @@ def test_options_follow_what_the_jar_accepts(
 ) -> None:
     # TLC 2.15 (the bundled jar) refuses -noGenerateSpecTE and "-workers auto"; current releases take both.
     monkeypatch.setenv("TXMQ_FAKE_TLC", tlc)
-    assert run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir))[0] == 0
+    assert run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir), "--workers", "auto")[0] == 0
     (args,) = java_calls(spec_dir)
     workers = args[args.index("-workers") + 1]
     if tlc == "current":
@@ -204,15 +205,15 @@ def test_unexpected_outcomes_fail_and_explain(spec_dir: Path, capsys: pytest.Cap
 def test_record_writes_counts(spec_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "spec", "check", "fresh", "--spec-dir", str(spec_dir))
     assert code == 1 and "no recorded distinct_states" in out
-    code, out, _ = run(capsys, "spec", "check", "fresh", "--record", "--spec-dir", str(spec_dir))
+    code, out, _ = run(
+        capsys, "spec", "check", "fresh", "--record", "--workers", "2", "--spec-dir", str(spec_dir)
+    )
     assert code == 1 and "recorded counts of fresh" in out and "no recorded depth" in out
     saved = {m["name"]: m for m in json.loads((spec_dir / "models.json").read_text())["models"]}
     assert (saved["fresh"]["distinct_states"], saved["fresh"]["total_states"]) == (32236, 143603)
     assert "depth" not in saved["fresh"]  # only a single-worker run measures the exact depth
-    code, out, _ = run(
-        capsys, "spec", "check", "fresh", "--record", "--workers", "1", "--spec-dir", str(spec_dir)
-    )
-    assert code == 0
+    code, out, _ = run(capsys, "spec", "check", "fresh", "--record", "--spec-dir", str(spec_dir))
+    assert code == 0  # a model without temporal properties runs with one worker unless told
     saved = {m["name"]: m for m in json.loads((spec_dir / "models.json").read_text())["models"]}
     assert saved["fresh"]["depth"] == 17
     assert run(capsys, "spec", "check", "fresh", "--spec-dir", str(spec_dir))[0] == 0
@@ -283,3 +284,19 @@ def test_default_spec_dir(tmp_path: Path) -> None:
     assert default_spec_dir(tmp_path / "spec") == REPO_SPEC
 
 
+
+
+def test_side_by_side_runs_are_reported_in_order() -> None:
+    # suite.run_each: what `txmq spec check --jobs N` prints does not depend on which run ends first.
+    first_may_end = threading.Event()
+    seen: list[int] = []
+
+    def run(item: int) -> int:
+        if item == 0:
+            first_may_end.wait(timeout=10)
+        else:
+            first_may_end.set()  # the second run ends while the first is still running
+        return item * 10
+
+    assert run_each([0, 1, 2], run, jobs=2, on_report=seen.append) == [0, 10, 20]
+    assert seen == [0, 10, 20]

@@ -16,8 +16,8 @@ from tlc_tools import JAR, count_tlc, needs_tlc
 from txmq.errors import ToolMissingError
 from txmq.tla.manifest import load_manifest, select
 from txmq.tla.parser import Outcome
-from txmq.tla.runner import config_properties, run_tlc
-from txmq.tla.suite import ModelReport, check_model, check_models
+from txmq.tla.runner import run_tlc
+from txmq.tla.suite import ModelReport, check_model, check_models, default_workers
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 DATA = Path(__file__).parent / "data" / "tlc"
@@ -37,19 +37,15 @@ COVERED_BY_OTHERS = {"strict_checkmax15", "strict_two_txns", "strict_ci", "stric
 
 @pytest.fixture(scope="module")
 def reports(request: pytest.FixtureRequest) -> dict[str, ModelReport]:
-    """Every CI model, run once, with per-action coverage but for ``COVERED_BY_OTHERS``.
-
-    A model without temporal properties runs with one worker, whose search order is fixed, so that each
-    control names the same violation on every machine (with two, a control whose behaviour breaks two
-    invariants at the same depth named either), two such runs side by side for the CI machine's two
-    cores. A model with temporal properties keeps two workers: TLC 2.15 pauses the workers for its
-    periodic liveness check, and that pause can hang for good with one (tlaplus/tlaplus#1438)."""
+    """Every CI model, run once, with per-action coverage but for ``COVERED_BY_OTHERS``, with the workers
+    ``txmq spec check`` gives it (``suite.default_workers``): one for a model without temporal properties,
+    so that each control names the same violation on every machine, two such runs side by side."""
     assert COVERED_BY_OTHERS <= {e.name for e in CI}, "COVERED_BY_OTHERS names a model CI does not run"
     before = sorted(p.name for p in SPEC.rglob("*"))
-    live = [e for e in CI if config_properties(e.config.read_text(encoding="utf-8"))]
+    live = [e for e in CI if default_workers(e) != "1"]
     safe = [e for e in CI if e not in live]
-    done = ([check_model(e, jar=JAR, workers="2", coverage=e.name not in COVERED_BY_OTHERS) for e in live]
-            + check_models(safe, jar=JAR, workers="1", jobs=2, coverage=True))
+    done = ([check_model(e, jar=JAR, coverage=e.name not in COVERED_BY_OTHERS) for e in live]
+            + check_models(safe, jar=JAR, jobs=2, coverage=True))
     assert sorted(p.name for p in SPEC.rglob("*")) == before, "TLC wrote into spec/"
     count_tlc("models", len(done))
     return {report.entry.name: report for report in done}

@@ -17,7 +17,7 @@ from txmq.tla.mutate import add_mutate
 from txmq.tla.parser import TraceState
 from txmq.tla.replay import add_replay
 from txmq.tla.runner import check_workers, describe_tlc
-from txmq.tla.suite import ModelReport, check_models, default_spec_dir
+from txmq.tla.suite import DEFAULT_JOBS, ModelReport, check_models, default_spec_dir
 from txmq.tla.trace_validation import add_validate_trace
 
 _COLUMNS = ("expected", "outcome", "distinct", "total", "depth", "time", "verdict")
@@ -77,7 +77,8 @@ def _details(report: ModelReport, show_trace: bool) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    check_workers(args.workers)  # before TLC's banner: a bad option is the only line printed
+    if args.workers is not None:
+        check_workers(args.workers)  # before TLC's banner: a bad option is the only line printed
     spec_dir = args.spec_dir or default_spec_dir()
     entries = select(load_manifest(spec_dir), args.models, args.include_on_demand)
     jar = find_jar()
@@ -92,13 +93,14 @@ def _check(args: argparse.Namespace) -> int:
 
     reports = check_models(entries, jar=jar, workers=args.workers, jobs=args.jobs, on_report=show)
     if args.record:
-        exact = args.workers == "1"
+        exact = all(report.workers == "1" for report in reports)
         results = {report.entry.name: report.result for report in reports}
         updated = record_counts(spec_dir, results, include_depth=exact)
         print(f"recorded counts of {', '.join(updated) or 'no model'} in {spec_dir / 'models.json'}")
         judged = {entry.name: entry.expect for entry in load_manifest(spec_dir)}
         reports = [
-            ModelReport(r.entry, r.result, judged[r.entry.name].judge(r.result, exact)) for r in reports
+            ModelReport(r.entry, r.result, judged[r.entry.name].judge(r.result, r.workers == "1"), r.workers)
+            for r in reports
         ]
     failed = [report.entry.name for report in reports if not report.ok]
     total_time = sum(report.result.duration_s or 0.0 for report in reports)
@@ -146,10 +148,10 @@ def add_check(subparsers: argparse._SubParsersAction) -> None:
         "--all", action="store_true", dest="include_on_demand", help="include on-demand models"
     )
     parser.add_argument("--spec-dir", type=Path, help="directory holding models.json (default: ./spec)")
-    parser.add_argument("--workers", default="auto", help="TLC worker threads (default: auto)")
-    parser.add_argument("--jobs", type=positive_int, default=1,
-                        help="models checked side by side (default: 1); with --workers 1 each keeps a fixed "
-                        "search order")
+    parser.add_argument("--workers", help="TLC worker threads, a number or 'auto' (default: 1, whose search "
+                        "order is fixed; 2 for a model with temporal properties)")
+    parser.add_argument("--jobs", type=positive_int, default=DEFAULT_JOBS,
+                        help=f"models checked side by side (default: {DEFAULT_JOBS}, the cores, at most 4)")
     parser.add_argument("--trace", action="store_true", help="print every counterexample, expected or not")
     parser.add_argument(
         "--record",

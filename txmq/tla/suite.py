@@ -5,6 +5,7 @@ This is the Python API behind ``txmq spec check``: tests and other tools call :f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import TypeVar
 from txmq.errors import ConfigError
 from txmq.tla.manifest import MANIFEST_NAME, ModelEntry
 from txmq.tla.parser import TlcResult
-from txmq.tla.runner import run_tlc
+from txmq.tla.runner import config_properties, run_tlc
 
 Job = TypeVar("Job")
 Report = TypeVar("Report")
@@ -27,6 +28,7 @@ class ModelReport:
     entry: ModelEntry
     result: TlcResult
     problems: list[str]
+    workers: str  # TLC's worker threads: with "1", the search order, and so the depth, are fixed
 
     @property
     def ok(self) -> bool:
@@ -42,23 +44,40 @@ def default_spec_dir(cwd: Path | None = None) -> Path:
     raise ConfigError(f"no spec/{MANIFEST_NAME} found from {here}; pass --spec-dir")
 
 
-def check_model(entry: ModelEntry, *, jar: Path | None = None, workers: str = "auto",
+def default_workers(entry: ModelEntry) -> str:
+    """The worker threads a model runs with unless told: one, whose search order is fixed, so that a
+    control names the same violation at the same depth on every run. With two, a control whose behaviour
+    breaks two invariants at the same depth names either: guard_skip_resolved named DiscardOnlyAtMax
+    instead of NoCheckAfterDurableOp in 2 runs of 20, and ``txmq run`` failed. A model with temporal
+    properties keeps two: TLC 2.15 pauses the workers for its periodic liveness check, and that pause can
+    hang for good with one (tlaplus/tlaplus#1438)."""
+    return "2" if config_properties(entry.config.read_text(encoding="utf-8")) else "1"
+
+
+# Models checked side by side unless told: one-worker runs keep the cores busy (at most four: each is a JVM
+# with a heap of its own).
+DEFAULT_JOBS = max(1, min(4, os.cpu_count() or 1))
+
+
+def check_model(entry: ModelEntry, *, jar: Path | None = None, workers: str | None = None,
                 coverage: bool = False) -> ModelReport:
-    """Run one model and judge it (with ``coverage``, the result also counts states per action)."""
+    """Run one model (with ``workers`` threads, by default ``default_workers``) and judge it (with
+    ``coverage``, the result also counts states per action)."""
+    threads = workers or default_workers(entry)
     result = run_tlc(
-        entry.module, entry.config, jar=jar, workers=workers, check_deadlock=entry.check_deadlock,
+        entry.module, entry.config, jar=jar, workers=threads, check_deadlock=entry.check_deadlock,
         coverage=coverage,
     )
-    return ModelReport(entry, result, entry.expect.judge(result, exact_depth=workers == "1"))
+    return ModelReport(entry, result, entry.expect.judge(result, exact_depth=threads == "1"), threads)
 
 
 def check_models(
     entries: list[ModelEntry],
     *,
     jar: Path | None = None,
-    workers: str = "auto",
+    workers: str | None = None,
     coverage: bool = False,
-    jobs: int = 1,
+    jobs: int = DEFAULT_JOBS,
     on_report: Callable[[ModelReport], None] | None = None,
 ) -> list[ModelReport]:
     """Run each model, ``jobs`` TLC runs at a time; ``on_report`` sees each report as soon as it exists
@@ -73,16 +92,15 @@ def run_each(items: Iterable[Job], run: Callable[[Job], Report], *, jobs: int = 
 
     Several one-worker TLC runs side by side keep a machine's cores busy where one run with several workers
     would not, and each run's search order stays fixed (so its counterexample and depth are the same on
-    every machine). ``on_report`` is called as each run ends, from the thread that ran it.
+    every machine). ``on_report`` sees the results in the items' order too, each as soon as it and those
+    before it have ended, so that what a command prints does not depend on which run ended first.
     """
     if jobs < 1:
         raise ConfigError(f"jobs must be at least 1, not {jobs}")
-
-    def one(job: Job) -> Report:
-        report = run(job)
-        if on_report is not None:
-            on_report(report)
-        return report
-
+    reports: list[Report] = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(one, items))
+        for pending in [pool.submit(run, item) for item in items]:
+            reports.append(pending.result())
+            if on_report is not None:
+                on_report(reports[-1])
+    return reports
