@@ -18,3 +18,4 @@ def test_the_wheel_ships_the_product_and_no_test_package() -> None:
     shipped = set(find_namespace_packages(where=str(ROOT), **find["packages"]["find"]))
     assert {"txmq", "txmq.checks", "txmq.transaction", "spark_validation"} <= shipped
     assert not {p for p in shipped if p.split(".")[0] in {"model_tests", "tests", "benchmarks", "scripts"}}
+    assert not {p for p in shipped if "tests" in p.split(".")}  # nor the Spark job's own tests
