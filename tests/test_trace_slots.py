@@ -54,7 +54,7 @@ def test_no_slot_is_freed_while_a_later_restart_scans_its_records() -> None:
 
 
 @pytest.mark.parametrize(("values", "chunk"), [(0, 16), (1, 16), (256, 16), (257, 17), (8_387, 92),
-                                               (200_000, 448)])
+                                               (141_303, 376)])
 def test_a_chunk_holds_about_the_square_root_of_its_sequence(values: int, chunk: int) -> None:
     # TxMQTrace.tla keeps the functions over the slots and the half queue in chunks: a step copies one
     # chunk and the sequence of chunks, about 2 * sqrt(n) values, and never a chunk shorter than 16.

@@ -113,7 +113,7 @@ class SpecInput:
 
 # A step that changes one value copies its chunk and the sequence of chunks: about 2 * sqrt(n) values for
 # a sequence of n in chunks of sqrt(n), where a flat one copied all n (one of the 8,387 slots of a
-# 100,000-transaction trace, or of its 200,000 half records). Short chunks are not worth their indirection.
+# 100,000-transaction trace, or of its 141,303 half records). Short chunks are not worth their indirection.
 MIN_CHUNK = 16
 
 

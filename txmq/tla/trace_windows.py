@@ -22,8 +22,8 @@ import re
 from txmq.tla.parser import TlcResult
 
 # What a state of the behaviour keeps, at most, in TLC's heap. Measured here (TLC 2.15, simulation): the
-# 100,000 states of a window of a 100,000-transaction trace (8,387 slots in chunks of 92, 200,000 half
-# records in chunks of 448) kept 1.3 GB, 13 KB a state; twice that leaves room for a longer trace's
+# 100,000 states of a window of a 100,000-transaction trace (8,387 slots in chunks of 92, 141,303 half
+# records in chunks of 376) kept 1.3 GB, 13 KB a state; twice that leaves room for a longer trace's
 # longer chunks. A window's states get half of TLC's default heap (a quarter of the machine's memory).
 BYTES_PER_STEP = 26_000
 # A window is never longer than this: its states, TLC's and this process's memory stay under 4 GB. Each
