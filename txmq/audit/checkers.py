@@ -175,13 +175,31 @@ def is_resolved(tx: Tx, check_max: int) -> bool:
 
 
 def open_transactions(records: Iterable[Record], check_max: int, heartbeat_s: float | None = None,
-                      check_interval_s: float = 30.0) -> list[str]:
+                      check_interval_s: float = 30.0, now: float | None = None) -> list[str]:
     """Transactions still waiting for something (resolution, an owed delivery, or a check that would show
     a ROLLBACK in doubt did not arrive): the audit's settle phase ends early when there are none. Checks
-    lost and counted (``txmq.audit.blind``) count: the endpoint will not send them again."""
+    lost and counted (``txmq.audit.blind``) count: the endpoint will not send them again. With ``now``,
+    so does a transaction still being checked (``still_checked``)."""
     return [t.name for t in transactions(records, heartbeat_s, check_interval_s).values()
             if not is_resolved(t, check_max) or t.rollback_in_doubt
-            or (t.owed_delivery(check_max) and not t.deliveries)]
+            or (t.owed_delivery(check_max) and not t.deliveries)
+            or (now is not None and still_checked(t, check_max, now, check_interval_s))]
+
+
+def still_checked(tx: Tx, check_max: int, now: float, check_interval_s: float) -> bool:
+    """Checked out only by the checks counted as lost, with a check seen less than two check intervals
+    (or two of its last gaps, if longer) before ``now``: the endpoint is still checking it, and its next
+    check would lower the count. Against upstream under load (checks every 3 s, the interval 2 s), the
+    checks seen 3 s apart left room for lost ones in between: with 12 seen the count reached check-max
+    and the settle phase ended; the 13th check, 2 s after the 12th, lowered it, and the report called the
+    transaction stuck."""
+    if max(tx.counted_checks, len(tx.checks)) >= check_max or tx.deliveries or tx.acknowledged("ROLLBACK"):
+        return False
+    times = sorted(float(c["t"]) for c in tx.checks if float(c["t"]) <= now)
+    if not times:
+        return False
+    gap = times[-1] - times[-2] if len(times) > 1 else check_interval_s
+    return now - times[-1] < 2 * max(check_interval_s, gap)
 
 
 # ----------------------------------------------------------------------------------------- visibility

@@ -256,7 +256,7 @@ class Driver:
         sends = {r["tx"] for r in records if r["ev"] == "send"}
         return (len(sends) == len(self.plan.transactions)
                 and not open_transactions(records, self.settings.check_max, self._heartbeat_to_trust(records),
-                                          self.settings.check_interval_s))
+                                          self.settings.check_interval_s, now=self.history.now()))
 
     def _heartbeat_to_trust(self, records: list[Record]) -> float | None:
         """The heartbeat with which to count checks lost before the endpoint heard the producer group
