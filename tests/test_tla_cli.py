@@ -284,8 +284,6 @@ def test_default_spec_dir(tmp_path: Path) -> None:
     assert default_spec_dir(tmp_path / "spec") == REPO_SPEC
 
 
-
-
 def test_side_by_side_runs_are_reported_in_order() -> None:
     # suite.run_each: what `txmq spec check --jobs N` prints does not depend on which run ends first.
     first_may_end = threading.Event()

@@ -152,8 +152,9 @@ def test_a_step_whose_conditions_hold_but_whose_action_has_no_next_state_is_name
 @needs_tlc
 def test_a_ten_thousand_transaction_trace_is_accepted_in_default_windows(tmp_path: Path) -> None:
     """Issue #23's size, in CI: a default heavy-fault trace of 10,000 transactions (113,271 steps, 3,875
-    slots), several windows of the default size. Simulated by a process of its own, outside the suite's
-    coverage measurement (under which the simulator runs three times slower; see batch_traces.py)."""
+    slots), in windows of the default size (two on a 24 GB machine). Simulated by a process of its own,
+    outside the suite's coverage measurement (under which the simulator runs three times slower; see
+    batch_traces.py)."""
     trace = tmp_path / "t.parquet"
     txmq = str(Path(sys.executable).with_name("txmq"))
     subprocess.run([txmq, "simulate", "-n", "10000", "--faults", "heavy", "--seed", "1", "--no-progress",

@@ -80,8 +80,8 @@ def check_models(
     jobs: int = DEFAULT_JOBS,
     on_report: Callable[[ModelReport], None] | None = None,
 ) -> list[ModelReport]:
-    """Run each model, ``jobs`` TLC runs at a time; ``on_report`` sees each report as soon as it exists
-    (for progress). The reports come back in the order of ``entries``."""
+    """Run each model, ``jobs`` TLC runs at a time (see ``run_each``); the reports, and ``on_report``'s
+    calls (for progress), come in the order of ``entries``."""
     return run_each(entries, lambda entry: check_model(entry, jar=jar, workers=workers, coverage=coverage),
                     jobs=jobs, on_report=on_report)
 
