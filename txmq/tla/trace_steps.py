@@ -20,7 +20,7 @@ Everything the spec cannot take is refused here with the event that carries it, 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from txmq.config import BrokerConfig
@@ -31,6 +31,7 @@ from txmq.tla.trace_input import (
     MessageFields,
     SpecInput,
     Step,
+    compact_event,
     unmodelled,
 )
 from txmq.tla.trace_slots import slotted
@@ -53,7 +54,7 @@ def _end_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
 class _Builder:
     """Walks the events once, keeping what the spec's state will be where the trace cannot show it."""
 
-    def __init__(self, mode: str, config: Mapping[str, Any], events: list[Mapping[str, Any]]) -> None:
+    def __init__(self, mode: str, config: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> None:
         self.strict = mode == "strict"
         self.timeout = int(config.get("transaction_timeout_ms", BrokerConfig.transaction_timeout_ms))
         self.events = events
@@ -388,7 +389,7 @@ def message(e: Mapping[str, Any]) -> dict[str, Any]:
 def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
                 ) -> tuple[list[Step], SpecInput]:
     """The trace spec's steps for a broker trace (header ``mode`` and ``config``), and its constants."""
-    rows = list(events)
+    rows = [compact_event(e) for e in events]
     builder = _Builder(mode, config, rows)
     steps, builder.spec.slots = slotted(builder.build(), builder.spec)
     builder.spec.half_records = sum(step.kind in HALF_APPENDS for step in steps)

@@ -32,7 +32,7 @@ from txmq.tla.jar import find_jar
 from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
 from txmq.tla.tla_values import failure_report
-from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, coverage
+from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event, coverage
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_windows import end_state, explained_before_stop, spans
@@ -129,7 +129,7 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
              progress: Progress | None = None) -> Validation:
     """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec: TLC runs
     over its windows, whose output holds the verdict and, for a rejection, its explanation."""
-    rows = list(events)
+    rows = [compact_event(e) for e in events]
     require_complete(rows)
     steps, spec = build_steps(mode, config, rows)
     return judge(mode, config, steps, spec, spec_dir=spec_dir, jar=jar, unknown_answer=unknown_answer,
@@ -226,7 +226,8 @@ def _validate_command(args: argparse.Namespace) -> int:
         raise TraceError(f"{args.trace}: not a trace file ({what})")
     print(describe_tlc(), flush=True)
     header, lazy = read_events(args.trace)
-    events = list(lazy)  # read whole before anything is said of it: a malformed trace gets one line
+    # Read whole before anything is said of it: a malformed trace gets one line.
+    events = [compact_event(e) for e in lazy]
     print(f"  read {len(events):,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
           flush=True)
     started = time.monotonic()
