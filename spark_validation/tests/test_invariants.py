@@ -15,8 +15,17 @@ import pytest
 from spark_validation.catalogue import BY_ID, CHECK_IDS
 from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, VIOLATED, Report
-from spark_validation.tests.check_bound_cases import BROKEN, SEVERAL, count_above_max, repeated_check_count
+from spark_validation.tests.check_bound_cases import BROKEN, SEVERAL
 from spark_validation.tests.check_bound_cases import CASES as CHECK_BOUND_CASES
+from spark_validation.tests.injections import (
+    INJECTIONS,
+    STRICT_ONLY,
+    discard_below_max,
+    member_consumes,
+    second_ok,
+    second_real,
+    undelivered,
+)
 from spark_validation.tests.tracebuilder import GROUP, TOPIC, Trace, clean_trace, combine
 from txmq.catalogue import ENTRIES, SPARK
 from txmq.trace import schema as S
@@ -49,7 +58,7 @@ def test_group_checks_are_not_judged_without_group_events(run_trace: Callable[..
     assert {c.id for c in report.checks if c.status == NOT_JUDGED} == group_checks
     assert report.exit_code == 0 and f"not judged ({len(group_checks)})" in report.render()
     trace = clean_trace()
-    _member_consumes(trace)
+    member_consumes(trace)
     judged = run_trace(trace)
     assert not {c.id for c in judged.checks if c.status == NOT_JUDGED} & group_checks
 
@@ -132,226 +141,6 @@ def test_ndjson_gives_the_same_report(run_trace: Callable[..., Report]) -> None:
     assert parquet == ndjson
 
 
-# ------------------------------------------------------------------------------------------ injections
-def commit_before_end(t: Trace) -> None:
-    """t1's REAL_PUT is written before the END_TX that commits it."""
-    t.move_after(t.find(S.END_TX, "t1"), t.find(S.REAL_PUT, "t1"))
-
-
-def deliver_unput_position(t: Trace) -> None:
-    """cg1 receives queue offset 7, where nothing was ever put."""
-    t.add(
-        S.DELIVER, 60_000, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=7, body_crc=11
-    )
-
-
-def commit_without_local_commit(t: Trace) -> None:
-    """t1's producer never said COMMIT, yet its half was committed."""
-    t.find(S.LOCAL_TX, "t1")["action"] = S.UNKNOWN
-
-
-def rollback_then_visible(t: Trace) -> None:
-    """A later check answer for t1 says ROLLBACK although t1 is visible."""
-    t.add(
-        S.LOCAL_TX,
-        60_000,
-        txn="t1",
-        producer_group="pg",
-        producer="p1",
-        action=S.ROLLBACK,
-        from_check=True,
-        half_offset=0,
-        check_count=1,
-    )
-
-
-def second_ok(t: Trace) -> None:
-    """A duplicate END_TX for t1 is accepted a second time (no second REAL_PUT)."""
-    t.add(
-        S.END_TX,
-        60_000,
-        txn="t1",
-        producer_group="pg",
-        producer="p1",
-        half_offset=0,
-        action=S.COMMIT,
-        from_check=False,
-        result=S.OK,
-    )
-
-
-def second_real(t: Trace) -> None:
-    """t1 gets a second REAL_PUT (at the next queue offset, and delivered)."""
-    t.add(
-        S.REAL_PUT,
-        60_000,
-        txn="t1",
-        producer_group="pg",
-        half_offset=0,
-        topic="T",
-        queue_id=0,
-        queue_offset=3,
-        body_crc=11,
-    )
-    t.add(
-        S.DELIVER, 60_100, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=11
-    )
-
-
-def early_check(t: Trace) -> None:
-    """t3 is renewed and checked exactly at the timeout (born 10, timeout 6000), not after it."""
-    t.find(S.HALF_RENEW, "t3")["ts"] = 6010
-    t.find(S.CHECK, "t3")["ts"] = 6010
-
-
-def check_after_op(t: Trace) -> None:
-    """An Op record covering t4's half is written, and t4 is checked afterwards anyway."""
-    t.insert_after(t.find(S.HALF_PUT, "t4"), S.OP_PUT, 20, op_offset=9, queue_id=0, half_offsets=[3])
-
-
-def discard_below_max(t: Trace) -> None:
-    """t4 is discarded with count 2, below check_max 3."""
-    t.find(S.DISCARD, "t4")["check_count"] = 2
-
-
-def real_after_discard(t: Trace) -> None:
-    """t4 is committed after its discard (producer answers COMMIT late; the broker accepts)."""
-    t.add(
-        S.LOCAL_TX,
-        60_000,
-        txn="t4",
-        producer_group="pg",
-        producer="p1",
-        action=S.COMMIT,
-        from_check=True,
-        half_offset=7,
-        check_count=3,
-    )
-    t.add(
-        S.END_TX,
-        60_000,
-        txn="t4",
-        producer_group="pg",
-        producer="p1",
-        half_offset=7,
-        action=S.COMMIT,
-        from_check=True,
-        result=S.OK,
-    )
-    t.add(
-        S.REAL_PUT,
-        60_000,
-        txn="t4",
-        producer_group="pg",
-        half_offset=7,
-        topic="T",
-        queue_id=0,
-        queue_offset=3,
-        body_crc=44,
-    )
-    t.add(
-        S.DELIVER, 60_100, txn="t4", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=44
-    )
-
-
-def op_names_unknown_half(t: Trace) -> None:
-    """An Op record lists half offset 99, which was never put."""
-    t.add(S.OP_PUT, 60_000, op_offset=9, queue_id=0, half_offsets=[99])
-
-
-def op_names_half_twice(t: Trace) -> None:
-    """A second Op record lists t1's half again."""
-    t.add(S.OP_PUT, 60_000, op_offset=9, queue_id=0, half_offsets=[0])
-
-
-def wrong_body_delivered(t: Trace) -> None:
-    """cg1 receives t1's position with another body."""
-    t.find(S.DELIVER, "t1")["body_crc"] = 999
-
-
-def deliveries_out_of_order(t: Trace) -> None:
-    """cg1 first receives offset 1 (t3), then offset 0 (t1)."""
-    t.move_after(t.find(S.DELIVER, "t1"), t.find(S.DELIVER, "t3"))
-
-
-def queue_gap(t: Trace) -> None:
-    """t5 lands at queue offset 3: offset 2 is never used."""
-    t.find(S.REAL_PUT, "t5")["queue_offset"] = 3
-    t.find(S.DELIVER, "t5")["queue_offset"] = 3
-
-
-def unresolved(t: Trace) -> None:
-    """t2's rollback never arrives (its Op entry is dropped too)."""
-    t.events.remove(t.find(S.END_TX, "t2"))
-    t.find(S.OP_PUT)["half_offsets"] = [0]
-
-
-def undelivered(t: Trace) -> None:
-    """cg1 never receives t1."""
-    t.events.remove(t.find(S.DELIVER, "t1"))
-
-
-def _member_consumes(t: Trace) -> None:
-    """Member c0 of cg1 takes queue 0 from offset 0."""
-    t.add(S.MEMBER, 60_000, consumer_group=GROUP, producer="c0", result="JOIN")
-    t.add(S.ALLOCATE, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0, queue_offset=0,
-          result="ADD")
-
-
-def duplicate_without_owner_change(t: Trace) -> None:
-    """c0 consumes t1's position twice while holding the queue all along."""
-    _member_consumes(t)
-    for _ in range(2):
-        t.add(S.CONSUME, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0, queue_offset=0,
-              txn="t1", result="SUCCESS", attempt=1)
-
-
-def commit_past_unconsumed(t: Trace) -> None:
-    """c0 commits offset 1 of queue 0 without having consumed position 0."""
-    _member_consumes(t)
-    t.add(S.OFFSET_COMMIT, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0,
-          queue_offset=1)
-
-
-def dead_letter_at_first_failure(t: Trace) -> None:
-    """t1 goes to the DLQ after one failed consumption."""
-    t.add(S.RETRY, 60_000, consumer_group=GROUP, producer="c0", topic=TOPIC, queue_id=0, queue_offset=0,
-          txn="t1", result="DLQ", attempt=1)
-
-
-INJECTIONS = [
-    ("NoUncommittedVisible", commit_before_end),
-    ("NoUncommittedVisible", deliver_unput_position),
-    ("CommitMatchesLocal", commit_without_local_commit),
-    ("RollbackNeverVisible", rollback_then_visible),
-    ("SingleResolution", second_ok),
-    ("NoDuplicateReal", second_real),
-    ("CheckBound", repeated_check_count),
-    ("CheckBound", count_above_max),
-    ("CheckAfterTimeout", early_check),
-    ("NoCheckAfterDurableOp", check_after_op),
-    ("DiscardOnlyAtMax", discard_below_max),
-    ("DiscardOnlyAtMax", real_after_discard),
-    ("OpRefersToHalf", op_names_unknown_half),
-    ("OpRefersToHalf", op_names_half_twice),
-    ("DeliveryIntegrity", wrong_body_delivered),
-    ("DeliveryIntegrity", deliveries_out_of_order),
-    ("QueueContiguity", queue_gap),
-    ("EventuallyResolved", unresolved),
-    ("EventuallyDelivered", undelivered),
-    ("DuplicateConsumptionExplained", duplicate_without_owner_change),
-    ("GroupSkipsNothing", commit_past_unconsumed),
-    ("DeadLetterOnlyAtMax", dead_letter_at_first_failure),
-]
-
-
-STRICT_ONLY = [
-    ("SingleResolution", second_ok),
-    ("NoDuplicateReal", second_real),
-    ("DiscardOnlyAtMax", real_after_discard),
-    ("OpRefersToHalf", op_names_half_twice),
-    ("NoCheckAfterDurableOp", check_after_op),
-]
 # CheckBound's verdicts as statuses, per mode.
 CHECK_BOUND_STATUS = {
     "strict": {BROKEN: VIOLATED, SEVERAL: VIOLATED},

@@ -119,164 +119,77 @@ def combine(scenarios: dict[str, Trace]) -> tuple[Trace, list[str]]:
     return out, owner
 
 
+class _Writer:
+    """The events of one producer (group pg, producer p1) and of consumer group cg1, as ``clean_trace``
+    writes them: a half at commit-log offset 100 + its half offset, a real message at 500 + its queue
+    offset."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.t = trace
+        self.who = {"producer_group": "pg", "producer": "p1"}
+
+    def local(self, txn: str, ts: int, action: str) -> None:
+        self.t.add(S.LOCAL_TX, ts, txn=txn, **self.who, action=action, from_check=False)
+
+    def half(self, txn: str, ts: int, off: int, crc: int) -> None:
+        self.t.add(S.HALF_PUT, ts, txn=txn, **self.who, half_offset=off, commitlog_offset=100 + off,
+                   topic=TOPIC, queue_id=0, body_crc=crc)
+
+    def end(self, txn: str, ts: int, off: int, action: str, from_check: bool = False) -> None:
+        self.t.add(S.END_TX, ts, txn=txn, **self.who, half_offset=off, action=action, from_check=from_check,
+                   result=S.OK)
+
+    def real(self, txn: str, ts: int, off: int, qoff: int, crc: int) -> None:
+        self.t.add(S.REAL_PUT, ts, txn=txn, producer_group="pg", half_offset=off, commitlog_offset=500 + qoff,
+                   topic=TOPIC, queue_id=0, queue_offset=qoff, body_crc=crc)
+
+    def commit(self, txn: str, ts: int, off: int, qoff: int, crc: int) -> None:
+        self.end(txn, ts, off, S.COMMIT)
+        self.real(txn, ts, off, qoff, crc)
+
+    def deliver(self, txn: str, ts: int, qoff: int, crc: int) -> None:
+        self.t.add(S.DELIVER, ts, txn=txn, consumer_group=GROUP, topic=TOPIC, queue_id=0, queue_offset=qoff,
+                   commitlog_offset=500 + qoff, body_crc=crc)
+
+    def renew_and_check(self, txn: str, ts: int, prev: int, off: int, count: int, answer: str) -> None:
+        self.t.add(S.HALF_RENEW, ts, txn=txn, producer_group="pg", half_offset=off, prev_half_offset=prev,
+                   commitlog_offset=100 + off, check_count=count, result=S.RENEW_FOR_CHECK)
+        self.t.add(S.CHECK, ts, txn=txn, **self.who, half_offset=off, commitlog_offset=100 + off,
+                   check_count=count, result=S.CHECK_SENT)
+        self.t.add(S.LOCAL_TX, ts, txn=txn, **self.who, action=answer, from_check=True, half_offset=off,
+                   check_count=count)
+
+
 def clean_trace() -> Trace:
     t = Trace()
-    g, p = "pg", "p1"
-
-    def half(txn: str, ts: int, off: int, crc: int) -> None:
-        t.add(
-            S.HALF_PUT,
-            ts,
-            txn=txn,
-            producer_group=g,
-            producer=p,
-            half_offset=off,
-            commitlog_offset=100 + off,
-            topic=TOPIC,
-            queue_id=0,
-            body_crc=crc,
-        )
-
-    def commit(txn: str, ts: int, off: int, qoff: int, crc: int, from_check: bool = False) -> None:
-        t.add(
-            S.END_TX,
-            ts,
-            txn=txn,
-            producer_group=g,
-            producer=p,
-            half_offset=off,
-            action=S.COMMIT,
-            from_check=from_check,
-            result=S.OK,
-        )
-        t.add(
-            S.REAL_PUT,
-            ts,
-            txn=txn,
-            producer_group=g,
-            half_offset=off,
-            commitlog_offset=500 + qoff,
-            topic=TOPIC,
-            queue_id=0,
-            queue_offset=qoff,
-            body_crc=crc,
-        )
-
-    def deliver(txn: str, ts: int, qoff: int, crc: int) -> None:
-        t.add(
-            S.DELIVER,
-            ts,
-            txn=txn,
-            consumer_group=GROUP,
-            topic=TOPIC,
-            queue_id=0,
-            queue_offset=qoff,
-            commitlog_offset=500 + qoff,
-            body_crc=crc,
-        )
-
-    def renew_and_check(txn: str, ts: int, prev: int, off: int, count: int, answer: str) -> None:
-        t.add(
-            S.HALF_RENEW,
-            ts,
-            txn=txn,
-            producer_group=g,
-            half_offset=off,
-            prev_half_offset=prev,
-            commitlog_offset=100 + off,
-            check_count=count,
-            result=S.RENEW_FOR_CHECK,
-        )
-        t.add(
-            S.CHECK,
-            ts,
-            txn=txn,
-            producer_group=g,
-            producer=p,
-            half_offset=off,
-            commitlog_offset=100 + off,
-            check_count=count,
-            result=S.CHECK_SENT,
-        )
-        t.add(
-            S.LOCAL_TX,
-            ts,
-            txn=txn,
-            producer_group=g,
-            producer=p,
-            action=answer,
-            from_check=True,
-            half_offset=off,
-            check_count=count,
-        )
-
+    w = _Writer(t)
     # t1 commits, t2 rolls back, t3 and t4 stay unknown.
-    t.add(S.LOCAL_TX, 0, txn="t1", producer_group=g, producer=p, action=S.COMMIT, from_check=False)
-    half("t1", 0, 0, 11)
-    commit("t1", 0, 0, 0, 11)
-    t.add(S.LOCAL_TX, 5, txn="t2", producer_group=g, producer=p, action=S.ROLLBACK, from_check=False)
-    half("t2", 5, 1, 22)
-    t.add(
-        S.END_TX,
-        5,
-        txn="t2",
-        producer_group=g,
-        producer=p,
-        half_offset=1,
-        action=S.ROLLBACK,
-        from_check=False,
-        result=S.OK,
-    )
-    half("t3", 10, 2, 33)
-    t.add(S.LOCAL_TX, 10, txn="t3", producer_group=g, producer=p, action=S.UNKNOWN, from_check=False)
-    half("t4", 20, 3, 44)
-    t.add(S.LOCAL_TX, 20, txn="t4", producer_group=g, producer=p, action=S.UNKNOWN, from_check=False)
-    deliver("t1", 100, 0, 11)
+    w.local("t1", 0, S.COMMIT)
+    w.half("t1", 0, 0, 11)
+    w.commit("t1", 0, 0, 0, 11)
+    w.local("t2", 5, S.ROLLBACK)
+    w.half("t2", 5, 1, 22)
+    w.end("t2", 5, 1, S.ROLLBACK)
+    w.half("t3", 10, 2, 33)
+    w.local("t3", 10, S.UNKNOWN)
+    w.half("t4", 20, 3, 44)
+    w.local("t4", 20, S.UNKNOWN)
+    w.deliver("t1", 100, 0, 11)
     t.add(S.OP_PUT, 3000, op_offset=0, commitlog_offset=900, queue_id=0, half_offsets=[0, 1])
     # First check run after the timeout: t3 answers COMMIT, t4 UNKNOWN.
-    renew_and_check("t3", 6100, 2, 4, 1, S.COMMIT)
-    t.add(
-        S.END_TX,
-        6100,
-        txn="t3",
-        producer_group=g,
-        producer=p,
-        half_offset=4,
-        action=S.COMMIT,
-        from_check=True,
-        result=S.OK,
-    )
-    t.add(
-        S.REAL_PUT,
-        6100,
-        txn="t3",
-        producer_group=g,
-        half_offset=4,
-        commitlog_offset=501,
-        topic=TOPIC,
-        queue_id=0,
-        queue_offset=1,
-        body_crc=33,
-    )
-    renew_and_check("t4", 6100, 3, 5, 1, S.UNKNOWN)
-    deliver("t3", 6200, 1, 33)
-    renew_and_check("t4", 7100, 5, 6, 2, S.UNKNOWN)
-    renew_and_check("t4", 8100, 6, 7, 3, S.UNKNOWN)
-    t.add(
-        S.DISCARD,
-        9100,
-        txn="t4",
-        producer_group=g,
-        half_offset=7,
-        commitlog_offset=950,
-        check_count=CHECK_MAX,
-        topic="TRANS_CHECK_MAX_TIME_TOPIC",
-        result=S.DISCARD_CHECK_MAX,
-    )
+    w.renew_and_check("t3", 6100, 2, 4, 1, S.COMMIT)
+    w.end("t3", 6100, 4, S.COMMIT, from_check=True)
+    w.real("t3", 6100, 4, 1, 33)
+    w.renew_and_check("t4", 6100, 3, 5, 1, S.UNKNOWN)
+    w.deliver("t3", 6200, 1, 33)
+    w.renew_and_check("t4", 7100, 5, 6, 2, S.UNKNOWN)
+    w.renew_and_check("t4", 8100, 6, 7, 3, S.UNKNOWN)
+    t.add(S.DISCARD, 9100, txn="t4", producer_group="pg", half_offset=7, commitlog_offset=950,
+          check_count=CHECK_MAX, topic="TRANS_CHECK_MAX_TIME_TOPIC", result=S.DISCARD_CHECK_MAX)
     t.add(S.OP_PUT, 9100, op_offset=1, commitlog_offset=901, queue_id=0, half_offsets=[4])
     # t5, late: committed and delivered, too young for the liveness checks.
-    t.add(S.LOCAL_TX, 50_000, txn="t5", producer_group=g, producer=p, action=S.COMMIT, from_check=False)
-    half("t5", 50_000, 8, 55)
-    commit("t5", 50_000, 8, 2, 55)
-    deliver("t5", 50_100, 2, 55)
+    w.local("t5", 50_000, S.COMMIT)
+    w.half("t5", 50_000, 8, 55)
+    w.commit("t5", 50_000, 8, 2, 55)
+    w.deliver("t5", 50_100, 2, 55)
     return t
