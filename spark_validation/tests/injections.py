@@ -28,50 +28,37 @@ def commit_without_local_commit(t: Trace) -> None:
 
 def rollback_then_visible(t: Trace) -> None:
     """A later check answer for t1 says ROLLBACK although t1 is visible."""
-    t.add(
-        S.LOCAL_TX,
-        60_000,
-        txn="t1",
-        producer_group="pg",
-        producer="p1",
-        action=S.ROLLBACK,
-        from_check=True,
-        half_offset=0,
-        check_count=1,
-    )
+    _late_answer(t, "t1", S.ROLLBACK, 0, 1)
+
+
+def _late_answer(t: Trace, txn: str, action: str, half_offset: int, check_count: int) -> None:
+    """A check answer of ``txn``'s producer at 60 s."""
+    t.add(S.LOCAL_TX, 60_000, txn=txn, producer_group="pg", producer="p1", action=action, from_check=True,
+          half_offset=half_offset, check_count=check_count)
+
+
+def _late_end(t: Trace, txn: str, half_offset: int, from_check: bool) -> None:
+    """An END_TX COMMIT of ``txn`` at 60 s, which the broker accepts."""
+    t.add(S.END_TX, 60_000, txn=txn, producer_group="pg", producer="p1", half_offset=half_offset,
+          action=S.COMMIT, from_check=from_check, result=S.OK)
 
 
 def second_ok(t: Trace) -> None:
     """A duplicate END_TX for t1 is accepted a second time (no second REAL_PUT)."""
-    t.add(
-        S.END_TX,
-        60_000,
-        txn="t1",
-        producer_group="pg",
-        producer="p1",
-        half_offset=0,
-        action=S.COMMIT,
-        from_check=False,
-        result=S.OK,
-    )
+    _late_end(t, "t1", 0, from_check=False)
 
 
 def second_real(t: Trace) -> None:
     """t1 gets a second REAL_PUT (at the next queue offset, and delivered)."""
-    t.add(
-        S.REAL_PUT,
-        60_000,
-        txn="t1",
-        producer_group="pg",
-        half_offset=0,
-        topic="T",
-        queue_id=0,
-        queue_offset=3,
-        body_crc=11,
-    )
-    t.add(
-        S.DELIVER, 60_100, txn="t1", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=11
-    )
+    _late_real(t, "t1", 0, 11)
+
+
+def _late_real(t: Trace, txn: str, half_offset: int, crc: int) -> None:
+    """A REAL_PUT of ``txn`` at 60 s, at queue offset 3 (after the clean trace's three), delivered."""
+    t.add(S.REAL_PUT, 60_000, txn=txn, producer_group="pg", half_offset=half_offset, topic="T", queue_id=0,
+          queue_offset=3, body_crc=crc)
+    t.add(S.DELIVER, 60_100, txn=txn, consumer_group="cg1", topic="T", queue_id=0, queue_offset=3,
+          body_crc=crc)
 
 
 def early_check(t: Trace) -> None:
@@ -92,42 +79,9 @@ def discard_below_max(t: Trace) -> None:
 
 def real_after_discard(t: Trace) -> None:
     """t4 is committed after its discard (producer answers COMMIT late; the broker accepts)."""
-    t.add(
-        S.LOCAL_TX,
-        60_000,
-        txn="t4",
-        producer_group="pg",
-        producer="p1",
-        action=S.COMMIT,
-        from_check=True,
-        half_offset=7,
-        check_count=3,
-    )
-    t.add(
-        S.END_TX,
-        60_000,
-        txn="t4",
-        producer_group="pg",
-        producer="p1",
-        half_offset=7,
-        action=S.COMMIT,
-        from_check=True,
-        result=S.OK,
-    )
-    t.add(
-        S.REAL_PUT,
-        60_000,
-        txn="t4",
-        producer_group="pg",
-        half_offset=7,
-        topic="T",
-        queue_id=0,
-        queue_offset=3,
-        body_crc=44,
-    )
-    t.add(
-        S.DELIVER, 60_100, txn="t4", consumer_group="cg1", topic="T", queue_id=0, queue_offset=3, body_crc=44
-    )
+    _late_answer(t, "t4", S.COMMIT, 7, 3)
+    _late_end(t, "t4", 7, from_check=True)
+    _late_real(t, "t4", 7, 44)
 
 
 def op_names_unknown_half(t: Trace) -> None:
