@@ -34,6 +34,8 @@ from txmq.tla.trace_validation import (
     IncompleteTraceError,
     Validation,
     expected_cost,
+    expected_seconds,
+    memory_warning,
     require_complete,
     validate,
 )
@@ -337,7 +339,20 @@ def test_the_expected_cost_grows_with_the_steps() -> None:
     assert expected_cost(11_728) == "expected about 5 s"  # measured: 5.1 s (1,000 transactions)
     assert expected_cost(113_271) == "expected about 32 s"  # measured: 32 s (10,000)
     assert expected_cost(1_136_907).startswith("expected about 8 min")  # measured: 8.0 min (100,000)
-    assert expected_cost(1_000_000_000).startswith("expected about 20 days: validate a smaller trace")
+    assert expected_cost(11_451_004).startswith("expected about 93 min")  # measured: 93 min (1,000,000)
+    sizes = [10**k for k in range(2, 10)]
+    assert [expected_seconds(n) for n in sizes] == sorted(expected_seconds(n) for n in sizes)
+    assert expected_cost(1_000_000_000).startswith("expected about 8 days: validate a smaller trace")
+
+
+def test_a_trace_larger_than_the_memory_at_hand_is_warned_of() -> None:
+    gib = 2**30
+    # 7,035,083 events: a 1,000,000-transaction trace, 11.2 GB measured
+    assert memory_warning(7_035_083, (gib, 2 * gib)) == (
+        "  warning: validating 7,035,083 events takes about 11.3 GB of memory here, and 3.2 GB is at hand: "
+        "the run may swap or be killed; validate a shorter trace")
+    assert memory_warning(7_035_083, (gib, 12 * gib)) is None
+    assert memory_warning(7_035_083, None) is None  # not Linux: nothing to say
 
 
 @needs_tlc

@@ -15,6 +15,8 @@ the END marker a broker writes when it shuts down cleanly.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 import shutil
 import subprocess
@@ -186,26 +188,64 @@ def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: in
 
 
 # ----------------------------------------------------------------------------- command line
-# What a validation costs: wall time on the 2-core development machine (2026-11-27, `python -m
-# benchmarks.trace_validation`, heavy-fault traces of `txmq simulate`, seed 1, nothing else running):
-# strict, 11,728 steps (1,000 transactions) 5.1 s, 113,271 (10,000) 32 s, 1,136,907 (100,000) 8.0 min;
-# rocketmq 16,153 steps 5.0 s, 122,698 steps 32 s. A step costs the same whatever the trace's length (the
-# trace spec's state is in chunks), but each window's start costs more as the transactions open at once
-# grow (its module holds the state it starts in), so the time grows a little faster than the steps.
-START_S = 3
-SECONDS_AT_10K_STEPS = 1.54
-GROWTH = 1.21
+# What a validation costs: wall time on the 2-core development machine, as (steps, seconds) (`python -m
+# benchmarks.trace_validation`, heavy-fault strict traces of `txmq simulate`, seed 1, nothing else
+# running): 1,000, 10,000, 100,000 and 1,000,000 transactions. rocketmq mode's traces cost the same per
+# step. Each window pays a JVM start and a parse of the state it starts in, which grows with the
+# transactions open at once and with the half records ever written, so the time is not quite linear.
+MEASURED = ((11_728, 5.1), (113_271, 32.0), (1_136_907, 480.0), (11_451_004, 5_609.0))
+START_S = 3  # a JVM start and a parse of the spec: no validation takes less
+
+
+def expected_seconds(steps: int) -> float:
+    """The wall time a validation of ``steps`` steps is expected to take: between two measured sizes,
+    on the line through them on log scales; beyond the measured sizes, on the nearest such line."""
+    points = [(math.log(n), math.log(s)) for n, s in MEASURED]
+    x = math.log(max(steps, 1))
+    segment = next((k for k in range(len(points) - 2) if x <= points[k + 1][0]), len(points) - 2)
+    (x0, y0), (x1, y1) = points[segment], points[segment + 1]
+    return max(START_S, math.exp(y0 + (y1 - y0) / (x1 - x0) * (x - x0)))
 
 
 def expected_cost(steps: int) -> str:
     """The time a validation of ``steps`` steps is expected to take, in words."""
-    seconds = START_S + SECONDS_AT_10K_STEPS * (steps / 10_000) ** GROWTH
+    seconds = expected_seconds(steps)
     if seconds < 120:
         return f"expected about {seconds:.0f} s"
     if seconds < 24 * 3600:
         return f"expected about {seconds / 60:.0f} min (a trace of `txmq simulate -n 1000` takes about 5 s)"
     return (f"expected about {seconds / 86400:.0f} days: validate a smaller trace (`txmq simulate -n 1000`, "
             "about 5 s)")
+
+
+# What validation holds in Python per event of the trace, with the steps made of it, at its peak: 11.2 GB
+# for the 7,035,083 events of a 1,000,000-transaction trace (measured with the figures above). TLC's
+# heap comes on top.
+BYTES_PER_EVENT = 1_600
+
+
+def memory_at_hand() -> tuple[int, int] | None:
+    """What this process holds, and what the machine can give it more without swapping (Linux's
+    MemAvailable), in bytes; None where that is not known."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            held = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            free = next(int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    return held, free
+
+
+def memory_warning(events: int, at_hand: tuple[int, int] | None) -> str | None:
+    """A line saying that validating ``events`` events needs more memory than this process holds and the
+    machine has available (``memory_at_hand``), or None."""
+    need = events * BYTES_PER_EVENT
+    if at_hand is None or need <= sum(at_hand):
+        return None
+    return (f"  warning: validating {events:,} events takes about {need / 1e9:.1f} GB of memory here, and "
+            f"{sum(at_hand) / 1e9:.1f} GB is at hand: the run may swap or be killed; validate a shorter "
+            "trace")
 
 
 def _describe(step: Step) -> str:
@@ -230,6 +270,9 @@ def _validate_command(args: argparse.Namespace) -> int:
     events = [compact_event(e) for e in lazy]
     print(f"  read {len(events):,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
           flush=True)
+    warning = memory_warning(len(events), memory_at_hand())
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     started = time.monotonic()
 
     def show(done: int, total: int) -> None:
@@ -238,8 +281,9 @@ def _validate_command(args: argparse.Namespace) -> int:
             print(f"  {total:,} steps: {expected_cost(total)}; TLC reports progress about once a minute",
                   file=sys.stderr, flush=True)
             return
-        print(f"  TLC: {done:,} of {total:,} steps explained ({elapsed / 60:.1f} min)", file=sys.stderr,
-              flush=True)
+        left = elapsed * (total - done) / done
+        print(f"  TLC: {done:,} of {total:,} steps explained ({elapsed / 60:.1f} min; about "
+              f"{left / 60:.0f} min left)", file=sys.stderr, flush=True)
 
     outcome = validate(header.mode, header.config, events, spec_dir=spec_dir,
                        unknown_answer=args.unknown_answer, progress=show)
