@@ -18,6 +18,9 @@ def test_an_event_keeps_only_its_values_and_reads_the_rest_as_null() -> None:
                            "check_count": 0, "half_offsets": []}
     assert all(event[name] == row[name] for name in COLUMN_NAMES)
     assert event.get("producer") is None and "producer" not in event and "txn" in event
+    # equal to the row it was read from, and to that row without its nulls, but not to another row
+    assert event == row and row == event and event == {k: v for k, v in row.items() if v is not None}
+    assert event != {**row, "txn": "t2"} and event != {**row, "extra": None}
 
 
 def test_names_that_repeat_are_kept_once_and_an_event_is_not_copied_again() -> None:

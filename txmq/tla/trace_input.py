@@ -71,10 +71,18 @@ class Event(Mapping[str, Any]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a row with the same values, whether it lists its null columns or leaves them out."""
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return (all(isinstance(key, str) and key in _COLUMNS for key in other)
+                and all(self[name] == other.get(name) for name in COLUMN_NAMES))
+
     def __repr__(self) -> str:
         return repr(dict(self))
 
 
+_COLUMNS = frozenset(COLUMN_NAMES)
 # The columns whose values repeat from event to event (names, results, producers, topics): one string each.
 _REPEATED = frozenset({"event", "producer_group", "producer", "topic", "action", "result", "consumer_group",
                        "immunity"})
