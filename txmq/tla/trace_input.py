@@ -47,9 +47,9 @@ class ClockBackwardsError(TraceError):
 
 class Event(Mapping[str, Any]):
     """A trace event as validation keeps it: an attribute per column of the trace format, unset where the
-    event has no value, which reads as None, as in the file. A row as a dict took 1.2 KB, for 23 columns
-    that are mostly null for any one event, and validation keeps every event (the steps name them in a
-    rejection): a million transactions' 7 million events took 11 GB. Iterating gives the columns that
+    event has no value, which reads as None, as in the file. Validation keeps every event (the steps name
+    them in a rejection); a row as a dict holds all 23 columns, mostly null for any one event: the events
+    of 100,000 transactions took 1.09 GB as dicts, 0.56 GB as Events. Iterating gives the columns that
     hold a value."""
 
     __slots__ = COLUMN_NAMES

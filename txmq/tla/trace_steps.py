@@ -31,7 +31,6 @@ from txmq.tla.trace_input import (
     MessageFields,
     SpecInput,
     Step,
-    compact_event,
     unmodelled,
 )
 from txmq.tla.trace_slots import slotted
@@ -389,7 +388,7 @@ def message(e: Mapping[str, Any]) -> dict[str, Any]:
 def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
                 ) -> tuple[list[Step], SpecInput]:
     """The trace spec's steps for a broker trace (header ``mode`` and ``config``), and its constants."""
-    rows = [compact_event(e) for e in events]
+    rows = list(events)
     builder = _Builder(mode, config, rows)
     steps, builder.spec.slots = slotted(builder.build(), builder.spec)
     builder.spec.half_records = sum(step.kind in HALF_APPENDS for step in steps)

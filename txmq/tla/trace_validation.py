@@ -131,7 +131,7 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
              progress: Progress | None = None) -> Validation:
     """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec: TLC runs
     over its windows, whose output holds the verdict and, for a rejection, its explanation."""
-    rows = [compact_event(e) for e in events]
+    rows = [compact_event(e) for e in events]  # kept to the end: small (already so from the command line)
     require_complete(rows)
     steps, spec = build_steps(mode, config, rows)
     return judge(mode, config, steps, spec, spec_dir=spec_dir, jar=jar, unknown_answer=unknown_answer,
