@@ -147,13 +147,17 @@ def upstream_broker(home: Path, work: Path) -> Iterator[str]:
 
 
 @contextmanager
-def txmq_broker(work: Path) -> Iterator[str]:
+def txmq_broker(work: Path, settings: dict[str, object] | None = None,
+                topics: dict[str, int] | None = None) -> Iterator[str]:
+    """``txmq serve --remoting`` in rocketmq mode with broker ``settings`` added (txmq's BrokerConfig
+    fields); its remoting address, which is also its name server's."""
     from txmq.config import BrokerConfig
     from txmq.serve.config import ServeConfig
     from txmq.serve.server import ServeSession
 
-    session = ServeSession(work / "store", BrokerConfig.from_mapping({"mode": "rocketmq"}), ServeConfig(),
-                           {TOPIC: QUEUES}, port=0, remoting_port=0).start()
+    config = BrokerConfig.from_mapping({"mode": "rocketmq", **(settings or {})})
+    session = ServeSession(work / "store", config, ServeConfig(), topics or {TOPIC: QUEUES}, port=0,
+                           remoting_port=0).start()
     try:
         assert session.remoting is not None
         yield f"127.0.0.1:{session.remoting.port}"
