@@ -143,3 +143,25 @@ def test_manual_clock_only_moves_forward() -> None:
 def test_system_clock_is_wall_time() -> None:
     before = time.time_ns() // 1_000_000
     assert before <= SystemClock().now_ms() <= time.time_ns() // 1_000_000
+
+
+def test_op_batch_thread_keeps_its_own_schedule(tmp_path: Path) -> None:
+    """TransactionalOpBatchService.run waits until the wake-up time its last run returned: the run at 3 s
+    finds the entry (buffered at 0.5 s) not yet due and the next run is an interval later, at 6 s; the
+    thread does not write as soon as the entry is 3 s old. Scenario S27 on the threaded runtime, whose
+    manual clock moves 100 ms at a time while the Op thread looks every 3 ms."""
+    clock = ManualClock(0)
+    sink = MemorySink()
+    broker = Broker(tmp_path / "s", BrokerConfig(mode="rocketmq"), clock, sink)
+    producer = TransactionProducer(broker, "G", ScriptedListener()).start()
+    try:
+        with BrokerRuntime(broker, interval_scale=0.001):
+            clock.advance(500)
+            producer.end_transaction(producer.send_half(Message("T", b"a")), COMMIT)
+            while not any(e["event"] == ev.OP_PUT for e in list(sink.events)) and clock.now_ms() < 20_000:
+                clock.advance(100)
+                time.sleep(0.02)  # the Op thread sees each time; seeing one late only delays the write
+    finally:
+        broker.close()
+    [op] = [e for e in sink.events if e["event"] == ev.OP_PUT]
+    assert op["ts"] >= 6_000

@@ -428,3 +428,51 @@ def test_s41_strict_skips_the_committed_half(make_env: EnvFactory) -> None:
     assert len(env.events(ev.CHECK)) == 1
     assert checks_after_durable_op(env.sink.events) == []
     assert env.bodies() == [b"committed", b"checked"]
+
+
+def half_committed_while_the_run_sleeps(env: Env) -> tuple[str, str, int]:
+    """Half 0 committed and its Op record written; half 1 never ended (born at 0 s); half 2 committed by
+    its producer at 2 s, its entry buffered until the Op batch thread's next run at 5 s. The run starts
+    at 4.5 s and is given a sleep that lets the clock and the timed services go on. Returns half 1's and
+    half 2's transaction ids and the run's pause count."""
+    producer = env.producer("G", ScriptedListener(COMMIT))
+    send(producer, b"a", COMMIT)
+    env.broker.flush_op_batches(force=True)  # Op record 0 lists half 0; the next batch run is at 5 s
+    unknown = send(producer, b"u").transaction_id
+    env.advance(2_000)
+    committed = send(producer, b"h", COMMIT).transaction_id  # entry "2," buffered
+    env.advance(2_500)
+
+    def sleep(ms: int) -> None:
+        env.advance(ms)
+        env.broker.tick()  # the Op batch thread is due at 5 s: it writes "2," while the run sleeps
+
+    report = env.broker.run_check_once(sleep=sleep)
+    assert unknown is not None and committed is not None
+    return unknown, committed, report.pauses
+
+
+def test_run_sleeps_after_draining_the_op_queue_rocketmq(make_env: EnvFactory) -> None:
+    """TransactionalMessageServiceImpl.check: at half 1 (old, no Op entry) the Op queue is read again and
+    found drained (NO_NEW_MSG), the run sleeps SLEEP_WHILE_NO_OP (1 s), then decides on half 1 with the
+    clock read again and without reading the Op queue again. Half 2, 2.5 s old when the run began, is
+    3.5 s old after the sleep: it is checked although its Op record was written during the sleep."""
+    env = make_env("rocketmq", transaction_timeout_ms=3_000, op_batch_interval_ms=5_000)
+    unknown, committed, pauses = half_committed_while_the_run_sleeps(env)
+
+    assert pauses == 1
+    [op] = [op for op in env.events(ev.OP_PUT) if op["half_offsets"] == [2]]
+    checks = env.events(ev.CHECK)
+    assert [c["txn"] for c in checks] == [unknown, committed]
+    assert all(c["seq"] > op["seq"] and c["ts"] == env.clock.now_ms() for c in checks)
+    assert env.bodies() == [b"a", b"h", b"u", b"h"]  # the late check's COMMIT writes half 2's body again
+
+
+def test_run_sleeps_and_checks_nothing_committed_strict(make_env: EnvFactory) -> None:
+    """Strict mode does not sleep (its resolution index knows half 2 is committed either way)."""
+    env = make_env("strict", transaction_timeout_ms=3_000, op_batch_interval_ms=5_000)
+    unknown, _, pauses = half_committed_while_the_run_sleeps(env)
+
+    assert pauses == 0
+    assert [c["txn"] for c in env.events(ev.CHECK)] == [unknown]
+    assert env.bodies() == [b"a", b"h", b"u"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
@@ -188,11 +190,23 @@ class BrokerCore:
         return self._ctx is not None
 
     # ----------------------------------------------------------------- timed services
-    def run_check_once(self) -> CheckRunReport:
-        """One back-check pass over the half queue."""
+    def run_check_once(self, sleep: Callable[[int], object] | None = None) -> CheckRunReport:
+        """One back-check pass over the half queue. ``sleep(ms)`` is how its run waits when upstream's
+        sleeps (the threaded runtime's wait); manual-clock drivers give none and the run does not wait."""
         with self._lock:
-            self._context()
-            return self._check.run_once()
+            ctx = self._context()
+            return self._check.run_once(None if sleep is None else partial(self._sleep_unlocked, ctx, sleep))
+
+    def _sleep_unlocked(self, ctx: TransactionContext, sleep: Callable[[int], object], ms: int) -> None:
+        """Wait ``ms`` without the lock, as upstream's check thread sleeps holding nothing: end
+        transactions and Op batches go on meanwhile. A broker that crashed in the wait ends the run."""
+        self._lock.release()
+        try:
+            sleep(ms)
+        finally:
+            self._lock.acquire()
+        if self._ctx is not ctx:
+            raise BrokerUnavailableError("the broker went down while its check run slept")
 
     def flush_op_batches(self, force: bool = False) -> int:
         """One run of the Op batch thread: write the Op records that are due (all of them with
@@ -226,6 +240,11 @@ class BrokerCore:
                     if not service.self_scheduled:
                         self._next_run[service.method] = (self._clock.now_ms()
                                                           + service.interval_ms(self._config))
+
+    def due_ms(self, service: TimedService) -> int:
+        """When a self-scheduled ``service`` next runs (the threaded runtime waits for it)."""
+        with self._lock:
+            return self._due_ms(service)
 
     def _due_ms(self, service: TimedService) -> int:
         if service.self_scheduled:  # the Op batch thread, woken early by a full buffer

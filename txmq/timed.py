@@ -19,12 +19,14 @@ class TimedService:
     """One timed service: ``thread`` names its runtime thread, ``interval_setting`` is the BrokerConfig
     field of its interval, ``method`` the Broker method that runs it once. A ``self_scheduled`` service
     keeps its own next run time, because other events wake it early (the Op batch thread is woken by a
-    full buffer)."""
+    full buffer). A ``sleeps`` service waits inside a run as upstream's does (``TransactionalMessage
+    ServiceImpl.check``'s SLEEP_WHILE_NO_OP): the runtime gives its method a ``sleep(ms)``."""
 
     thread: str
     interval_setting: str
     method: str
     self_scheduled: bool = False
+    sleeps: bool = False
 
     def interval_ms(self, config: BrokerConfig) -> int:
         """This service's interval under ``config``."""
@@ -34,7 +36,7 @@ class TimedService:
 
 TIMED_SERVICES = (
     TimedService("txmq-op-batch", "op_batch_interval_ms", "flush_op_batches", self_scheduled=True),
-    TimedService("txmq-check", "check_interval_ms", "run_check_once"),
+    TimedService("txmq-check", "check_interval_ms", "run_check_once", sleeps=True),
     TimedService("txmq-offsets", "offset_persist_interval_ms", "persist_offsets"),
     TimedService("txmq-retention", "clean_resource_interval_ms", "delete_expired_segments"),
 )

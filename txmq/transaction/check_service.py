@@ -1,14 +1,22 @@
 """The back-check service: one run scans each half queue and applies ``scan.decide`` to each record.
 
-Upstream ``TransactionalMessageServiceImpl.check`` minus the sleeps. The rules live in ``scan``; this
-module reads what they need (half records, Op records in batches of 32) and carries decisions out:
-renew-then-check, immunity re-puts, discards, and the checkpoints at the end of each queue's run. Strict
-mode adds two skips (resolved transactions, superseded copies) inside ``decide``.
+Upstream ``TransactionalMessageServiceImpl.check``. The rules live in ``scan``; this module reads what they
+need (half records, Op records in batches of 32) and carries decisions out: renew-then-check, immunity
+re-puts, discards, and the checkpoints at the end of each queue's run. Strict mode adds two skips
+(resolved transactions, superseded copies) inside ``decide``.
+
+Its one sleep: in rocketmq mode, when a read of the Op queue that the run asked for finds it drained,
+the run waits ``DRAINED_SLEEP_MS`` (upstream's ``SLEEP_WHILE_NO_OP``) through the ``pause`` it is given,
+then decides on the same half with the clock read again and the Op view it had: halves grow older during
+the pause while the Op records written meanwhile stay unread. At 180 transactions a second with a 3 s
+timeout and Op batches of up to 3 s, that is what makes upstream check transactions its producer had
+already ended (docs/conformance.md). Manual-clock drivers give no pause and the run goes straight on.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -29,6 +37,7 @@ from txmq.transaction.constants import (
 from txmq.transaction.context import TransactionContext
 from txmq.transaction.op_batcher import decode_body
 from txmq.transaction.scan import (
+    DRAINED_SLEEP_MS,
     OP_BATCH,
     Check,
     Discard,
@@ -45,6 +54,7 @@ from txmq.transaction.scan import (
 from txmq.transaction.views import client_view
 
 log = logging.getLogger("txmq.broker")
+Pause = Callable[[int], None]  # waits the given milliseconds
 
 
 @dataclass
@@ -58,6 +68,7 @@ class CheckRunReport:
     immunity_renewals: int = 0
     discards: int = 0
     op_reads: int = 0
+    pauses: int = 0
     stopped_at: int | None = None
     stop_reason: str | None = None
 
@@ -70,14 +81,14 @@ class CheckService:
         cfg = ctx.config
         self.rules = ScanRules(cfg.check_max, cfg.transaction_timeout_ms, cfg.file_reserved_time_ms)
 
-    def run_once(self) -> CheckRunReport:
-        """One pass over every half queue."""
+    def run_once(self, pause: Pause | None = None) -> CheckRunReport:
+        """One pass over every half queue; ``pause(ms)`` is how the run sleeps (none: it does not)."""
         report = CheckRunReport()
         for queue_id in self.ctx.store.queue_ids(HALF_TOPIC):
-            self._scan_queue(queue_id, report)
+            self._scan_queue(queue_id, report, pause)
         return report
 
-    def _scan_queue(self, queue_id: int, report: CheckRunReport) -> None:
+    def _scan_queue(self, queue_id: int, report: CheckRunReport, pause: Pause | None) -> None:
         ctx = self.ctx
         clock, checkpoints = ctx.clock, ctx.checkpoints
         start = clock.now_ms()
@@ -92,6 +103,9 @@ class CheckService:
             decision = decide(i, read_half, ops, ctx.resolution, Moment(start, clock.now_ms()), self.rules)
             if isinstance(decision, ReadOps):
                 self._read_ops(queue_id, ops, report)
+                if ops.drained and pause is not None and not ctx.config.strict:
+                    pause(DRAINED_SLEEP_MS)  # SLEEP_WHILE_NO_OP, then the same half again
+                    report.pauses += 1
                 continue
             if decision.half is not None:
                 report.examined += 1

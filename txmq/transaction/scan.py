@@ -43,9 +43,10 @@ STOP_YOUNG = "YOUNG"  # no older than the transaction timeout: head of line
 RESOLVED = "RESOLVED"
 SUPERSEDED = "SUPERSEDED"
 
-# Upstream's MAX_PROCESS_TIME_LIMIT and OP_MSG_PULL_NUMS (TransactionalMessageServiceImpl).
+# Upstream's MAX_PROCESS_TIME_LIMIT, OP_MSG_PULL_NUMS and SLEEP_WHILE_NO_OP (TransactionalMessageServiceImpl).
 RUN_TIME_LIMIT_MS = 60_000
 OP_BATCH = 32
+DRAINED_SLEEP_MS = 1_000
 
 
 class ResolutionView(Protocol):
@@ -270,6 +271,6 @@ def decide(offset: int, read_half: Callable[[int], StoredMessage | None], ops: O
         return Check(half, count)
     if ops.drained:
         # Upstream re-reads the empty Op queue and sleeps 1 s until the run's time limit ends the run;
-        # txmq never sleeps, so it ends the run here, at the same record, with the same result.
+        # txmq does not wait for that, so it ends the run here, at the same record, with the same result.
         return Stop(STOP_TIME_LIMIT, half)
     return ReadOps(half)
