@@ -66,10 +66,13 @@ class Side:
     max_check_times: int = 0
     windows: list[str] = field(default_factory=list)
 
+    def per_sent(self, count: int) -> float:
+        return count / self.sent if self.sent else 0.0
+
     def summary(self) -> str:
         own = sum(n for kind, n in self.unexpected.items() if kind.startswith("own"))
         earlier = sum(self.unexpected.values()) - own
-        per_tx = self.checks / self.sent if self.sent else 0.0
+        per_tx = self.per_sent(self.checks)
         share = sum(self.unexpected.values()) / self.checks if self.checks else 0.0
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.unexpected.items()))
         most = max(self.per_transaction.values(), default=0)
@@ -159,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--txmq", nargs="*", default=[], metavar="KEY=VALUE", help="txmq broker settings")
     args = parser.parse_args(argv)
     home = rocketmq_home()
+    sides: dict[str, Side] = {}
     for name in ("upstream", "txmq"):
         if args.only not in (None, name):
             continue
@@ -170,7 +174,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             with broker as namesrv:
                 side = run_benchmark(home, namesrv, work, args.seconds)
         print(f"{name:8}: {side.summary()} (load {os.getloadavg()[0]:.1f})", flush=True)
+        sides[name] = side
+    if len(sides) == 2:
+        print(ratios(sides["upstream"], sides["txmq"]))
     return 0
+
+
+def ratios(upstream: Side, txmq: Side) -> str:
+    """Upstream's figures per transaction sent as multiples of txmq's (the sides send at different rates
+    on a loaded machine, so per transaction is what compares)."""
+    def times(a: float, b: float) -> str:
+        return f"{a / b:.2f}x" if b else "n/a (txmq 0)"
+
+    unexpected = (upstream.per_sent(sum(upstream.unexpected.values())),
+                  txmq.per_sent(sum(txmq.unexpected.values())))
+    checks = upstream.per_sent(upstream.checks), txmq.per_sent(txmq.checks)
+    return (f"upstream/txmq: checks per transaction {times(*checks)}, unexpected checks per transaction "
+            f"{times(*unexpected)} ({unexpected[0]:.3f} against {unexpected[1]:.3f})")
 
 
 if __name__ == "__main__":
