@@ -25,7 +25,7 @@ REPLY_TIMEOUT_S = 60
 _LISTENING = re.compile(r"listening on (\S+):(\d+)")
 
 pytest.importorskip("rocketmq.grpc_protocol",
-                    reason="the official client is missing: pip install 'txmq[serve]'")
+                    reason="the official client is missing: pip install -e '.[serve]'")
 
 
 _python_command = python_command

@@ -27,7 +27,7 @@ from txmq.config import BrokerConfig
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
 
-grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install -e '.[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
@@ -393,7 +393,7 @@ def test_the_session_trace_is_complete_and_holds_what_happened(server: ServerPro
 
 def test_the_session_trace_validates_with_spark(server: ServerProcess) -> None:
     """Every catalogue invariant holds over the strict session (run after the test above ended it)."""
-    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     from spark_validation.job import validate
     from spark_validation.tests.conftest import small_trace_session
 
