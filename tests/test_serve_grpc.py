@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servekit import ClientProcess, ServerProcess
+from servekit import ClientProcess, ServerProcess, wait_for
 from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
 from spark_validation.report import HOLDS, NOT_JUDGED
@@ -42,17 +42,6 @@ FAST = ["--broker", f"check_interval_ms={CHECK_INTERVAL_MS}", "--broker", "trans
 TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Late",
                                    "Push")]
 META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
-
-
-def wait_for(predicate: Any, timeout: float, what: str, pause: float = 0.2) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(pause)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
