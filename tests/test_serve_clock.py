@@ -8,8 +8,11 @@ check that comes after the advance came from it.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,8 @@ from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import BrokerUnavailableError, ClientError, ConfigError
 from txmq.protocol import Message
-from txmq.serve.admin_client import parse_duration
+from txmq.serve.admin_client import AdminClient, parse_duration
+from txmq.serve.admin_http import AdminServer
 from txmq.serve.heartbeat import HeartbeatGate
 from txmq.serve.manual import ClockDriver
 from txmq.serve.pytest_plugin import ServedBroker
@@ -154,3 +158,37 @@ def test_a_negative_advance_is_refused(tmp_path: Path) -> None:
         assert clock.now_ms() == 0
     finally:
         broker.close()
+
+
+def test_the_admin_interface_answers_and_refuses_in_json(tmp_path: Path) -> None:
+    clock = ManualClock(5_000)
+    broker = Broker(tmp_path / "store", BrokerConfig(), clock)
+    manual = AdminServer(broker, ClockDriver(broker, clock, None, 20_000, lambda: None)).start()
+    system = AdminServer(broker, None).start()
+    try:
+        admin = AdminClient(f"127.0.0.1:{manual.port}")
+        assert (admin.now_ms(), admin.advance(1_000), admin.producers()) == (5_000, 6_000, {})
+        broker.register_producer("G", Channel())
+        assert admin.producers() == {"G": ["p1"]}
+        for body in (b"[]", b'{"ms": "1s"}', b'{"ms": -5}', b'{"ms": 1.5}', b"not json"):
+            assert post(manual.port, "/clock/advance", body) == 400
+        assert post(manual.port, "/clock/rewind", b"{}") == 404
+        assert post(system.port, "/clock/advance", b'{"ms": 1}') == 409
+        assert clock.now_ms() == 6_000
+        with pytest.raises(ConfigError, match="--clock manual"):
+            AdminClient(f"127.0.0.1:{system.port}").advance(1)
+    finally:
+        manual.stop()
+        system.stop()
+        broker.close()
+
+
+def post(port: int, path: str, body: bytes) -> int:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        error = json.loads(exc.read())["error"]
+        assert error and "\n" not in error
+        return exc.code
