@@ -88,8 +88,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
         if session.admin is not None:
             address = f"{LOOPBACK}:{session.admin.port}"
-            print(f"txmq serve: admin on {address} (clock {args.clock}: txmq clock advance --admin {address} "
-                  "30s)", flush=True)
+            use = f"txmq clock advance --admin {address} 30s" if args.clock == "manual" else "txmq clock now"
+            print(f"txmq serve: admin on {address} (clock {args.clock}: {use})", flush=True)
         try:
             while not stop.wait(1.0):
                 pass
