@@ -7,7 +7,8 @@ and a valid request must be served right after it. Bounded: ``TXMQ_FUZZ_EXAMPLES
 (default 300: about 10 s a test), from seed ``TXMQ_FUZZ_SEED`` (default 44, printed), with no example
 database, so the same seed sends the same requests. END_TRANSACTION is sent one-way, as clients send it
 (it answers nothing then), and judged by the log and the request after it; PULL_MESSAGE is sent with no
-suspend time, so that nothing holds it.
+suspend time, so that nothing holds it. Of the gRPC RPCs, the unary ones are fuzzed; ReceiveMessage (a
+long poll) and Telemetry (a stream) are not.
 """
 
 from __future__ import annotations
