@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,25 @@ CLIENT = Path(__file__).with_name("serve_client.py")
 START_TIMEOUT_S = 60
 REPLY_TIMEOUT_S = 60
 _LISTENING = re.compile(r"listening on (\S+):(\d+)")
+_REMOTING = re.compile(r"remoting on \S+:(\d+)")
+_ADMIN = re.compile(r"admin on (\S+) ")
 
 pytest.importorskip("rocketmq.grpc_protocol",
-                    reason="the official client is missing: pip install 'txmq[serve]'")
+                    reason="the official client is missing: pip install -e '.[serve]'")
 
 
 _python_command = python_command
+
+
+def wait_for(predicate: Any, timeout: float, what: str, pause: float = 0.2) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(pause)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 class Lines:
@@ -75,6 +89,21 @@ class ServerProcess:
         assert match, f"unexpected first line from txmq serve; see {self.log}"
         self.port = int(match.group(2))
         self.endpoint = f"127.0.0.1:{self.port}"
+        remoting = self._line(lines, _REMOTING) if "--remoting" in args else None
+        self.remoting_port = int(remoting.group(1)) if remoting else None
+        admin = self._line(lines, _ADMIN) if "--admin" in args or "manual" in args else None
+        self.admin = admin.group(1) if admin else None  # the admin interface's HOST:PORT
+
+    def _line(self, lines: Lines, pattern: re.Pattern[str]) -> re.Match[str]:
+        """The next line, which must match: the remoting and admin lines follow the listening one."""
+        try:
+            found = pattern.search(lines.next(START_TIMEOUT_S))
+        except (TimeoutError, EOFError):
+            found = None
+        if found is None:
+            self.kill()
+            raise AssertionError(f"txmq serve did not print {pattern.pattern!r} next; see {self.log}")
+        return found
 
     def terminate(self, timeout: float = 30) -> int:
         """SIGTERM and wait: a clean shutdown; returns the exit code."""

@@ -26,7 +26,7 @@ from txmq.errors import BrokerUnavailableError, ConfigError, TraceError
 # The official client reconfigures logging when imported (its logging.config.dictConfig closes every
 # handler, pytest's log capture included): import it while collecting, as the serve tests do, rather than
 # in the middle of a test through ``txmq audit``.
-pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install 'txmq[serve]'")
+pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install -e '.[serve]'")
 
 STRICT = Expectations("strict", transaction_timeout_s=1.0, check_max=3)
 ROCKETMQ = Expectations("rocketmq", transaction_timeout_s=1.0, check_max=3)

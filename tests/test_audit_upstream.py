@@ -27,7 +27,7 @@ from txmq.audit.nemesis import UpstreamNemesis
 from txmq.cli import build_parser
 from txmq.upstream import UpstreamCluster
 
-grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install -e '.[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402

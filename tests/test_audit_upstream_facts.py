@@ -18,7 +18,7 @@ from txmq.audit.checkers import Expectations
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
 from txmq.catalogue import UPSTREAM_FACTS
 
-pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install 'txmq[serve]'")
+pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install -e '.[serve]'")
 
 TIMEOUT = Expectations("rocketmq", transaction_timeout_s=6.0, check_max=15)
 

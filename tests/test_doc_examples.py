@@ -87,7 +87,7 @@ def test_the_readme_python_example_runs(tmp_path: Path) -> None:
 
 
 def test_the_client_quickstart_runs_as_printed(tmp_path: Path) -> None:
-    pytest.importorskip("rocketmq", reason="the official client is missing: pip install 'txmq[serve]'")
+    pytest.importorskip("rocketmq", reason="the official client is missing: pip install -e '.[serve]'")
     from servekit import ServerProcess
 
     code = _python_block("docs/client-quickstart.md", "TransactionChecker")
@@ -99,3 +99,28 @@ def test_the_client_quickstart_runs_as_printed(tmp_path: Path) -> None:
         server.terminate()
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["order 1"]
+
+
+# ``pip install`` commands that name txmq: from the package index (``txmq``, ``'txmq[serve]'``), which
+# does not have it, or from the checkout (``-e '.[serve]'``, ``.``), whose extras must exist.
+_PIP_TXMQ = re.compile(r"pip install (?:-\S+ )*['\"]?txmq\b")
+_PIP_CHECKOUT = re.compile(r"pip install (?:-\S+ )*['\"]?\.(?:\[([\w,]+)\])?['\"]?")
+_SOURCES = [*DOCS, *sorted((ROOT / "txmq").rglob("*.py")), *sorted((ROOT / "tests").glob("*.py")),
+            *sorted((ROOT / "scripts").glob("*.sh"))]
+
+
+def test_install_instructions_install_from_the_repository() -> None:
+    """Issue #44: docs/serve.md's ``pip install 'txmq[serve]'`` failed, txmq not being on the index."""
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    wrong, named = [], []
+    for path in _SOURCES:
+        text = path.read_text(encoding="utf-8")
+        if path.name == "test_doc_examples.py":
+            continue
+        wrong += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in _PIP_TXMQ.finditer(text)]
+        named += [(path, extra) for m in _PIP_CHECKOUT.finditer(text)
+                  for extra in (m.group(1) or "").split(",") if extra]
+    assert wrong == []
+    assert named and {extra for _, extra in named} <= extras

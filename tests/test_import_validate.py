@@ -16,7 +16,7 @@ from txmq.trace.reader import read_events
 from txmq.upstream.import_cli import DEFAULTS, import_store
 from txmq.upstream.storewriter import StoreWriter, append_duplicate_real, synthetic_store
 
-pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
 
 
 def _validate(store: Path, out: Path, mode: str) -> Report:

@@ -154,7 +154,7 @@ def test_sigint_is_handled_as_before_whatever_the_block_installs(before: object)
 def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("java") is None:
         pytest.skip("no java on PATH: install Java 17 (apt-get install openjdk-17-jre-headless) for Spark")
-    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     # Big enough that the job is still running when the test interrupts it (about 15,000 events).
     path = tmp_path_factory.mktemp("interrupt") / "t.parquet"
     simulate(Workload(transactions=3000), seed=1, out=path)

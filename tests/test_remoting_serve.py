@@ -301,7 +301,7 @@ def test_a_short_remoting_session_is_a_behaviour_of_the_spec(tmp_path: Path) -> 
 
 
 def test_a_remoting_session_validates(tmp_path: Path) -> None:
-    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     from spark_validation.job import validate
     from spark_validation.tests.conftest import small_trace_session
 

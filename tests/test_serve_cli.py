@@ -11,7 +11,7 @@ from txmq.cli import main
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError, StoreLockedError
 
-grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install -e '.[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402

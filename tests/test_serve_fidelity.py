@@ -18,7 +18,7 @@ from txmq.serve.heartbeat import HeartbeatGate
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
 
-grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install -e '.[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servekit import ClientProcess, ServerProcess
+from servekit import ClientProcess, ServerProcess, wait_for
 from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
 from spark_validation.report import HOLDS, NOT_JUDGED
@@ -27,7 +27,7 @@ from txmq.config import BrokerConfig
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
 
-grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install 'txmq[serve]'")
+grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install -e '.[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
@@ -42,17 +42,6 @@ FAST = ["--broker", f"check_interval_ms={CHECK_INTERVAL_MS}", "--broker", "trans
 TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Late",
                                    "Push")]
 META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
-
-
-def wait_for(predicate: Any, timeout: float, what: str, pause: float = 0.2) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(pause)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -393,7 +382,7 @@ def test_the_session_trace_is_complete_and_holds_what_happened(server: ServerPro
 
 def test_the_session_trace_validates_with_spark(server: ServerProcess) -> None:
     """Every catalogue invariant holds over the strict session (run after the test above ended it)."""
-    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     from spark_validation.job import validate
     from spark_validation.tests.conftest import small_trace_session
 

@@ -11,7 +11,7 @@ import pytest
 from brokerkit import EnvFactory
 
 pytest.importorskip("rocketmq.grpc_protocol",
-                    reason="the official client is missing: pip install 'txmq[serve]'")
+                    reason="the official client is missing: pip install -e '.[serve]'")
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
 

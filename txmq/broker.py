@@ -68,6 +68,11 @@ class Broker(BrokerCore):
             if self._producers.unregister(group, producer_id):
                 self._emit(ev.PRODUCER, producer_group=group, producer=producer_id, result=ev.PRODUCER_DOWN)
 
+    def live_producers(self) -> dict[str, list[str]]:
+        """The producers a check can reach now, by group (``mqadmin producerConnection``)."""
+        with self._lock:
+            return self._producers.live()
+
     def send_message(self, message: Message, uniq_key: str) -> SendResult:
         """Store a plain (non-transactional) message: visible to consumers at once."""
         validate_topic(message.topic)

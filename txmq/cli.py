@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "spark_validation.cli",
     "txmq.tla.cli",
     "txmq.serve.cli",
+    "txmq.serve.admin_client",
     "txmq.audit.cli",
     "txmq.diff.cli",
     "txmq.upstream.cli",

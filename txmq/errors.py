@@ -11,6 +11,10 @@ import errno
 # disk, not a bug of txmq (``WriteRefusedError``).
 REFUSED_WRITES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
+# How to get the official RocketMQ Python client, which the serve, audit, diff and atlas commands need:
+# txmq is installed from its repository (it is not on the package index), with the ``serve`` extra.
+INSTALL_SERVE = "pip install -e '.[serve]' in txmq's checkout (txmq is not on the package index)"
+
 
 class TxmqError(Exception):
     """Base of every user-facing error."""

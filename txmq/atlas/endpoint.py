@@ -26,7 +26,7 @@ from txmq.audit.history import History, Record
 from txmq.audit.nemesis import wait_reachable
 from txmq.audit.sightings import checked_after_own_end
 from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
-from txmq.errors import ToolMissingError
+from txmq.errors import INSTALL_SERVE, ToolMissingError
 
 REPRODUCED, NOT_REPRODUCED, UNREACHABLE = "reproduced", "not reproduced", "unreachable"
 NOT_SEEN = "not seen"  # a race of the endpoint's that this run missed: no evidence that it is fixed
@@ -63,8 +63,8 @@ def history_of(entry: Entry, target: Target, seed: int) -> list[Record]:
     try:
         from txmq.audit.driver import Driver, DriverSettings  # the official client: txmq[serve]
     except ImportError as exc:
-        raise ToolMissingError(f"txmq atlas --endpoint needs the official client ({exc.name}): pip install "
-                               "'txmq[serve]'") from None
+        raise ToolMissingError(f"txmq atlas --endpoint needs the official client ({exc.name}): "
+                               f"{INSTALL_SERVE}") from None
 
     recorder = History()
     settings = DriverSettings(target.endpoint, target.topic, target.group, consumers=1, invisible_s=5,

@@ -24,7 +24,7 @@ from typing import Any
 from txmq.audit import checkers, history, report, timing
 from txmq.audit.nemesis import Launched, Nemesis, split_endpoint, wait_reachable
 from txmq.audit.workload import add_workload_arguments, seeded_plan
-from txmq.errors import ConfigError, ToolMissingError
+from txmq.errors import INSTALL_SERVE, ConfigError, ToolMissingError
 from txmq.files import check_output_path
 
 VIOLATION_EXIT = 1
@@ -99,7 +99,7 @@ def _driver(args: argparse.Namespace) -> tuple[Any, Any]:
     try:
         from txmq.audit.driver import Driver, DriverSettings
     except ImportError:
-        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
+        raise ToolMissingError(f"the official RocketMQ Python client is missing: {INSTALL_SERVE}"
                                ) from None
     if args.protocol == "grpc":
         return Driver, DriverSettings

@@ -81,7 +81,8 @@ def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
 
 def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
     """Also: anything a consumer received sits where a REAL_PUT was, and in strict mode its
-    ``transaction_state`` is COMMITTED."""
+    ``transaction_state`` is COMMITTED. A plain message's PLAIN_PUT (served sessions) is the put of its
+    position, as Spark's ``queues`` takes it."""
     problems = []
     committed: set[str] = set()
     puts: set[tuple[str, int, int]] = set()
@@ -92,6 +93,8 @@ def NoUncommittedVisible(obs: Observation, strict: bool = True) -> list[str]:
         elif kind == ev.REAL_PUT:
             if e["txn"] not in committed:
                 problems.append(f"seq {e['seq']}: REAL_PUT of {e['txn']} before any END_TX COMMIT OK")
+            puts.add((e["topic"], e["queue_id"], e["queue_offset"]))
+        elif kind == ev.PLAIN_PUT:
             puts.add((e["topic"], e["queue_id"], e["queue_offset"]))
         elif kind == ev.DELIVER and (e["topic"], e["queue_id"], e["queue_offset"]) not in puts:
             problems.append(f"seq {e['seq']}: DELIVER of {e['topic']}/{e['queue_id']}@{e['queue_offset']} "
@@ -309,11 +312,12 @@ def DeliveryIntegrity(obs: Observation, strict: bool = True) -> list[str]:
 
 
 def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
-    """Also: each queue's end (``max_offset``) is its REAL_PUT count."""
+    """Also: each queue's end (``max_offset``) is its REAL_PUT count. A PLAIN_PUT takes its position as a
+    REAL_PUT does (served sessions; Spark's ``queues`` counts both)."""
     count: Counter[QueueKey] = Counter()
     problems = []
     for e in obs.events:
-        if e["event"] == ev.REAL_PUT:
+        if e["event"] in (ev.REAL_PUT, ev.PLAIN_PUT):
             key = (e["topic"], e["queue_id"])
             if e["queue_offset"] != count[key]:
                 problems.append(f"seq {e['seq']}: REAL_PUT at {key[0]}/{key[1]}@{e['queue_offset']}, "

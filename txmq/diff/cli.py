@@ -23,7 +23,7 @@ from txmq.audit.checkers import Expectations
 from txmq.audit.nemesis import split_endpoint
 from txmq.audit.report import write_json
 from txmq.audit.workload import add_workload_arguments, seeded_plan
-from txmq.errors import ConfigError, ToolMissingError
+from txmq.errors import INSTALL_SERVE, ConfigError, ToolMissingError
 from txmq.upstream import rocketmq_home
 
 DISAGREEMENT_EXIT = 1
@@ -76,7 +76,7 @@ def _diff(args: argparse.Namespace) -> int:
     try:
         from txmq.diff.both import run_both
     except ImportError:
-        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
+        raise ToolMissingError(f"the official RocketMQ Python client is missing: {INSTALL_SERVE}"
                                ) from None
     out.mkdir(parents=True, exist_ok=True)
     expectations = Expectations("rocketmq", args.transaction_timeout, args.check_max)
@@ -89,7 +89,7 @@ def _rejudge(args: argparse.Namespace) -> int:
     try:
         from txmq.diff.both import rejudge
     except ImportError:
-        raise ToolMissingError("the official RocketMQ Python client is missing: pip install 'txmq[serve]'"
+        raise ToolMissingError(f"the official RocketMQ Python client is missing: {INSTALL_SERVE}"
                                ) from None
     return _show(out, rejudge(out), args.min_agreement)
 

@@ -43,6 +43,7 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 def _serve(args: argparse.Namespace) -> int:
     from txmq.broker import validate_topic
+    from txmq.serve.admin_http import LOOPBACK
     from txmq.serve.config import ServeConfig
     from txmq.serve.server import ServeSession
 
@@ -65,7 +66,8 @@ def _serve(args: argparse.Namespace) -> int:
             raise ConfigError(f"--trace {trace}: directory {trace.parent} does not exist")
         if trace.suffix.lower() not in (".parquet", ".ndjson", ".jsonl"):
             raise ConfigError(f"--trace {trace}: name the trace *.parquet or *.ndjson")
-    for flag, port in (("--port", args.port), ("--remoting", args.remoting)):
+    admin = 0 if args.admin is None and args.clock == "manual" else args.admin
+    for flag, port in (("--port", args.port), ("--remoting", args.remoting), ("--admin", admin)):
         if port is not None and not 0 <= port < 65536:
             raise ConfigError(f"{flag} {port}: use 0 (any free port) to 65535")
     advertise = _endpoint(args.advertise) if args.advertise else None
@@ -78,11 +80,16 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         session = ServeSession(Path(args.store), broker_config, config, topics, host=args.host,
                                port=args.port, trace=trace, advertise=advertise,
-                               remoting_port=args.remoting).start()
+                               remoting_port=args.remoting, manual_clock=args.clock == "manual",
+                               admin_port=admin).start()
         print(f"txmq serve: listening on {args.host}:{session.port} (mode {broker_config.mode}, flush "
               f"{broker_config.flush}, topics {', '.join(sorted(topics))})", flush=True)
         if session.remoting is not None:
             print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
+        if session.admin is not None:
+            address = f"{LOOPBACK}:{session.admin.port}"
+            use = f"txmq clock advance --admin {address} 30s" if args.clock == "manual" else "txmq clock now"
+            print(f"txmq serve: admin on {address} (clock {args.clock}: {use})", flush=True)
         try:
             while not stop.wait(1.0):
                 pass
@@ -116,6 +123,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="broker mode (default strict)")
     parser.add_argument("--flush", choices=("async", "sync"), default="async",
                         help="sync fsyncs before acknowledging (default async)")
+    parser.add_argument("--clock", choices=("system", "manual"), default="system",
+                        help="manual: the broker's time moves only when told to, through the admin interface "
+                             "(txmq clock advance); default system")
+    parser.add_argument("--admin", type=int, metavar="PORT",
+                        help="serve the admin interface (HTTP/JSON, docs/serve.md) on this loopback port; 0 "
+                             "picks a free one, the default with --clock manual")
     parser.add_argument("--trace", help="write the session's trace here, *.parquet or *.ndjson")
     parser.add_argument("--broker", dest="broker_settings", action="append", metavar="SETTING=VALUE",
                         help="override one broker setting, e.g. check_interval_ms=5000; repeatable")

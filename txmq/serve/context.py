@@ -26,3 +26,4 @@ class ServeContext:
     clients: ClientRegistry
     host: str
     port: int
+    client_clock: bool = True  # False on a manual clock: a client's born time is on another clock

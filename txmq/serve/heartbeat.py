@@ -47,9 +47,10 @@ class ImmediateRegistration:
 
 class HeartbeatGate(ImmediateRegistration):
     """``rocketmq`` mode: producers of a group the broker has not heard of wait for the next heartbeat,
-    every ``period_ms`` from the server's start (see the module docstring)."""
+    every ``period_ms`` from the server's start (see the module docstring). Without ``threaded``, nothing
+    beats on its own: a manual clock's driver calls ``beat`` when the period comes (``txmq.serve.manual``)."""
 
-    def __init__(self, broker: Broker, period_ms: int) -> None:
+    def __init__(self, broker: Broker, period_ms: int, threaded: bool = True) -> None:
         super().__init__(broker)
         self._lock = threading.Lock()
         self._known: set[str] = set()
@@ -57,7 +58,8 @@ class HeartbeatGate(ImmediateRegistration):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat_every, args=(period_ms / 1000,),
                                         name="txmq-tx-heartbeat", daemon=True)
-        self._thread.start()
+        if threaded:
+            self._thread.start()
 
     def register(self, group: str, channel: ProducerChannel) -> None:
         """At once for a group the broker knows; at the next heartbeat otherwise."""
@@ -90,4 +92,5 @@ class HeartbeatGate(ImmediateRegistration):
     def close(self) -> None:
         """Stop the heartbeat thread (server shutdown)."""
         self._stop.set()
-        self._thread.join(5)
+        if self._thread.is_alive():
+            self._thread.join(5)

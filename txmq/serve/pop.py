@@ -24,6 +24,7 @@ service's lock, then the broker's; the broker never calls in here.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -123,17 +124,20 @@ class PopService:
         """Up to ``max_messages`` messages, waiting at most ``wait_s`` for the first one (a long poll).
 
         A message due for an attempt beyond ``max_attempts`` goes to the dead-letter callback instead and
-        counts as consumed: upstream's proxy forwards it (``PopMessageResultFilterImpl``: TO_DLQ)."""
-        deadline = self._now() + int(wait_s * 1000)
+        counts as consumed: upstream's proxy forwards it (``PopMessageResultFilterImpl``: TO_DLQ).
+
+        The poll ends on the wall clock, as the client's deadline does, whatever the broker's clock says (a
+        manual one moves only when a test moves it, and then calls ``notify``)."""
+        deadline = time.monotonic() + wait_s
         with self._cond:
             while True:
                 popped = self._pop(group, topic, queue_ids, max_messages, invisible_ms, accept, max_attempts)
-                now = self._now()
-                if popped or now >= deadline or self._closed:
+                left = deadline - time.monotonic()
+                if popped or left <= 0 or self._closed:
                     return popped
                 due = self._next_visible(group, topic, queue_ids)
-                wake = min(deadline, due if due is not None else deadline) - now
-                self._cond.wait(max(0.001, min(wake / 1000, _IDLE_WAKE_S)))
+                wake = left if due is None else min(left, (due - self._now()) / 1000)
+                self._cond.wait(max(0.001, min(wake, _IDLE_WAKE_S)))
 
     def notify(self) -> None:
         """New messages may be visible (a send or a commit): wake the long polls."""

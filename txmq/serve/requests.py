@@ -5,6 +5,9 @@ group names, tag filters, invisible times, and the table of served topics. Each 
 from __future__ import annotations
 
 import re
+import shlex
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +30,20 @@ class TopicTable:
 
     def __init__(self, declared: dict[str, int]) -> None:
         self.declared = dict(declared)
+        self._reported: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def report_missing(self, front_end: str, topic: str) -> None:
+        """One line on serve's console the first time a front end is asked for a topic it does not serve:
+        the client only hears "failed to fetch topic route", so the one who started serve is told which
+        option was missing. Once per topic and front end, since clients retry and refresh routes."""
+        with self._lock:
+            if (front_end, topic) in self._reported:
+                return
+            self._reported.add((front_end, topic))
+        name = shlex.quote(topic) if topic.isprintable() else repr(topic)  # one line, whatever it holds
+        print(f"txmq serve: a {front_end} client asked for topic {name}, which is not served: start txmq "
+              f"serve with --topic {name}", file=sys.stderr, flush=True)
 
     def queues(self, topic: str) -> int:
         """Queue count of a served topic; TOPIC_NOT_FOUND otherwise (``TopicRouteHelper``)."""
@@ -34,6 +51,7 @@ class TopicTable:
             return 1
         count = self.declared.get(topic)
         if count is None:
+            self.report_missing("gRPC", topic)
             # upstream's status message: the name server's remark
             # (DefaultRequestProcessor.getRouteInfoByTopic) as MQClientException words it; the official
             # Node.js client's suite matches on it

@@ -1,4 +1,5 @@
-"""One served session: a broker on the system clock with its timed services, behind a gRPC port.
+"""One served session: a broker on the system clock with its timed services, behind a gRPC port (or on a
+manual clock that only the admin interface moves: ``txmq.serve.manual``).
 
 ``ServeSession.start()`` opens the store (recovering it), starts the check service, Op batcher and offset
 persister (``BrokerRuntime``) and the gRPC server; ``stop()`` shuts down in the order that loses nothing:
@@ -25,14 +26,16 @@ import grpc
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from txmq.broker import Broker
-from txmq.clock import SystemClock
+from txmq.clock import ManualClock, SystemClock
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
 from txmq.runtime import BrokerRuntime
+from txmq.serve.admin_http import AdminServer
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.context import BROKER_NAME, ServeContext
 from txmq.serve.heartbeat import HeartbeatGate, ImmediateRegistration
+from txmq.serve.manual import ClockDriver
 from txmq.serve.pop import PopService, dead_letter
 from txmq.serve.remoting.server import RemotingServer
 from txmq.serve.requests import TopicTable
@@ -50,7 +53,8 @@ class ServeSession:
 
     def __init__(self, store: Path, broker_config: BrokerConfig, config: ServeConfig, topics: dict[str, int],
                  host: str = "127.0.0.1", port: int = 8081, trace: Path | None = None,
-                 advertise: tuple[str, int] | None = None, remoting_port: int | None = None) -> None:
+                 advertise: tuple[str, int] | None = None, remoting_port: int | None = None,
+                 manual_clock: bool = False, admin_port: int | None = None) -> None:
         self.store = store
         self.broker_config = broker_config
         self.config = config
@@ -67,6 +71,9 @@ class ServeSession:
         self.context: ServeContext | None = None
         self.remoting_port = remoting_port  # the remoting protocol's port (txmq.serve.remoting), if any
         self.remoting: RemotingServer | None = None
+        self.manual_clock = manual_clock  # time moves only through the admin interface (txmq.serve.manual)
+        self.admin_port = admin_port  # the admin interface's port (txmq.serve.admin_http), if any
+        self.admin: AdminServer | None = None
 
     def start(self) -> ServeSession:
         """Bind, open the store, start the timed services and serve; ``port`` is the bound port. A port
@@ -76,7 +83,8 @@ class ServeSession:
             header = TraceHeader(mode=self.broker_config.mode, config=self._header_config())
             self._sink = open_sink(self.trace, header)
         try:
-            self.broker = Broker(self.store, self.broker_config, SystemClock(), self._sink)
+            clock = ManualClock(SystemClock().now_ms()) if self.manual_clock else SystemClock()
+            self.broker = Broker(self.store, self.broker_config, clock, self._sink)
             self._serve(self.broker, server)
         except BaseException:
             server.stop(None)
@@ -108,16 +116,24 @@ class ServeSession:
         if self.broker_config.strict:
             index.rebuild(half_records(broker.admin))
         host, port = self.advertise or (self.host, self.port)
-        registration = (ImmediateRegistration(broker) if self.broker_config.strict
-                        else HeartbeatGate(broker, cfg.transaction_heartbeat_period_ms))
-        self.context = ServeContext(broker=broker, config=cfg, topics=TopicTable(self.topics),
-                                    pop=PopService(broker, BROKER_NAME, partial(dead_letter, broker)),
+        period = cfg.transaction_heartbeat_period_ms
+        gate = (None if self.broker_config.strict
+                else HeartbeatGate(broker, period, threaded=not self.manual_clock))
+        pop = PopService(broker, BROKER_NAME, partial(dead_letter, broker))
+        self.context = ServeContext(broker=broker, config=cfg, topics=TopicTable(self.topics), pop=pop,
                                     transactions=index,
-                                    clients=ClientRegistry(broker, registration), host=host, port=port)
+                                    clients=ClientRegistry(broker, gate or ImmediateRegistration(broker)),
+                                    host=host, port=port, client_clock=not self.manual_clock)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
         if self.remoting_port is not None:
             self.remoting = RemotingServer(self.context, self.host, self.remoting_port, host).start()
-        self._runtime = BrokerRuntime(broker).start()
+        driver = None
+        if isinstance(broker.clock, ManualClock):
+            driver = ClockDriver(broker, broker.clock, gate, period, pop.notify)
+        else:
+            self._runtime = BrokerRuntime(broker).start()
+        if self.admin_port is not None:
+            self.admin = AdminServer(broker, driver, self.admin_port).start()
         server.start()
         self._server = server
 
@@ -129,6 +145,9 @@ class ServeSession:
 
     def stop(self) -> None:
         """Clean shutdown (see the module docstring). Calling it again does nothing."""
+        if self.admin is not None:
+            self.admin.stop()
+            self.admin = None
         if self.remoting is not None:
             self.remoting.stop()
             self.remoting = None

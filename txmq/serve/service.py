@@ -225,8 +225,10 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         ``TransactionalMessageServiceImpl.check`` ages the half from it), so a client clock behind the
         server's, or a client that truncates it (the Python client stamps whole seconds), gets its first
         check up to that much before send + timeout. Strict mode ages from its own clock at receipt
-        (None): a client's clock never shortens the time a producer has to end its transaction."""
-        if self.ctx.broker.config.strict or not proto.system_properties.HasField("born_timestamp"):
+        (None): a client's clock never shortens the time a producer has to end its transaction. So does a
+        manual clock (``--clock manual``), which the clients' wall-clock stamps have nothing to do with."""
+        if (self.ctx.broker.config.strict or not self.ctx.client_clock
+                or not proto.system_properties.HasField("born_timestamp")):
             return None
         return int(proto.system_properties.born_timestamp.ToMilliseconds())
 

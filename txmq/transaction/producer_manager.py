@@ -45,6 +45,12 @@ class ProducerManager:
         channels = self._groups.get(group)
         return channels is not None and channels.pop(producer_id, None) is not None
 
+    def live(self) -> dict[str, list[str]]:
+        """The ids of the active producers, by group (groups with none left out)."""
+        found = {group: sorted(pid for pid, channel in channels.items() if channel.active)
+                 for group, channels in sorted(self._groups.items())}
+        return {group: ids for group, ids in found.items() if ids}
+
     def select(self, group: str) -> ProducerChannel | None:
         """A live channel of ``group`` or None: rotating start, at most three tries."""
         channels = list(self._groups.get(group, {}).values())

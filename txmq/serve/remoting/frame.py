@@ -135,7 +135,7 @@ def _json_header(header: bytes) -> Command:
                        ext={str(k): str(v) for k, v in ext.items() if v is not None},
                        remark=fields.get("remark"), language=str(fields.get("language", "JAVA")),
                        version=int(fields.get("version", 0)))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:  # e.g. "code": Infinity
         raise FrameError(f"the JSON header does not decode: {exc}") from None
 
 

@@ -25,6 +25,7 @@ from txmq.serve.remoting.frame import Command
 from txmq.serve.remoting.message import (
     COMPRESSED_FLAG,
     PROPERTY_RECONSUME_TIME,
+    MessageCodecError,
     SentMessage,
     decode_batch,
     message_id,
@@ -66,6 +67,17 @@ class Refusal(Exception):
         self.remark = remark
 
 
+class Malformed(Refusal):
+    """A request whose fields or body do not decode. Upstream's decoder throws (``RemotingCommand
+    .decodeCommandCustomHeader``, ``MessageExtEncoder.encode`` of a batch), and
+    ``NettyRemotingAbstract.processRequestCommand`` answers SYSTEM_ERROR with the exception's description
+    and logs it ("process request exception"); txmq answers the same and logs one line, without a
+    traceback: the fault is the client's, not a bug of txmq."""
+
+    def __init__(self, remark: str) -> None:
+        super().__init__(codes.SYSTEM_ERROR, remark)
+
+
 @dataclass
 class RemotingContext:
     """What the remoting handlers share: the gRPC session's context, the clients, the store host."""
@@ -81,6 +93,7 @@ class RemotingContext:
             return 1
         count = self.serve.topics.declared.get(topic)
         if count is None:
+            self.serve.topics.report_missing("remoting", topic)
             raise Refusal(codes.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! (start "
                                                  f"txmq serve with --topic {topic})")
         return count
@@ -94,7 +107,7 @@ def header_int(ext: dict[str, str], name: str, default: int | None = None) -> in
     try:
         return int(str(text))
     except ValueError:
-        raise Refusal(codes.SYSTEM_ERROR, f"the custom field <{name}> is null or not a number") from None
+        raise Malformed(f"the custom field <{name}> is null or not a number") from None
 
 
 def route(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:
@@ -131,7 +144,7 @@ def heartbeat(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:
         subscriptions = [(str(c["groupName"]), str(s["topic"]), str(s.get("subString", "*")))
                          for c in consumers for s in c.get("subscriptionDataSet") or []]
     except (ValueError, KeyError, TypeError) as exc:
-        raise Refusal(codes.SYSTEM_ERROR, f"the heartbeat does not decode: {exc}") from None
+        raise Malformed(f"the heartbeat does not decode: {exc}") from None
     for group, topic, expression in subscriptions:
         ctx.serve.clients.subscribe(group, topic, expression)
     ctx.clients.heartbeat(conn, client_id, producers, groups)
@@ -157,7 +170,10 @@ def send(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:
     sysflag = header_int(ext, "sysFlag", 0)
     reconsume = header_int(ext, "reconsumeTimes", 0)
     if cmd.code == codes.SEND_BATCH_MESSAGE:
-        entries = decode_batch(cmd.body)
+        try:
+            entries = decode_batch(cmd.body)
+        except MessageCodecError as exc:
+            raise Malformed(f"the batch body does not decode: {exc}") from None
         if not entries:
             raise Refusal(codes.MESSAGE_ILLEGAL, "the batch holds no message")
     else:

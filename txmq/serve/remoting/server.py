@@ -25,7 +25,7 @@ from txmq.serve.remoting.clients import RemotingClients
 from txmq.serve.remoting.connection import Connection
 from txmq.serve.remoting.consumer import PullHold
 from txmq.serve.remoting.frame import Command
-from txmq.serve.remoting.producer import Refusal, RemotingContext
+from txmq.serve.remoting.producer import Malformed, Refusal, RemotingContext
 
 WORKERS = 16
 _POOLED = frozenset({codes.SEND_MESSAGE, codes.SEND_MESSAGE_V2, codes.SEND_BATCH_MESSAGE,
@@ -142,6 +142,10 @@ class RemotingServer:
                                                       remark=f" request type {cmd.code} not supported")
             else:
                 answer = handler(conn, cmd)
+        except Malformed as exc:
+            print(f"txmq serve: remoting {conn.name}: request {cmd.code} refused: {exc.remark}",
+                  file=sys.stderr, flush=True)
+            answer = cmd.response(exc.code, remark=exc.remark)
         except Refusal as exc:
             answer = cmd.response(exc.code, remark=exc.remark)
         except TxmqError as exc:

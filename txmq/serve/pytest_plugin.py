@@ -1,0 +1,122 @@
+"""A pytest plugin shipped with txmq (entry point ``pytest11``): the ``txmq_serve`` fixture, a
+``txmq serve`` for one test, and the check of what happened in it.
+
+The fixture starts ``txmq serve --clock manual`` on a free port, over a store and a trace in the test's
+temporary directory, and gives a ``ServedBroker``: ``endpoint`` for the 5.x clients, ``remoting`` for the
+4.x ones (``NAMESRV_ADDR``), and ``admin`` to move the broker's time (``txmq.serve.admin_client``). At
+teardown it stops serve cleanly and judges the session's trace with the invariant catalogue's pure-Python
+checks (``txmq.checks.invariants``, the ones the model tests use, not Spark: a small session is judged in
+well under a second where ``txmq validate`` starts a JVM); a violated invariant fails the test. The
+marker sets the topics, the mode and any other option::
+
+    @pytest.mark.txmq_serve(topics=["orders"], mode="rocketmq", args=["--broker", "check_max=3"])
+    def test_my_checker(txmq_serve):
+        ...  # point the client at txmq_serve.endpoint; txmq_serve.admin.advance(36_000)
+
+The module imports nothing heavy: pytest loads it in every session of an environment where txmq is
+installed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from txmq.serve.admin_client import AdminClient
+
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 30
+DEFAULT_TOPICS = ("TopicTest",)
+_PORTS = re.compile(r"(listening|remoting|admin) on (\S+?):(\d+)")
+
+
+@dataclass(frozen=True)
+class ServedBroker:
+    """One test's ``txmq serve``."""
+
+    endpoint: str  # HOST:PORT of the gRPC front end (5.x clients)
+    remoting: str  # HOST:PORT of the remoting front end (4.x clients: NAMESRV_ADDR)
+    admin: AdminClient  # the broker's clock, and who a check can reach
+    trace: Path  # the session's trace, complete once the fixture has stopped serve
+    log: Path  # serve's console
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the marker."""
+    config.addinivalue_line("markers", "txmq_serve(topics, mode, args): how the txmq_serve fixture starts "
+                                       "serve (default: topic TopicTest, strict mode)")
+
+
+def judge_session(trace: Path) -> dict[str, list[str]]:
+    """What the served session's trace violates, by catalogue name, with the problems: the invariants the
+    model tests check, and the outcomes strict mode never shows (empty when all is well); ``rocketmq``
+    mode's expected anomalies are not violations."""
+    from txmq.checks.invariants import Observation, check
+    from txmq.checks.model_outcomes import outcomes_shown
+    from txmq.trace.reader import read_events
+
+    header, events = read_events(trace)
+    config, strict = header.config, header.mode == "strict"
+    rows = list(events)
+    observed = Observation(rows, int(config["check_max"]), int(config["transaction_timeout_ms"]))
+    return {**check(observed, strict), **outcomes_shown(rows, strict)[1]}
+
+
+def _start(directory: Path, topics: list[str], mode: str, args: list[str]) -> tuple[Any, ServedBroker]:
+    from txmq.proc import popen
+
+    trace, log = directory / "session.ndjson", directory / "serve.log"
+    command = [sys.executable, "-m", "txmq.cli", "serve", "--store", str(directory / "store"), "--port", "0",
+               "--remoting", "0", "--clock", "manual", "--mode", mode, "--trace", str(trace),
+               *(f"--topic={t}" for t in topics), *args]
+    with open(log, "ab") as err:
+        proc = popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+    found: dict[str, str] = {}
+    assert proc.stdout is not None
+    while len(found) < 3:
+        line = proc.stdout.readline()  # serve prints its three addresses at once, then nothing
+        match = _PORTS.search(line)
+        if not line:
+            proc.wait(STOP_TIMEOUT_S)
+            pytest.fail(f"txmq serve did not start:\n{log.read_text(errors='replace')[-2000:]}",
+                        pytrace=False)
+        if match:
+            found[match.group(1)] = f"{match.group(2)}:{match.group(3)}"
+    served = ServedBroker(endpoint=found["listening"], remoting=found["remoting"],
+                          admin=AdminClient(found["admin"]), trace=trace, log=log)
+    return proc, served
+
+
+@pytest.fixture
+def txmq_serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[ServedBroker]:
+    """A ``txmq serve --clock manual`` for this test; its trace is judged at teardown (module docstring)."""
+    marker = request.node.get_closest_marker("txmq_serve")
+    options = dict(marker.kwargs) if marker is not None else {}
+    directory = tmp_path_factory.mktemp("txmq-serve")
+    proc, served = _start(directory, list(options.get("topics", DEFAULT_TOPICS)),
+                          str(options.get("mode", "strict")), list(options.get("args", [])))
+    try:
+        yield served
+    finally:
+        proc.terminate()
+        try:
+            code = proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+    if code != 0:
+        pytest.fail(f"txmq serve ended with {code}; see {served.log}", pytrace=False)
+    problems = judge_session(served.trace)
+    if problems:
+        lines = [f"{name}: {p}" for name, found in problems.items() for p in found[:5]]
+        pytest.fail("the session's trace violates the invariant catalogue ("
+                    f"{served.trace}):\n" + "\n".join(lines), pytrace=False)
