@@ -14,6 +14,8 @@ import os
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,50 +42,72 @@ def _events(trace: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.endswith("}")]
 
 
-def _settled(trace: Path) -> bool:
-    """Every transaction of the example resolved: 3 commits and 3 rollbacks applied, 4 halves discarded."""
-    events = _events(trace)
-    applied = {e["txn"] for e in events if e["event"] == ev.END_TX and e["result"] == ev.OK}
-    discarded = {e["txn"] for e in events if e["event"] == ev.DISCARD}
-    return len(applied) == 6 and len(discarded) == 4
-
-
-def _run_example(cluster: UpstreamCluster, tools: Path, trace: Path) -> None:
-    """Start the example (again if its start fails), let it run until its transactions are resolved, and
-    end it (its own main sleeps for a day)."""
+def _start_example(cluster: UpstreamCluster, tools: Path) -> subprocess.Popen[bytes]:
+    """The example, once it has sent its 10 messages (started again if its start failed: on a loaded
+    machine the name server can answer its first route request too late)."""
     env = os.environ | {"NAMESRV_ADDR": cluster.namesrv_addr, "RMQ_LOG_DIR": str(cluster.logs),
                         "JAVA_OPT_EXT": "-XX:TieredStopAtLevel=1"}
     out = cluster.logs / "example.out"
     for _ in range(STARTS):
         with open(out, "w") as log:
             child = proc.popen([str(tools), EXAMPLE], env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + SETTLE_S
-            while child.poll() is None and time.monotonic() < deadline and not _settled(trace):
-                time.sleep(1)
-            if _settled(trace):
-                return
-        finally:
-            child.kill()
-            child.wait()
-        if out.read_text().count("SendResult") == MESSAGES:
-            break  # it sent, and what followed did not settle: no second run
-    pytest.fail(f"the example's transactions did not settle; see {out} and {trace}", pytrace=False)
+        deadline = time.monotonic() + SETTLE_S
+        while child.poll() is None and time.monotonic() < deadline:
+            if out.read_text().count("SendResult") == MESSAGES:
+                return child
+            time.sleep(1)
+        child.kill()
+        child.wait()
+    pytest.fail(f"upstream's example did not send its messages; see {out}", pytrace=False)
+
+
+def _wait_for(trace: Path, done: Callable[[list[dict[str, Any]]], bool], what: str) -> None:
+    """Until the events traced so far are ``done``; a failure naming ``what`` after SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    while not done(_events(trace)):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} never came; see {trace}", pytrace=False)
+        time.sleep(1)
+
+
+def _settled(events: list[dict[str, Any]]) -> bool:
+    """Every transaction of the example resolved: 3 commits and 3 rollbacks applied, 4 halves discarded."""
+    applied = {e["txn"] for e in events if e["event"] == ev.END_TX and e["result"] == ev.OK}
+    discarded = {e["txn"] for e in events if e["event"] == ev.DISCARD}
+    return len(applied) == 6 and len(discarded) == 4
+
+
+def _checked_after_restart(events: list[dict[str, Any]]) -> bool:
+    kinds = [e["event"] for e in events]
+    return ev.RESTART in kinds and ev.CHECKPOINT in kinds[kinds.index(ev.RESTART):]
+
+
+@contextmanager
+def _traced_example(work: Path, trace: Path) -> Iterator[UpstreamCluster]:
+    """A traced cluster of its own in ``work`` with the example running on it; stopped (cleanly: the
+    trace ends with END) at the end."""
+    tools = kit_file("bin/tools.sh", "upstream's example TransactionProducer")
+    cluster = started(lambda: UpstreamCluster(rocketmq_home(), work / "rmq", broker=SESSION_BROKER,
+                                              trace=trace))
+    example = None
+    try:
+        cluster.create_topic(TOPIC)
+        example = _start_example(cluster, tools)
+        yield cluster
+    finally:
+        if example is not None:
+            example.kill()
+            example.wait()
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")
 def example_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The trace of upstream's broker while the example ran, from its start to its clean shutdown."""
-    tools = kit_file("bin/tools.sh", "upstream's example TransactionProducer")
     work = tmp_path_factory.mktemp("traced")
     trace = work / "broker.ndjson"
-    cluster = started(lambda: UpstreamCluster(rocketmq_home(), work / "rmq", broker=SESSION_BROKER,
-                                              trace=trace))
-    try:
-        cluster.create_topic(TOPIC)
-        _run_example(cluster, tools, trace)
-    finally:
-        cluster.stop()
+    with _traced_example(work, trace):
+        _wait_for(trace, _settled, "the end of the example's transactions")
     return trace
 
 
@@ -128,6 +152,26 @@ def test_spark_accepts_the_example_s_trace(example_trace: Path) -> None:
     report = validate(str(example_trace), progress=lambda _: None)
     print(report.render())
     assert report.exit_code == 0, report.render()
+
+
+def test_a_killed_broker_s_trace_goes_on_with_crash_and_restart(tmp_path: Path) -> None:
+    """SIGKILL of the traced broker mid-run (cluster.restart_broker): at its next start the agent goes on
+    with CRASH, RESTART (the check service's checkpoints) and the next seq, and the store's records are
+    not traced again."""
+    trace = tmp_path / "broker.ndjson"
+    with _traced_example(tmp_path, trace) as cluster:
+        _wait_for(trace, lambda es: any(e["event"] == ev.CHECK for e in es), "a CHECK before the crash")
+        cluster.restart_broker()
+        _wait_for(trace, _checked_after_restart, "a check run after the restart")
+    _, rows = read_events(trace)  # complete: seq 0, 1, 2, ... and END last
+    events = list(rows)
+    kinds = [e["event"] for e in events]
+    assert kinds.count(ev.CRASH) == 1 and kinds[kinds.index(ev.CRASH) + 1] == ev.RESTART
+    restart = events[kinds.index(ev.RESTART)]
+    assert isinstance(restart["half_offset"], int) and isinstance(restart["op_offset"], int)
+    halves = [e["half_offset"] for e in events if e["event"] in (ev.HALF_PUT, ev.HALF_RENEW)]
+    assert halves == list(range(len(halves)))  # every half-queue append once, none re-traced at recovery
+    assert kinds[-1] == ev.END
 
 
 def test_an_unwritable_trace_is_refused_before_anything_starts(tmp_path: Path) -> None:
