@@ -100,6 +100,7 @@ def _facts(events: Any, check_max: int) -> Any:
         .groupBy("txn")
         .agg(
             first(ev == S.HALF_PUT, ts).alias("born"),
+            first(ev == S.HALF_PUT, F.col("born_ts")).alias("born_at"),
             F.min(seq).alias("min_seq"),
             F.max(seq).alias("max_seq"),
             first((ev == S.LOCAL_TX) & (act == S.COMMIT)).alias("local_commit_seq"),
@@ -200,10 +201,14 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
         # A second live chain of copies is upstream behaviour in rocketmq mode (the catalogue lists the
         # causes); a count breaking the rule fails in both modes.
         "CheckBound": (broken | c("fold.several"), F.lit(rocketmq) & ~broken),
+        # Ages count from the half's born timestamp (TransactionalMessageServiceImpl.check's
+        # valueOfCurrentMinusBorn), the HALF_PUT's ts without one: a send that reached the store late
+        # may be checked sooner after it was stored.
         "CheckAfterTimeout": (
             (c("checks") > 0)
             & (c("immunity") == 0)
-            & (c("born").isNull() | (c("first_check_ts") - c("born") <= timeout)),
+            & (c("born").isNull()
+               | (c("first_check_ts") - F.coalesce(c("born_at"), c("born")) <= timeout)),
             None,
         ),
         # A bad DISCARD always fails; a REAL_PUT after DISCARD is the strict-only half.

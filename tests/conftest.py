@@ -84,7 +84,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 # Test modules that run upstream's Java programs from ROCKETMQ_HOME without the session's cluster.
-_JAVA_MODULES = ("test_serve_java", "test_remoting_java")
+_JAVA_MODULES = ("test_serve_java", "test_remoting_java", "test_upstream_trace")
 
 
 # Test modules that run servers and clients on the real clock (serve, remoting, Spark's JVM). The

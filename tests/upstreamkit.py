@@ -62,17 +62,25 @@ def stop_session_cluster() -> None:
         _RUNNING.pop().stop()
 
 
-def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
-    """The session's cluster, or a skip (a failure under CI=true) saying how to provide one."""
+def started(make: Callable[[], UpstreamCluster]) -> UpstreamCluster:
+    """A cluster made by ``make`` and started, or a skip (a failure under CI=true) saying how to provide
+    one or why it did not start."""
     if not os.environ.get("ROCKETMQ_HOME"):
         pytest.skip("upstream RocketMQ unavailable: set ROCKETMQ_HOME to a RocketMQ 5.x distribution")
     try:
-        cluster = UpstreamCluster(rocketmq_home(), workdir, broker=SESSION_BROKER, proxy=SESSION_PROXY)
+        cluster = make()
         cluster.start()
     except TxmqError as exc:
         if IN_CI:
             pytest.fail(f"CI=true and ROCKETMQ_HOME is set, but upstream did not start: {exc}", pytrace=False)
         pytest.skip(f"upstream RocketMQ did not start: {exc}")
+    return cluster
+
+
+def session_cluster(workdir: Path) -> Iterator[UpstreamCluster]:
+    """The session's cluster, or a skip (a failure under CI=true) saying how to provide one."""
+    cluster = started(lambda: UpstreamCluster(rocketmq_home(), workdir, broker=SESSION_BROKER,
+                                              proxy=SESSION_PROXY))
     _RUNNING.append(cluster)
     try:
         yield cluster

@@ -176,7 +176,8 @@ ENTRIES: tuple[Invariant, ...] = (
         "second admin resume of the same discarded record"),
     Invariant(
         "CheckAfterTimeout", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
-        "No CHECK of a transaction comes before its first HALF_PUT is more than transaction_timeout_ms old "
+        "No CHECK of a transaction comes before its first HALF_PUT is more than transaction_timeout_ms old, "
+        "counted from its born_ts (the producer's clock, as upstream counts ages), else its ts "
         "(transactions with an IMMUNITY renewal are exempt: their window is not in the trace).",
         needs=("CHECK",)),
     Invariant(

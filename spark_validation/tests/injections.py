@@ -67,6 +67,13 @@ def early_check(t: Trace) -> None:
     t.find(S.CHECK, "t3")["ts"] = 6010
 
 
+def check_timed_from_born(t: Trace) -> None:
+    """t3 is checked at the timeout after its HALF_PUT (ts 10) but after it counted from its born_ts 0:
+    a send that reached the store late, as upstream counts it (not a violation)."""
+    early_check(t)
+    t.find(S.HALF_PUT, "t3")["born_ts"] = 0
+
+
 def check_after_op(t: Trace) -> None:
     """An Op record covering t4's half is written, and t4 is checked afterwards anyway."""
     t.insert_after(t.find(S.HALF_PUT, "t4"), S.OP_PUT, 20, op_offset=9, queue_id=0, half_offsets=[3])

@@ -20,6 +20,7 @@ from spark_validation.tests.check_bound_cases import CASES as CHECK_BOUND_CASES
 from spark_validation.tests.injections import (
     INJECTIONS,
     STRICT_ONLY,
+    check_timed_from_born,
     discard_below_max,
     member_consumes,
     second_ok,
@@ -154,6 +155,7 @@ SCENARIOS: dict[str, tuple[str, Callable[[Trace], None], dict[str, str]]] = {
        for mode, status in CHECK_BOUND_STATUS.items() for name, (f, verdict) in CHECK_BOUND_CASES.items()},
     "rocketmq-discard_below_max": ("rocketmq", discard_below_max, {"DiscardOnlyAtMax": VIOLATED}),
     "rocketmq-clean": ("rocketmq", lambda t: None, {}),
+    "strict-check_timed_from_born": ("strict", check_timed_from_born, {}),
 }
 ALL_SAMPLES = 10_000  # large enough that every violating record is listed
 

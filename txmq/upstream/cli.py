@@ -4,6 +4,7 @@ Example::
 
     export ROCKETMQ_HOME=/opt/rocketmq-5.3.3
     txmq upstream --dir ./rmq --topic audit --broker transactionCheckInterval=5000
+    txmq upstream --dir ./rmq --topic TopicTest1234 --trace broker.ndjson   # the broker traced
     # txmq upstream: proxy (gRPC, 5.x clients) 127.0.0.1:20006 ...
 
 It serves until Ctrl-C or SIGTERM, then stops the three processes; they also end if txmq is killed. With
@@ -38,7 +39,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.base_port is not None and not 1024 <= args.base_port <= 65528:
         raise ConfigError(f"--base-port {args.base_port}: give a port from 1024 to 65528")
     cluster = UpstreamCluster(home, Path(args.dir), broker=pairs(args.broker_settings, "--broker"),
-                              proxy=pairs(args.proxy_settings, "--proxy"), base_port=args.base_port)
+                              proxy=pairs(args.proxy_settings, "--proxy"), base_port=args.base_port,
+                              trace=Path(args.trace) if args.trace else None)
     print(f"txmq upstream: starting RocketMQ from {home} in {cluster.workdir}", flush=True)
     with cluster:
         for name, kind in topics:
@@ -66,4 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--base-port", type=int,
                         help="use ports BASE..BASE+6: name server BASE, broker BASE+3 (and BASE+1, BASE+4), "
                              "proxy remoting BASE+5, proxy gRPC BASE+6 (default: a free block)")
+    parser.add_argument("--trace", metavar="FILE.ndjson",
+                        help="trace the broker's transactional steps into FILE (trace format v2, mode "
+                             "rocketmq) with txmq's agent, compiled with javac at first use "
+                             "(docs/upstream.md); a trace without END (the broker was killed) goes on with "
+                             "CRASH and RESTART")
     parser.set_defaults(handler=_run)

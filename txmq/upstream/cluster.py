@@ -41,6 +41,7 @@ from types import TracebackType
 
 from txmq import proc
 from txmq.errors import BrokerUnavailableError, ConfigError, ToolMissingError
+from txmq.upstream.tracing import agent_option, writable_trace
 
 LOOPBACK = "127.0.0.1"
 CLUSTER_NAME = "DefaultCluster"
@@ -52,6 +53,9 @@ PROXY_ATTEMPTS = 3  # starts of a proxy that exits while starting (start_process
 _READY = {"namesrv": "boot success", "broker": "boot success", "proxy": "startup successfully"}
 _SCRIPTS = {"namesrv": "mqnamesrv", "broker": "mqbroker", "proxy": "mqproxy"}
 _STOP_GRACE_S = 5.0
+# A traced broker is given time to finish its shutdown, which writes the trace's END (the agent's hook runs
+# after BrokerController.shutdown; on a loaded machine it took longer than the grace above).
+_TRACED_STOP_GRACE_S = 90.0
 # JVM options for the processes that only start, route and relay (the name server, the proxy, mqadmin):
 # the quick (C1) compiler only. Measured here, CPU seconds: the name server's start 5.0 -> 2.3, the
 # proxy's 8.2 -> 5.1, an mqadmin updateTopic 2.4 -> 1.4; idle, either way about 0.6 and 0.9 a minute.
@@ -106,8 +110,11 @@ class UpstreamCluster:
 
     def __init__(self, home: Path, workdir: Path, broker: Mapping[str, object] | None = None,
                  proxy: Mapping[str, object] | None = None, start_timeout_s: float = 180,
-                 base_port: int | None = None) -> None:
+                 base_port: int | None = None, trace: Path | None = None) -> None:
         self.home = home
+        # The broker's trace (txmq.upstream.tracing), checked now: an unwritable path fails before any start.
+        self.trace = writable_trace(trace) if trace is not None else None
+        self._agent = ""
         self.workdir = workdir.resolve()
         self.start_timeout_s = start_timeout_s
         # Seven ports from ``base_port`` (fixed: a restarted cluster keeps its endpoints), or free ones.
@@ -160,6 +167,8 @@ class UpstreamCluster:
         for sub in ("conf", "logs", "store", "namesrv", "home"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
         self._write_configs()
+        if self.trace is not None and not self._agent:
+            self._agent = agent_option(self.home, self.trace)
         try:
             for name in ("namesrv", "broker", "proxy"):
                 self.start_process(name)
@@ -204,9 +213,10 @@ class UpstreamCluster:
 
     def _env(self, name: str) -> dict[str, str]:
         """The distribution's scripts' environment for process ``name`` (or ``mqadmin``): logs and the JVM's
-        home inside the work directory, and ``_QUICK_JVM`` but for the broker (before the user's own
-        ``JAVA_OPT_EXT``, which can override it)."""
-        quick = "" if name == "broker" else _QUICK_JVM
+        home inside the work directory, and ``_QUICK_JVM`` but for the broker, whose JVM gets the trace
+        agent's ``-javaagent`` instead when traced (before the user's own ``JAVA_OPT_EXT``, which can
+        override it)."""
+        quick = self._agent if name == "broker" else _QUICK_JVM
         user = os.environ.get("JAVA_OPT_EXT", "")
         return os.environ | {
             "RMQ_LOG_DIR": str(self.logs), "ROCKETMQ_HOME": str(self.home),
@@ -244,6 +254,10 @@ class UpstreamCluster:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if child.poll() is not None:
+                refused = [line for line in out.read_bytes()[seen:].decode(errors="replace").splitlines()
+                           if line.startswith("txmq agent: ")]
+                if refused:  # the trace agent's one line (an upstream whose code moved, an unwritable trace)
+                    raise BrokerUnavailableError(f"upstream {name}: {refused[-1]}")
                 raise _ExitedWhileStarting(f"upstream {name} exited with {child.returncode} while "
                                            f"starting; see {out}")
             if _READY[name] in out.read_bytes()[seen:].decode(errors="replace") and self._serves(name):
@@ -281,8 +295,9 @@ class UpstreamCluster:
             if child is None or child.poll() is not None:
                 continue
             child.terminate()
+            traced = name == "broker" and self.trace is not None
             try:
-                child.wait(_STOP_GRACE_S)
+                child.wait(_TRACED_STOP_GRACE_S if traced else _STOP_GRACE_S)
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()

@@ -1,0 +1,204 @@
+"""The trace agent on upstream's broker (txmq.upstream.tracing, txmq/upstream/agent/*.java).
+
+Upstream's own example ``org.apache.rocketmq.example.transaction.TransactionProducer`` (10 transactional
+messages; ``TransactionListenerImpl`` answers every END_TX UNKNOW and each check by the message's index:
+``index % 3`` 0 UNKNOW, 1 COMMIT, 2 ROLLBACK) runs against a traced broker of its own: a trace judged as a
+whole must hold this run only, and the session's cluster has its broker killed by other tests. The trace
+must show upstream's steps for each transaction, and Spark's validation must accept it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from upstreamkit import SESSION_BROKER, kit_file, started
+
+from txmq import proc
+from txmq.errors import ConfigError, ToolMissingError
+from txmq.trace import schema as ev
+from txmq.trace.reader import read_events
+from txmq.upstream import UpstreamCluster, rocketmq_home
+from txmq.upstream.tracing import agent_jar, writable_trace
+
+EXAMPLE = "org.apache.rocketmq.example.transaction.TransactionProducer"
+TOPIC = "TopicTest1234"  # TransactionProducer.TOPIC
+MESSAGES = 10  # TransactionProducer.MESSAGE_COUNT
+STARTS = 3  # tries of the example: its start fails when the name server answers late (a loaded machine)
+SETTLE_S = 300.0  # 15 checks 2 s apart for the UNKNOW ones, with room for a loaded machine
+
+
+def _events(trace: Path) -> list[dict[str, Any]]:
+    """The events written so far (the trace may still grow)."""
+    lines = trace.read_text().splitlines()[1:] if trace.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+def _start_example(cluster: UpstreamCluster, tools: Path) -> subprocess.Popen[bytes]:
+    """The example, once it has sent its 10 messages (started again if its start failed: on a loaded
+    machine the name server can answer its first route request too late)."""
+    env = os.environ | {"NAMESRV_ADDR": cluster.namesrv_addr, "RMQ_LOG_DIR": str(cluster.logs),
+                        "JAVA_OPT_EXT": "-XX:TieredStopAtLevel=1"}
+    out = cluster.logs / "example.out"
+    for _ in range(STARTS):
+        with open(out, "w") as log:
+            child = proc.popen([str(tools), EXAMPLE], env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + SETTLE_S
+        while child.poll() is None and time.monotonic() < deadline:
+            if out.read_text().count("SendResult") == MESSAGES:
+                return child
+            time.sleep(1)
+        child.kill()
+        child.wait()
+    pytest.fail(f"upstream's example did not send its messages; see {out}", pytrace=False)
+
+
+def _wait_for(trace: Path, done: Callable[[list[dict[str, Any]]], bool], what: str) -> None:
+    """Until the events traced so far are ``done``; a failure naming ``what`` after SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    while not done(_events(trace)):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} never came; see {trace}", pytrace=False)
+        time.sleep(1)
+
+
+def _settled(events: list[dict[str, Any]]) -> bool:
+    """Every transaction of the example resolved: 3 commits and 3 rollbacks applied, 4 halves discarded."""
+    applied = {e["txn"] for e in events if e["event"] == ev.END_TX and e["result"] == ev.OK}
+    discarded = {e["txn"] for e in events if e["event"] == ev.DISCARD}
+    return len(applied) == 6 and len(discarded) == 4
+
+
+def _checked_after_restart(events: list[dict[str, Any]]) -> bool:
+    kinds = [e["event"] for e in events]
+    return ev.RESTART in kinds and ev.CHECKPOINT in kinds[kinds.index(ev.RESTART):]
+
+
+@contextmanager
+def _traced_example(work: Path, trace: Path) -> Iterator[UpstreamCluster]:
+    """A traced cluster of its own in ``work`` with the example running on it; stopped (cleanly: the
+    trace ends with END) at the end."""
+    tools = kit_file("bin/tools.sh", "upstream's example TransactionProducer")
+    cluster = started(lambda: UpstreamCluster(rocketmq_home(), work / "rmq", broker=SESSION_BROKER,
+                                              trace=trace))
+    example = None
+    try:
+        cluster.create_topic(TOPIC)
+        example = _start_example(cluster, tools)
+        yield cluster
+    finally:
+        if example is not None:
+            example.kill()
+            example.wait()
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def example_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trace of upstream's broker while the example ran, from its start to its clean shutdown."""
+    work = tmp_path_factory.mktemp("traced")
+    trace = work / "broker.ndjson"
+    with _traced_example(work, trace):
+        _wait_for(trace, _settled, "the end of the example's transactions")
+    return trace
+
+
+def test_the_example_s_transactions_are_traced_step_by_step(example_trace: Path) -> None:
+    header, rows = read_events(example_trace)
+    events = list(rows)
+    assert header.mode == "rocketmq" and header.config["transaction_timeout_ms"] == 3000
+    assert events[-1]["event"] == ev.END  # a clean shutdown
+    halves = [e for e in events if e["event"] == ev.HALF_PUT]
+    assert len(halves) == MESSAGES and {e["topic"] for e in halves} == {TOPIC}
+    checked = {e["txn"] for e in events if e["event"] == ev.CHECK and e["result"] == ev.CHECK_SENT}
+    assert {e["txn"] for e in halves} <= checked
+    # TransactionListenerImpl answers checks by the message's index (the order of the sends).
+    outcome: dict[str, set[str]] = {"COMMIT": set(), "ROLLBACK": set(), "DISCARD": set()}
+    for e in events:
+        if e["event"] == ev.END_TX and e["result"] == ev.OK:
+            outcome[e["action"]].add(e["txn"])
+        elif e["event"] == ev.DISCARD:
+            outcome["DISCARD"].add(e["txn"])
+            assert e["result"] == ev.DISCARD_CHECK_MAX and e["check_count"] == header.config["check_max"]
+    by_index = {name: {h["txn"] for i, h in enumerate(halves) if i % 3 == rest}
+                for name, rest in (("COMMIT", 1), ("ROLLBACK", 2), ("DISCARD", 0))}
+    assert outcome == by_index
+    # Exactly the committed transactions' real messages; more than one of a transaction are upstream's
+    # duplicates: a check answered COMMIT again before the Op record of the first commit was read, each
+    # written right after the END_TX OK that wrote it.
+    reals = [i for i, e in enumerate(events) if e["event"] == ev.REAL_PUT]
+    assert {events[i]["txn"] for i in reals} == by_index["COMMIT"]
+    for i in reals:
+        end = events[i - 1]
+        assert (end["event"], end["action"], end["result"], end["txn"]) == (
+            ev.END_TX, ev.COMMIT, ev.OK, events[i]["txn"])
+    print(f"trace {example_trace}: {dict(Counter(e['event'] for e in events))}")
+
+
+def test_spark_accepts_the_example_s_trace(example_trace: Path) -> None:
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    from spark_validation.job import validate
+    from spark_validation.tests.conftest import small_trace_session
+
+    small_trace_session()
+    report = validate(str(example_trace), progress=lambda _: None)
+    print(report.render())
+    assert report.exit_code == 0, report.render()
+
+
+def test_a_killed_broker_s_trace_goes_on_with_crash_and_restart(tmp_path: Path) -> None:
+    """SIGKILL of the traced broker mid-run (cluster.restart_broker): at its next start the agent goes on
+    with CRASH, RESTART (the check service's checkpoints) and the next seq, and the store's records are
+    not traced again."""
+    trace = tmp_path / "broker.ndjson"
+    with _traced_example(tmp_path, trace) as cluster:
+        _wait_for(trace, lambda es: any(e["event"] == ev.CHECK for e in es), "a CHECK before the crash")
+        cluster.restart_broker()
+        _wait_for(trace, _checked_after_restart, "a check run after the restart")
+    _, rows = read_events(trace)  # complete: seq 0, 1, 2, ... and END last
+    events = list(rows)
+    kinds = [e["event"] for e in events]
+    assert kinds.count(ev.CRASH) == 1 and kinds[kinds.index(ev.CRASH) + 1] == ev.RESTART
+    restart = events[kinds.index(ev.RESTART)]
+    assert isinstance(restart["half_offset"], int) and isinstance(restart["op_offset"], int)
+    halves = [e["half_offset"] for e in events if e["event"] in (ev.HALF_PUT, ev.HALF_RENEW)]
+    assert halves == list(range(len(halves)))  # every half-queue append once, none re-traced at recovery
+    assert kinds[-1] == ev.END
+
+
+def test_an_unwritable_trace_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    for path, why in ((tmp_path / "no" / "t.ndjson", "no such directory"), (tmp_path, "NDJSON"),
+                      (tmp_path / "a b.ndjson", "without spaces")):
+        with pytest.raises(ConfigError, match=why):
+            writable_trace(path)
+
+
+def test_a_distribution_without_javassist_is_named(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "rocketmq-broker-9.jar").write_bytes(b"")
+    with pytest.raises(ToolMissingError, match="javassist"):
+        agent_jar(tmp_path)
+
+
+def test_a_broker_without_a_traced_method_does_not_start(tmp_path: Path) -> None:
+    """The agent on a JVM whose classes lack upstream's broker: one line names the first method it could
+    not instrument, and the JVM ends before its main runs."""
+    kit_file("bin/mqbroker", "upstream's broker")
+    home = rocketmq_home()
+    javassist = sorted((home / "lib").glob("javassist-*.jar"))[-1]
+    jar = agent_jar(home)
+    done = proc.run(["java", f"-javaagent:{jar}={tmp_path / 't.ndjson'}", "-cp", str(javassist),
+                     "javassist.CtClass"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "txmq agent: upstream's org.apache.rocketmq.store.DefaultMessageStore.onCommitLogAppend not found: "
+        "no class org.apache.rocketmq.store.DefaultMessageStore; the broker is not started (its trace would "
+        "have holes)"]
