@@ -73,9 +73,9 @@ class Log:
     def new(self) -> str:
         with open(self.path, "rb") as log:
             log.seek(self.seen)
-            text = log.read().decode(errors="replace")
-        self.seen += len(text.encode(errors="replace"))
-        return text
+            data = log.read()
+        self.seen += len(data)  # in bytes: a byte that does not decode is one byte, not a 3-byte U+FFFD
+        return data.decode(errors="replace")
 
 
 def assert_quiet(log: Log, what: object) -> None:

@@ -69,19 +69,44 @@ def test_a_served_session_of_the_official_client_holds(txmq_serve: ServedBroker,
         client.close()
 
 
+def run_app_tests(directory: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` as an application's test file of its own (no conftest) in ``directory``."""
+    (directory / "test_app.py").write_text(code)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
+                           str(directory / "inner"), "test_app.py"], cwd=directory, capture_output=True,
+                          text=True, timeout=180)
+
+
 def test_pytest_finds_the_fixture_through_the_entry_point(tmp_path: Path) -> None:
     """A test file of an application's own, no conftest: the fixture is there, serve starts and stops, and
     the judge's time for the session is measured (printed, not asserted)."""
-    (tmp_path / "test_app.py").write_text(
+    done = run_app_tests(tmp_path, (
         "def test_app(txmq_serve):\n"
         "    assert txmq_serve.admin.advance(1000) > 0 and txmq_serve.endpoint.count(':') == 1\n"
-        "    assert txmq_serve.admin.producers() == {}\n")
-    inner = tmp_path / "inner"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
-                           str(inner), "test_app.py"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=180)
+        "    assert txmq_serve.admin.producers() == {}\n"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    [trace] = inner.glob("**/session.ndjson")
+    [trace] = (tmp_path / "inner").glob("**/session.ndjson")
     start = time.perf_counter()
     assert judge_session(trace) == {}
     print(f"the fixture's teardown check of this session: {time.perf_counter() - start:.3f} s")
+
+
+def test_the_fixture_fails_a_session_whose_trace_violates_an_invariant(tmp_path: Path) -> None:
+    """The teardown judges what serve traced: the application's test replaces the file serve writes its
+    events to (``.session.ndjson.*.tmp``; serve goes on writing to the one it opened, and copies the file
+    of that name behind the trace's header when it stops) with events holding a COMMIT that wrote no
+    message. The test passes, and the fixture's teardown fails it, naming CommitWritesReal."""
+    done = run_app_tests(tmp_path, (
+        "from txmq.trace import schema as ev\n"
+        "from txmq.trace.schema import TraceHeader\n"
+        "from txmq.trace.sinks import open_sink\n\n"
+        "def test_app(txmq_serve, tmp_path):\n"
+        "    [events] = txmq_serve.trace.parent.glob('.session.ndjson.*.tmp')\n"
+        "    with open_sink(tmp_path / 'bad.ndjson', TraceHeader(mode='strict')) as sink:\n"
+        "        sink.emit(ev.END_TX, 0, txn='t1', result=ev.OK, action=ev.COMMIT, producer_group='G')\n"
+        "        sink.emit(ev.END, 1)\n"
+        "    events.unlink()\n"
+        "    events.write_text(''.join((tmp_path / 'bad.ndjson').read_text().splitlines(True)[1:]))\n"))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed, 1 error" in done.stdout, done.stdout[-3000:]
+    assert "violates the invariant catalogue" in done.stdout and "CommitWritesReal" in done.stdout

@@ -48,9 +48,30 @@ def test_a_leftover_temporary_file_from_a_crashed_persist_is_ignored(tmp_path):
     offsets.set("g", "t", 0, 3)
     offsets.persist()
     (tmp_path / "offsets.json.tmp").write_bytes(b'{"format": "txmq-off')  # a persist torn by a crash
-    assert OffsetStore(path).snapshot() == {("g", "t", 0): 3}
-    offsets.persist()
+    restarted = OffsetStore(path)
+    assert restarted.snapshot() == {("g", "t", 0): 3}
+    restarted.persist()
     assert sorted(os.listdir(tmp_path)) == ["offsets.json"]
+
+
+def test_a_persist_writes_only_what_the_file_does_not_hold_yet(tmp_path):
+    """An unchanged table is not written again (a manual clock's advance over hours persisted it every
+    5 s); a changed one is, and so is the same table when a durable write follows a non-durable one."""
+    path = tmp_path / "offsets.json"
+    offsets = OffsetStore(path)
+    offsets.set("g", "t", 0, 3)
+    offsets.persist(durable=False)
+    written = path.stat().st_ino  # each write renames a new file into place
+    offsets.persist(durable=False)
+    assert path.stat().st_ino == written
+    offsets.persist(durable=True)
+    assert path.stat().st_ino != written
+    written = path.stat().st_ino
+    offsets.persist(durable=False)
+    assert path.stat().st_ino == written
+    offsets.set("g", "t", 0, 4)
+    offsets.persist(durable=False)
+    assert OffsetStore(path).get("g", "t", 0) == 4
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,11 @@ class AdminClient:
             raise ConfigError(f"txmq serve at {self.address}: {_error_text(exc)}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
+            if isinstance(reason, TimeoutError):  # serve is there but busy: say so, not "no serve"
+                raise BrokerUnavailableError(
+                    f"txmq serve at {self.address} did not answer {method} {path} within {TIMEOUT_S} s (an "
+                    "advance runs every timed service at each time it falls due on the way, and hours of "
+                    "them take minutes; it goes on in serve, txmq clock now shows how far)") from None
             raise BrokerUnavailableError(f"no txmq serve admin interface at {self.address} ({reason}): is "
                                          "serve running, and is this the admin port it printed?") from None
 

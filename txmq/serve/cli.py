@@ -88,7 +88,8 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
         if session.admin is not None:
             address = f"{LOOPBACK}:{session.admin.port}"
-            use = f"txmq clock advance --admin {address} 30s" if args.clock == "manual" else "txmq clock now"
+            use = f"txmq clock advance --admin {address} 30s" if args.clock == "manual" else (
+                f"txmq clock now --admin {address}")
             print(f"txmq serve: admin on {address} (clock {args.clock}: {use})", flush=True)
         try:
             while not stop.wait(1.0):

@@ -19,13 +19,16 @@ installed.
 
 from __future__ import annotations
 
+import queue
 import re
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -78,20 +81,44 @@ def _start(directory: Path, topics: list[str], mode: str, args: list[str]) -> tu
                *(f"--topic={t}" for t in topics), *args]
     with open(log, "ab") as err:
         proc = popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
-    found: dict[str, str] = {}
     assert proc.stdout is not None
-    while len(found) < 3:
-        line = proc.stdout.readline()  # serve prints its three addresses at once, then nothing
-        match = _PORTS.search(line)
-        if not line:
-            proc.wait(STOP_TIMEOUT_S)
-            pytest.fail(f"txmq serve did not start:\n{log.read_text(errors='replace')[-2000:]}",
-                        pytrace=False)
-        if match:
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_read_lines, args=(proc.stdout, lines), name="txmq-serve-stdout",
+                     daemon=True).start()
+    found: dict[str, str] = {}
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while len(found) < 3:  # serve prints its three addresses at once, then nothing
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            line = ""
+        if not line:  # ended, or silent for START_TIMEOUT_S
+            _stop(proc)
+            pytest.fail(f"txmq serve did not start (it ended, or printed nothing for {START_TIMEOUT_S} s):\n"
+                        f"{log.read_text(errors='replace')[-2000:]}", pytrace=False)
+        if match := _PORTS.search(line):
             found[match.group(1)] = f"{match.group(2)}:{match.group(3)}"
     served = ServedBroker(endpoint=found["listening"], remoting=found["remoting"],
                           admin=AdminClient(found["admin"]), trace=trace, log=log)
     return proc, served
+
+
+def _read_lines(stream: IO[str], lines: queue.Queue[str]) -> None:
+    """Hand serve's console lines over, then "" at its end: the fixture waits for them with a deadline."""
+    for line in stream:
+        lines.put(line)
+    lines.put("")
+
+
+def _stop(proc: subprocess.Popen[str]) -> int | None:
+    """SIGTERM, a clean stop's exit code; killed after STOP_TIMEOUT_S (None)."""
+    proc.terminate()
+    try:
+        return proc.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
 
 
 @pytest.fixture
@@ -106,13 +133,7 @@ def txmq_serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     try:
         yield served
     finally:
-        proc.terminate()
-        try:
-            code = proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            code = None
+        code = _stop(proc)
     if code != 0:
         pytest.fail(f"txmq serve ended with {code}; see {served.log}", pytrace=False)
     problems = judge_session(served.trace)
