@@ -17,6 +17,7 @@ from txmq.errors import StoreError
 from txmq.store.message import TRANSACTION_COMMIT, TRANSACTION_ROLLBACK, StoredMessage
 from txmq.store.message_store import MessageStore
 from txmq.transaction.constants import CHECK_MAX_TOPIC, HALF_TOPIC, PROPERTY_RESUMED, PROPERTY_TRANSACTION_ID
+from txmq.transaction.id_filter import MIN_CAPACITY, IdFilter
 from txmq.transaction.resolution import (
     INDEX_FILE,
     INDEX_FORMAT,
@@ -343,3 +344,42 @@ def test_the_write_ahead_log_stays_small(tmp_path: Path) -> None:
         sizes.append(wal.stat().st_size)
     index.close()
     assert max(sizes) <= WAL_LIMIT_BYTES, f"WAL reached {max(sizes):,} bytes"
+
+
+def test_lookups_past_the_id_filter_find_every_flushed_transaction(tmp_path: Path) -> None:
+    """The filter in front of SQLite (``txmq.transaction.id_filter``) answers "unknown" without a query:
+    it must learn each id a flush writes, keep answering through its rebuilds (more ids flushed than it
+    was sized for), and be rebuilt from the table on open. Each answer is the table's."""
+    count = 2 * MIN_CAPACITY + 10  # enough for the filter to fill and be rebuilt from the table
+    index = ResolutionIndex.open(str(tmp_path), lambda: LOG_END)
+    try:
+        for i in range(count):
+            index.half_written(f"t{i}", i)
+            if i % 10_000 == 0:
+                index.flush(i)
+        index.resolve("t7", TransactionState.COMMITTED)
+        index.flush(count)
+        assert index.lookup("t7") is TransactionState.COMMITTED
+        assert index.is_resolved("t7") and not index.is_superseded("t7", 7)
+        assert all(index.lookup(f"t{i}") is TransactionState.PENDING for i in range(0, count, 997))
+        assert index.lookup("never-written") is None
+    finally:
+        index.close()
+    reopened = ResolutionIndex.open(str(tmp_path), lambda: LOG_END)
+    try:
+        assert reopened.lookup(f"t{count - 1}") is TransactionState.PENDING
+        assert reopened.lookup("t7") is TransactionState.COMMITTED and reopened.lookup("t-none") is None
+    finally:
+        reopened.close()
+
+
+def test_id_filter_holds_what_it_took_in() -> None:
+    ids = [f"PG0-p0-{i}" for i in range(1000)]
+    known = IdFilter(ids, rows=len(ids))
+    assert all(known.may_hold(txn) for txn in ids)
+    absent = sum(known.may_hold(f"PG1-p1-{i}") for i in range(10_000))
+    assert absent < 500  # sized at 16 bits an id: a few per cent of absent ids pass
+    assert not known.full and known.added == len(ids)
+    for i in range(known.capacity):
+        known.add(f"more-{i}")
+    assert known.full

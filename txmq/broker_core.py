@@ -123,8 +123,8 @@ class BrokerCore:
 
     def _emit(self, event: str, at: int | None = None, **fields: Any) -> None:
         """Trace ``event`` at ``at`` (default: now on the broker's clock)."""
-        if self._trace.enabled:
-            self._trace.emit(event, self._clock.now_ms() if at is None else at, **fields)
+        if self._trace.enabled:  # ``record``: the keyword arguments are packed once, here
+            self._trace.record(event, self._clock.now_ms() if at is None else at, fields)
 
     def crash(self) -> None:
         """Die like a killed process: the log keeps what was written; cache, Op buffer, unpersisted

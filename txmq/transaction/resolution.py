@@ -50,6 +50,7 @@ from txmq.transaction.constants import (
     PROPERTY_RESUMED,
     PROPERTY_TRANSACTION_ID,
 )
+from txmq.transaction.id_filter import IdFilter
 from txmq.transaction.op_batcher import decode_body
 
 INDEX_FILE = "resolution.db"
@@ -102,6 +103,14 @@ class ResolutionIndex:
         self._dirty: dict[str, Entry] = {}
         row = db.execute("SELECT value FROM meta WHERE key = 'applied'").fetchone()
         self.applied_offset: int = row[0] if row else 0
+        self._known = self._filter_table()
+        # The last row read from the table: the scanner asks is_resolved, then is_superseded, of one txn.
+        self._read: tuple[str | None, Entry | None] = (None, None)
+
+    def _filter_table(self) -> IdFilter:
+        """A filter of the ids the table holds now: lookups of other ids need not ask SQLite."""
+        (rows,) = self._db.execute("SELECT count(*) FROM txn").fetchone()
+        return IdFilter((txn for (txn,) in self._db.execute("SELECT id FROM txn")), rows)
 
     @classmethod
     def open(cls, directory: str, log_end: Callable[[], int]) -> ResolutionIndex:
@@ -139,10 +148,13 @@ class ResolutionIndex:
 
     def _get(self, txn: str) -> Entry | None:
         entry = self._dirty.get(txn)
-        if entry is None:
+        if entry is None and self._known.may_hold(txn):
+            if self._read[0] == txn:
+                return self._read[1]
             row = self._db.execute("SELECT state, latest, last_end FROM txn WHERE id = ?", (txn,)).fetchone()
             if row is not None:
                 entry = (row[0], row[1], row[2])
+            self._read = (txn, entry)
         return entry
 
     def is_resolved(self, txn: str) -> bool:
@@ -227,6 +239,12 @@ class ResolutionIndex:
             if refused is not None:  # the store's callers handle a refused write as an OSError
                 raise refused from exc
             raise
+        self._read = (None, None)  # the table changes
+        known = self._known
+        for txn in self._dirty:
+            known.add(txn)
+        if known.full:
+            self._known = self._filter_table()
         self._dirty.clear()
         self.applied_offset = applied_offset
 
@@ -240,6 +258,7 @@ class ResolutionIndex:
         try:
             removed = db.execute("DELETE FROM txn WHERE last_end <= ?", (min_offset,)).rowcount
             db.execute("COMMIT")
+            self._read = (None, None)
         except BaseException:
             _roll_back(db)
             raise
