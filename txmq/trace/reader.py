@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from txmq.config import MODES
-from txmq.errors import TraceError
+from txmq.errors import ExitCode, TraceError
 from txmq.trace.schema import (
     ARROW_SCHEMA,
     COLUMN_NAMES,
@@ -59,7 +59,7 @@ class IncompleteTraceError(TraceError):
     ``seq`` numbers that skip or repeat. Its own exit code, so scripts can tell "cut short" from "not a
     trace" and from "violates an invariant"."""
 
-    exit_code = 9
+    exit_code = ExitCode.INCOMPLETE_TRACE
 
 
 @dataclass(frozen=True)
