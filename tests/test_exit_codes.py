@@ -35,10 +35,15 @@ def _classes_with_codes() -> dict[str, str]:
             if not isinstance(node, ast.ClassDef) or not node.name.endswith("Error"):
                 continue
             for statement in node.body:
-                target = statement.target if isinstance(statement, ast.AnnAssign) else (
-                    statement.targets[0] if isinstance(statement, ast.Assign) else None)
-                if isinstance(target, ast.Name) and target.id == "exit_code" and statement.value is not None:
-                    found[node.name] = ast.unparse(statement.value)
+                target: ast.expr
+                if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                    target, value = statement.target, statement.value
+                elif isinstance(statement, ast.Assign):
+                    target, value = statement.targets[0], statement.value
+                else:
+                    continue
+                if isinstance(target, ast.Name) and target.id == "exit_code":
+                    found[node.name] = ast.unparse(value)
     return found
 
 
