@@ -24,7 +24,7 @@ from txmq.audit.groups import churned, group_findings
 from txmq.audit.history import Record, at, kill_times
 from txmq.checks.check_bound import at_bound, beyond_bound
 from txmq.checks.linearizability import check_history
-from txmq.checks.register import Operation, Outcome, Resolution, State, Verdict
+from txmq.checks.register import Operation, Reply, Resolution, State, Verdict
 
 DECISIONS = ("COMMIT", "ROLLBACK")
 
@@ -330,7 +330,7 @@ def register_operations(tx: Tx) -> tuple[list[Operation], list[Operation]]:
         client = f"{end['source']}:{end.get('producer', '')}"
         resolution = Resolution(end["action"])
         if end["ok"]:
-            completed.append(Operation.resolve(client, tx.name, resolution, Outcome.OK,
+            completed.append(Operation.resolve(client, tx.name, resolution, Reply.OK,
                                                float(end["invoked"]), float(end["returned"])))
         else:
             others.append(Operation.resolve(client, tx.name, resolution, None, float(end["invoked"]), None))
@@ -352,8 +352,8 @@ def linearizable(tx: Tx, timeout_s: float = 5.0) -> bool:
         return True
     choices: list[int | None] = [*range(len(completed)), None]
     for winner in choices:
-        ops = [Operation.resolve(op.client, op.txn, op.arg, Outcome.OK if i == winner else
-                                 Outcome.ALREADY_RESOLVED, op.invoked, op.returned)
+        ops = [Operation.resolve(op.client, op.txn, op.arg, Reply.OK if i == winner else
+                                 Reply.ALREADY_RESOLVED, op.invoked, op.returned)
                for i, op in enumerate(completed) if op.arg is not None]
         if check_history([*ops, *others], timeout_s).verdict is not Verdict.ILLEGAL:
             return True

@@ -32,7 +32,7 @@ from typing import Any
 from txmq import proc
 from txmq.errors import TraceError
 from txmq.tla.jar import find_jar
-from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
+from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
 from txmq.tla.tla_values import failure_report
 from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event, coverage
@@ -159,9 +159,9 @@ def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: in
     """None when the window starting at step ``first`` was explained to its end; else the rejection."""
     if _ACCEPTED.search(output):
         return None
-    if result.outcome is not Outcome.DEADLOCK:
+    if result.finding is not TlcFinding.DEADLOCK:
         detail = " ".join(" ".join(result.messages).split())[:400]
-        raise TraceError(f"TLC could not judge the trace ({result.outcome.value}): {detail}")
+        raise TraceError(f"TLC could not judge the trace ({result.finding.value}): {detail}")
     failure = failure_report(output)
     if failure is not None:
         return Validation(False, first + failure.step - 1, steps, result, failure.condition, failure.expected,
