@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 
 from txmq.checks.linearizability import check_history
-from txmq.checks.register import RESOLVED_STATE, Operation, OpKind, Outcome, Resolution, State, Verdict
+from txmq.checks.register import RESOLVED_STATE, Operation, OpKind, Reply, Resolution, State, Verdict
 
 _LOST_RATE = 0.01
 _READ_RATE = 0.4
@@ -30,7 +30,7 @@ _RESOLUTIONS = (Resolution.COMMIT, Resolution.COMMIT, Resolution.ROLLBACK, Resol
 
 # Operation's fields in order, so that calls can be sorted by invocation before objects are built
 _Fields = tuple[
-    int, int, OpKind, Resolution | None, Outcome | State | None, float, float | None, State | None
+    int, int, OpKind, Resolution | None, Reply | State | None, float, float | None, State | None
 ]
 
 
@@ -54,15 +54,15 @@ def _transaction(rng: random.Random, txn: int, start: float, clients: int) -> li
             continue
         took_effect = not lost or rng.random() < 0.5  # else: the request never reached the broker
         if state is State.PENDING:
-            outcome, held = Outcome.OK, None
+            reply, held = Reply.OK, None
             if took_effect:
                 state = RESOLVED_STATE[resolution]
         else:
-            outcome, held = Outcome.ALREADY_RESOLVED, state if rng.random() < 0.5 else None
+            reply, held = Reply.ALREADY_RESOLVED, state if rng.random() < 0.5 else None
         if lost:
             ops.append((client, txn, OpKind.RESOLVE, resolution, None, invoked, None, None))
         else:
-            ops.append((client, txn, OpKind.RESOLVE, resolution, outcome, invoked, returned, held))
+            ops.append((client, txn, OpKind.RESOLVE, resolution, reply, invoked, returned, held))
     return ops
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from txmq.checks.linearizability import check_history
-from txmq.checks.register import Operation, OpKind, Outcome, Resolution, State, Verdict
+from txmq.checks.register import Operation, OpKind, Reply, Resolution, State, Verdict
 
 FORMAT = "txmq-register-history"
 
@@ -39,10 +39,10 @@ class Recorder:
         with self._lock:
             self._ops.append(op)
 
-    def resolve(self, client: Hashable, txn: str, resolution: Resolution, outcome: Outcome | None,
+    def resolve(self, client: Hashable, txn: str, resolution: Resolution, reply: Reply | None,
                 invoked: int, returned: int | None) -> None:
         """Record a resolve; ``returned=None`` when its response was lost."""
-        self.add(Operation.resolve(client, txn, resolution, outcome, invoked, returned))
+        self.add(Operation.resolve(client, txn, resolution, reply, invoked, returned))
 
     def read(self, client: Hashable, txn: str, observed: State, invoked: int, returned: int) -> None:
         """Record a read of a transaction's state."""
@@ -67,7 +67,7 @@ def _to_json(op: Operation) -> dict[str, Any]:
 
 def _from_json(row: dict[str, Any]) -> Operation:
     kind = OpKind(row["kind"])
-    response_type = State if kind is OpKind.READ else Outcome
+    response_type = State if kind is OpKind.READ else Reply
     return Operation(
         row["client"], row["txn"], kind,
         Resolution(row["arg"]) if row["arg"] is not None else None,

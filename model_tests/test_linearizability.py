@@ -17,18 +17,18 @@ from itertools import combinations, permutations
 import pytest
 
 from txmq.checks.linearizability import check_history
-from txmq.checks.register import MalformedHistoryError, Operation, Outcome, Resolution, State, Verdict
+from txmq.checks.register import MalformedHistoryError, Operation, Reply, Resolution, State, Verdict
 
 SEED = int(os.environ.get("TXMQ_TEST_SEED", "20240611"))
 RANDOM_HISTORIES = 6000
 
 C, R, D = Resolution.COMMIT, Resolution.ROLLBACK, Resolution.DISCARD
-OK, AR = Outcome.OK, Outcome.ALREADY_RESOLVED
+OK, AR = Reply.OK, Reply.ALREADY_RESOLVED
 
 
-def res(txn: Hashable, resolution: Resolution, outcome: Outcome | None, t0: float, t1: float | None,
+def res(txn: Hashable, resolution: Resolution, reply: Reply | None, t0: float, t1: float | None,
         held: State | None = None, client: Hashable = 0) -> Operation:
-    return Operation.resolve(client, txn, resolution, outcome, t0, t1, held)
+    return Operation.resolve(client, txn, resolution, reply, t0, t1, held)
 
 
 def read(txn: Hashable, observed: State | None, t0: float, t1: float | None,

@@ -33,7 +33,7 @@ from model_tests.observe import observe
 from txmq.broker import Broker
 from txmq.checks.invariants import CATALOGUE, check
 from txmq.checks.linearizability import check_history
-from txmq.checks.register import Outcome, Resolution, State, Verdict
+from txmq.checks.register import Reply, Resolution, State, Verdict
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.config import BrokerConfig
@@ -62,7 +62,7 @@ class _Settings(TypedDict):
 
 CONFIG: _Settings = {"transaction_timeout_ms": 20, "check_max": 3}
 RESOLUTION = {S.COMMIT_MESSAGE: Resolution.COMMIT, S.ROLLBACK_MESSAGE: Resolution.ROLLBACK}
-OUTCOME = {ev.OK: Outcome.OK, ev.ALREADY_RESOLVED: Outcome.ALREADY_RESOLVED}
+REPLY = {ev.OK: Reply.OK, ev.ALREADY_RESOLVED: Reply.ALREADY_RESOLVED}
 # LOCAL_TX carries only check answers here (producers end transactions without tracing their local
 # decision, and conflicting senders have none), so the two invariants about local decisions do not apply.
 TRACE_INVARIANTS = [n for n in CATALOGUE if n not in ("CommitMatchesLocal", "RollbackNeverVisible")]
@@ -128,7 +128,7 @@ class RecordingTransport:
         returned = Recorder.now()
         if request.state is S.UNKNOW:
             return result
-        if result not in OUTCOME:
+        if result not in REPLY:
             with self.shared.lock:
                 self.shared.unexpected.append(f"{request} -> {result}")
             return result
@@ -136,7 +136,7 @@ class RecordingTransport:
             lost = self.shared.rng.random() < 0.05
         self.recorder.resolve(f"{self.client}{'/check' if request.from_transaction_check else ''}",
                               request.transaction_id, RESOLUTION[request.state],
-                              OUTCOME[result], invoked, None if lost else returned)
+                              REPLY[result], invoked, None if lost else returned)
         return result
 
 
@@ -254,7 +254,7 @@ def run_stress(directory: Path, mode: str, seed: int, duration_s: float) -> Stre
     for e in sink.events:
         if e["event"] == ev.DISCARD:
             stamp = e["mono_ns"]
-            recorder.resolve("check-service", e["txn"], Resolution.DISCARD, Outcome.OK, stamp, stamp)
+            recorder.resolve("check-service", e["txn"], Resolution.DISCARD, Reply.OK, stamp, stamp)
     return StressRun(recorder, sink, broker, shared, runtime.errors, errors)
 
 
@@ -279,7 +279,7 @@ def test_strict_history_is_linearizable(tmp_path: Path) -> None:
               f"checked in {result.elapsed_s:.2f} s")
         if result.verdict is not Verdict.OK:
             pytest.fail(f"{result.explain()}\n{_keep(tmp_path, run, 'strict', seed)} (seed {seed})")
-        resolves = {op.txn for op in ops if op.arg is not None and op.response is Outcome.OK}
+        resolves = {op.txn for op in ops if op.arg is not None and op.response is Reply.OK}
         assert len(resolves) > PRODUCERS * 10, "the run resolved too few transactions to mean anything"
     finally:
         run.broker.close()

@@ -107,7 +107,8 @@ def _root_cause(exc: Exception) -> str:
     return causes[-1] if causes else lines[0] if lines else exc.__class__.__name__
 
 
-def _results(tallies: dict[str, Tally], found: dict[Any, Any], absent: list[str], limit: int) -> list[Any]:
+def _results(tallies: dict[str, Tally], found: dict[Any, Any], absent: list[str], limit: int,
+             liveness_judged: int) -> list[Any]:
     """Each check's result, with its sample keys and their events."""
     return [
         check_result(
@@ -117,18 +118,23 @@ def _results(tallies: dict[str, Tally], found: dict[Any, Any], absent: list[str]
             [{"key": k, "expected": k not in t.failing, "events": found.get(k, [])}
              for k in t.samples(limit)],
             absent,
+            liveness_judged,
         )
         for cid, t in tallies.items()
     ]
 
 
 def lacking_events(trace: TraceInput, stats: TraceStats) -> list[str]:
-    """The events the trace cannot show (its header's ``absent_events``), and the consumer-group events when
-    it has none at all: a trace of the transaction protocol alone (no group ever consumed) says nothing
-    about duplicates or skips, so the group checks are not judged rather than holding for want of events."""
+    """The events the trace cannot show (its header's ``absent_events``), the consumer-group events when
+    it has none at all, and HALF_PUT when it has no transaction: a trace of the transaction protocol alone
+    (no group ever consumed) says nothing about duplicates or skips, and a trace without transactions (of
+    ``txmq simulate-groups``) nothing about them, so those checks are not judged rather than holding for
+    want of events (the catalogue's ``needs``)."""
     absent = list(trace.absent_events)
     if not any(stats.by_event.get(name, 0) for name in S.GROUP_EVENTS):
         absent += [name for name in S.GROUP_EVENTS if name not in absent]
+    if not stats.by_event.get(S.HALF_PUT, 0) and S.HALF_PUT not in absent:
+        absent.append(S.HALF_PUT)
     return absent
 
 
@@ -180,7 +186,7 @@ def validate(
             "judged": txns.judged,
             "too_young": txns.too_young,
         },
-        checks=_results(tallies, found, absent, limit),
+        checks=_results(tallies, found, absent, limit, txns.judged),
         metrics=_metrics(trace, stats, txns) | {"duplicates_by_cause": duplicates},
         timings={
             "session_start_s": round(session_s, 3),

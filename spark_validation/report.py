@@ -13,6 +13,7 @@ from typing import Any
 
 from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
 from spark_validation.tally import NAMED_SEP, NOTE_SEP, named_seqs
+from txmq.catalogue import LIVENESS
 from txmq.catalogue_outcomes import BY_NAME as OUTCOME_BY_NAME
 from txmq.files import replacing
 
@@ -138,8 +139,11 @@ class Report:
             lines.append("timings (s): " + "  ".join(f"{k} {v:.2f}" for k, v in self.timings.items()))
         unjudged = [c.id for c in self.checks if c.status == NOT_JUDGED]
         if unjudged:
-            lines.append(f"not judged ({len(unjudged)}): the trace lacks events they need "
-                         f"({', '.join(self.absent_events)})")
+            why = [f"the trace lacks events they need ({', '.join(self.absent_events)})"] \
+                if self.absent_events else []
+            if not self.liveness["judged"]:
+                why.append("no transaction is old enough to judge liveness")
+            lines.append(f"not judged ({len(unjudged)}): {'; '.join(why)}")
         verdict = "FAILED: " + ", ".join(c.id for c in self.failed) if self.failed else "OK"
         lines.append(verdict)
         return "\n".join(lines)
@@ -172,11 +176,13 @@ def _fmt(value: Any) -> str:
 
 
 def check_result(cid: str, violations: int, expected: int, samples: list[dict[str, Any]],
-                 absent: list[str] | None = None) -> CheckResult:
+                 absent: list[str] | None = None, liveness_judged: int | None = None) -> CheckResult:
     """A check's result with its status: expected-only violations do not fail the run; a check the trace
-    cannot judge (it lacks events the invariant needs: ``absent``) is not judged, whatever it counted."""
+    cannot judge is not judged, whatever it counted: it lacks events the invariant needs (``absent``), or
+    it is a liveness check and no transaction is old enough to judge (``liveness_judged`` 0)."""
     check = BY_ID[cid]
-    if not check.judgeable(absent or ()):
+    too_young = check.kind is LIVENESS and liveness_judged == 0
+    if not check.judgeable(absent or ()) or too_young:
         return CheckResult(cid, check.kind.value, NOT_JUDGED, 0, 0, check.meaning)
     status = HOLDS if violations == 0 else EXPECTED if violations == expected else VIOLATED
     return CheckResult(cid, check.kind.value, status, violations, expected, check.meaning, samples)

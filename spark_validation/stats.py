@@ -17,27 +17,6 @@ from spark_validation.inputs import CORRUPT, TraceInput
 from txmq.trace import schema as S
 from txmq.trace.reader import SeqSummary, require_complete
 
-# Values each event must carry for the checks to mean anything (docs/trace-events.md fills more).
-REQUIRED_BY_EVENT: dict[str, tuple[str, ...]] = {
-    S.LOCAL_TX: ("txn", "action"),
-    S.HALF_PUT: ("txn", "half_offset"),
-    S.HALF_RENEW: ("txn", "half_offset", "prev_half_offset", "check_count", "result"),
-    S.CHECK: ("txn", "half_offset", "check_count"),
-    S.END_TX: ("txn", "action", "result"),
-    S.REAL_PUT: ("txn", "topic", "queue_id", "queue_offset"),
-    S.OP_PUT: ("half_offsets",),
-    S.DISCARD: ("txn", "half_offset", "check_count", "result"),
-    S.DELIVER: ("txn", "consumer_group", "topic", "queue_id", "queue_offset"),
-    S.CRASH: (),
-    S.RESTART: (),
-    S.PLAIN_PUT: ("topic", "queue_id", "queue_offset"),
-    S.PRODUCER: ("producer_group", "producer", "result"),
-    S.CHECKPOINT: ("half_offset", "op_offset"),
-    S.OP_READ: ("op_offset",),
-    S.END: ("queue_offset", "op_offset"),
-    S.EXPIRE: ("commitlog_offset", "half_offset", "op_offset", "half_offsets"),
-}
-
 
 @dataclass(frozen=True)
 class TraceStats:
@@ -58,7 +37,7 @@ class TraceStats:
 
 def _null_rules() -> list[tuple[str, str]]:
     rules = [("*", c) for c in S.REQUIRED_COLUMNS]
-    rules += [(event, col) for event, cols in REQUIRED_BY_EVENT.items() for col in cols]
+    rules += [(event, col) for event, cols in S.REQUIRED_BY_EVENT.items() for col in cols]
     return rules
 
 

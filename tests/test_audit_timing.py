@@ -97,3 +97,12 @@ def test_a_read_only_out_is_refused_before_any_work(read_only_dir: Path,
         err = capsys.readouterr().err
         assert "cannot write in" in err and "Traceback" not in err and "seed" not in err
     assert list(read_only_dir.iterdir()) == []
+
+
+def test_txmq_diff_settles_by_the_audit_s_formula_from_the_first_heartbeat() -> None:
+    from txmq.diff.cli import settle_s as diff_settle_s
+
+    args = argparse.Namespace(settle=None, transaction_timeout=3.0, check_interval=2.0, check_max=15,
+                              heartbeat=5)
+    assert diff_settle_s(args) == timing.settle_time_s(3.0, 2.0, 15) + 5 == 3 + 16 * 2 + 5 + 10
+    assert diff_settle_s(argparse.Namespace(**dict(vars(args), settle=7))) == 7

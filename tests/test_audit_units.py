@@ -18,7 +18,7 @@ from txmq.audit.checkers import Expectations
 from txmq.audit.history import History
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
 from txmq.audit.producers import LocalTransactions, check_times
-from txmq.audit.workload import BenchmarkMix, Fault, Outcome, Plan, PlannedTx, fault_kinds, make_plan
+from txmq.audit.workload import BenchmarkMix, Fate, Fault, Plan, PlannedTx, fault_kinds, make_plan
 from txmq.catalogue import CATALOGUE
 from txmq.cli import main
 from txmq.errors import BrokerUnavailableError, ConfigError, TraceError
@@ -74,7 +74,7 @@ def test_the_plan_is_a_function_of_the_seed() -> None:
     plan = make_plan(11, 20, 5, 3, "heavy")
     assert len(plan.transactions) == 100 and len(plan.kills_at_s) == 2
     assert {t.producer for t in plan.transactions} == {0, 1, 2}
-    assert all(t.fault is Fault.NONE or t.outcome.ends_itself for t in plan.transactions)
+    assert all(t.fault is Fault.NONE or t.fate.ends_itself for t in plan.transactions)
     assert [plan.lapses(t.name, 1) for t in plan.transactions] == \
         [make_plan(11, 20, 5, 3, "heavy").lapses(t.name, 1) for t in plan.transactions]
     assert not any(plan.lapses(t.name, 2) for t in plan.transactions)
@@ -89,7 +89,7 @@ def test_fault_levels_and_kinds() -> None:
     late = make_plan(1, 40, 5, 2, "heavy", fault_kinds("late, late-after-rollback"))
     drawn = {t.fault for t in late.transactions} - {Fault.NONE}
     assert drawn == {Fault.LATE, Fault.LATE_AFTER_ROLLBACK}
-    assert all(t.outcome is Outcome.COMMIT for t in late.transactions if t.fault is Fault.LATE_AFTER_ROLLBACK)
+    assert all(t.fate is Fate.COMMIT for t in late.transactions if t.fault is Fault.LATE_AFTER_ROLLBACK)
 
 
 @pytest.mark.parametrize(("call", "says"), [
@@ -324,11 +324,11 @@ def test_the_benchmark_mix_draws_as_upstreams_transaction_producer() -> None:
     UNKNOWN at each check with CU before it commits (the #1694 report's -sr 0.01 -su 0.05 -cu 0.2, here
     with larger shares so that a 10,000-transaction plan shows them)."""
     plan = make_plan(3, 1000, 10, 2, "none", mix=BenchmarkMix(0.1, 0.5, 0.5))
-    outcomes = Counter(t.outcome for t in plan.transactions)
-    assert abs(outcomes[Outcome.ROLLBACK] / 10_000 - 0.1) < 0.02
-    assert abs(outcomes[Outcome.UNKNOWN_COMMIT] / 10_000 - 0.9 * 0.5) < 0.02
-    assert set(outcomes) == {Outcome.ROLLBACK, Outcome.UNKNOWN_COMMIT, Outcome.COMMIT}
-    unknowns = [t.unknowns for t in plan.transactions if t.outcome is Outcome.UNKNOWN_COMMIT]
+    fates = Counter(t.fate for t in plan.transactions)
+    assert abs(fates[Fate.ROLLBACK] / 10_000 - 0.1) < 0.02
+    assert abs(fates[Fate.UNKNOWN_COMMIT] / 10_000 - 0.9 * 0.5) < 0.02
+    assert set(fates) == {Fate.ROLLBACK, Fate.UNKNOWN_COMMIT, Fate.COMMIT}
+    unknowns = [t.unknowns for t in plan.transactions if t.fate is Fate.UNKNOWN_COMMIT]
     assert abs(statistics.fmean(unknowns) - 1.0) < 0.1 and min(unknowns) == 0  # geometric, mean CU/(1-CU)
     assert make_plan(3, 1000, 10, 2, "none", mix=BenchmarkMix(0.1, 0.5, 0.5)).digest() == plan.digest()
 
@@ -337,7 +337,7 @@ def test_the_benchmark_mix_draws_as_upstreams_transaction_producer() -> None:
                                                   (2, ["UNKNOWN", "UNKNOWN", "COMMIT"])])
 def test_an_unknown_transaction_answers_its_planned_unknowns_then_commits(unknowns: int,
                                                                           answers: list[str]) -> None:
-    planned = PlannedTx("t", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.NONE, unknowns)
+    planned = PlannedTx("t", 0.0, 0, Fate.UNKNOWN_COMMIT, Fault.NONE, unknowns)
     local = LocalTransactions(Plan(1, (planned,), (), 0.0), History())
     assert [local.answer("t", "p0.1") for _ in answers] == answers
 

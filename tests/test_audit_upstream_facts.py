@@ -15,7 +15,7 @@ from test_audit_units import check, deliver, end, kill, names, never_deciding, s
 from txmq.audit import checkers, report
 from txmq.audit.blind import downtime_s
 from txmq.audit.checkers import Expectations
-from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.audit.workload import Fate, Fault, Plan, PlannedTx
 from txmq.catalogue import UPSTREAM_FACTS
 
 pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install -e '.[serve]'")
@@ -95,7 +95,7 @@ def settling(records: list[dict[str, Any]]) -> Iterator[tuple[Any, Any]]:
     from txmq.audit.driver import Driver, DriverSettings  # after the module's importorskip
     from txmq.audit.history import History
 
-    plan = Plan(1, (PlannedTx("n", 0.0, 0, Outcome.UNKNOWN_COMMIT, Fault.WITHHELD),), (), 0.0)
+    plan = Plan(1, (PlannedTx("n", 0.0, 0, Fate.UNKNOWN_COMMIT, Fault.WITHHELD),), (), 0.0)
     history = History()
     for record in records:
         history.add(**record)

@@ -31,15 +31,13 @@ from txmq.sim.workload import Workload
 from txmq.tla.trace_input import UnmodelledTraceError, coverage
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_validation import (
-    IncompleteTraceError,
     Validation,
     expected_cost,
     expected_seconds,
     memory_warning,
-    require_complete,
     validate,
 )
-from txmq.trace.reader import read_events
+from txmq.trace.reader import IncompleteTraceError, read_events, require_events_complete
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import MemorySink
 
@@ -223,7 +221,8 @@ def test_coverage_counts_steps_per_action(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("breakage, message", [
     (lambda ev: ev.clear(), "no events"),
-    (lambda ev: ev.pop(), "not the END marker"),
+    (lambda ev: ev.pop(), "no END event"),
+    (lambda ev: ev.append(dict(ev[-1], seq=len(ev))), "2 END event"),
     (lambda ev: ev[3].update(seq=99), "seq must be 0, 1, 2"),
 ])
 def test_incomplete_traces_are_refused(tmp_path: Path, breakage: Callable[[Events], Any],
@@ -231,15 +230,15 @@ def test_incomplete_traces_are_refused(tmp_path: Path, breakage: Callable[[Event
     _, events = broker_trace("strict", tmp_path)
     breakage(events)
     with pytest.raises(IncompleteTraceError, match=message):
-        require_complete(events)
+        require_events_complete("t", events)
 
 
 def test_a_real_put_out_of_seq_order_is_refused(tmp_path: Path) -> None:
     _, events = broker_trace("strict", tmp_path)
     at = first(events, "REAL_PUT")
     events[at]["seq"], events[at - 1]["seq"] = events[at - 1]["seq"], events[at]["seq"]  # file order kept
-    with pytest.raises(IncompleteTraceError, match=f"event {at - 1} of the file has seq {at}"):
-        require_complete(events)
+    with pytest.raises(IncompleteTraceError, match=f"event {at - 1} in file order has seq {at}"):
+        require_events_complete("t", events)
 
 
 @pytest.mark.parametrize("breakage, message", [

@@ -13,7 +13,7 @@ from test_audit_units import check, deliver, end, send
 
 from txmq.audit import history
 from txmq.audit.checkers import transactions
-from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx, make_plan
+from txmq.audit.workload import Fate, Fault, Plan, PlannedTx, make_plan
 from txmq.cli import main
 from txmq.config import BrokerConfig
 from txmq.diff import report
@@ -33,7 +33,7 @@ def one(records: list[dict[str, Any]]) -> OutcomeClass:
     return classify(next(iter(txs.values())), CHECK_MAX)
 
 
-def plan(*kinds: tuple[Outcome, Fault]) -> Plan:
+def plan(*kinds: tuple[Fate, Fault]) -> Plan:
     return Plan(1, tuple(PlannedTx(f"t{i}", float(i), 0, outcome, fault)
                          for i, (outcome, fault) in enumerate(kinds)), (), 0.0)
 
@@ -131,8 +131,8 @@ def test_check_counts_between_three_and_check_max_share_a_class(seen: int, cls: 
 
 # ----------------------------------------------------------------------------- comparison
 def _pair() -> tuple[Plan, list[dict[str, Any]]]:
-    kinds = plan((Outcome.COMMIT, Fault.NONE), (Outcome.COMMIT, Fault.WITHHELD),
-                 (Outcome.ROLLBACK, Fault.NONE))
+    kinds = plan((Fate.COMMIT, Fault.NONE), (Fate.COMMIT, Fault.WITHHELD),
+                 (Fate.ROLLBACK, Fault.NONE))
     records = [send("t0", 0.0), end("t0", "COMMIT", 0.1), deliver("t0", 0.4),
                send("t1", 1.0), check("t1", 4.1, "COMMIT"), end("t1", "COMMIT", 4.2, source="check"),
                deliver("t1", 4.5), send("t2", 2.0), end("t2", "ROLLBACK", 2.1)]
@@ -226,7 +226,7 @@ def _explained(kinds: Plan, reference: list[dict[str, Any]],
 
 def test_a_late_end_transaction_is_named() -> None:
     """The reference goes on checking a rolled-back transaction 10 s after its ROLLBACK returned."""
-    kinds = plan((Outcome.ROLLBACK, Fault.NONE))
+    kinds = plan((Fate.ROLLBACK, Fault.NONE))
     served = [send("t0"), end("t0", "ROLLBACK", 0.1)]
     late = [*served, check("t0", 10.0, "ROLLBACK"), end("t0", "ROLLBACK", 10.1, source="check")]
     assert _explained(kinds, late, served) == ["late or lost end-transaction"]
@@ -236,7 +236,7 @@ def test_a_late_end_transaction_is_named() -> None:
 def test_an_op_race_is_named_and_a_new_kind_of_difference_is_not() -> None:
     """A re-check 2.5 s after the COMMIT returned (within check interval + two batch intervals + 1 s)
     duplicates the message: the Op race. A duplicate with no re-check behind it is unexplained."""
-    kinds = plan((Outcome.COMMIT, Fault.NONE))
+    kinds = plan((Fate.COMMIT, Fault.NONE))
     served = [send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5)]
     raced = [*served, check("t0", 2.6, "COMMIT"), end("t0", "COMMIT", 2.7, source="check"),
              deliver("t0", 3.0)]
@@ -251,7 +251,7 @@ def test_an_op_race_is_named_and_a_new_kind_of_difference_is_not() -> None:
 
 
 def test_a_send_that_failed_on_one_side_and_lost_checks_are_named() -> None:
-    kinds = plan((Outcome.COMMIT, Fault.NONE), (Outcome.NEVER, Fault.NONE))
+    kinds = plan((Fate.COMMIT, Fault.NONE), (Fate.NEVER, Fault.NONE))
     checked = [send("t1"), *(check("t1", 3 + i, "UNKNOWN") for i in range(CHECK_MAX))]
     reference = [send("t0", ok=False), *checked[:-1]]  # t1: one check lost on the way
     candidate = [send("t0"), end("t0", "COMMIT", 0.1), deliver("t0", 0.5), *checked]
@@ -263,7 +263,7 @@ def test_a_send_that_failed_on_one_side_and_lost_checks_are_named() -> None:
 
 
 def test_an_end_cut_off_by_its_producers_shutdown_is_named() -> None:
-    kinds = plan((Outcome.COMMIT, Fault.LATE), (Outcome.ROLLBACK, Fault.NONE))
+    kinds = plan((Fate.COMMIT, Fault.LATE), (Fate.ROLLBACK, Fault.NONE))
     checked = [send("t0"), check("t0", 3.0, "COMMIT"), end("t0", "COMMIT", 3.1, source="check"),
                deliver("t0", 3.5)]
     late = [*checked, end("t0", "COMMIT", 3.3), deliver("t0", 4.0)]

@@ -79,7 +79,7 @@ def run(record: StoredMessage | None, view: OpView | None = None, resolution: Re
 
 
 def outcome(d: Decision) -> tuple[str, int | None, str | None]:
-    return d.outcome, getattr(d, "count", None), getattr(d, "reason", None)
+    return d.spec_action, getattr(d, "count", None), getattr(d, "reason", None)
 
 
 # (upstream rule, record, view, resolution, now) -> (outcome, count, reason)

@@ -79,24 +79,14 @@ def test_s03_commit(make_env: EnvFactory, mode: str) -> None:
     assert stored is not None
     assert stored.sysflag == TRANSACTION_COMMIT  # MessageSysFlag.resetTransactionValue: the type only
     assert stored.prepared_transaction_offset == result.commitlog_offset
-    [end] = env.events(ev.END_TX)
-    assert (end["txn"], end["producer_group"], end["action"]) == (result.msg_id, "G", "COMMIT")
-    assert end["from_check"] is False and end["ts"] == env.clock.now_ms()
-    assert (end["half_offset"], end["commitlog_offset"], end["result"]) == (0, result.commitlog_offset, ev.OK)
-    [put] = env.events(ev.REAL_PUT)
-    assert (put["half_offset"], put["queue_offset"], put["commitlog_offset"]) == (0, 0, real.commitlog_offset)
-    assert (put["topic"], put["queue_id"], put["body_crc"]) == ("T", 1, real.body_crc)
-    assert (put["txn"], put["producer_group"]) == (result.msg_id, "G")
-    assert (put["seq"], put["ts"]) == (end["seq"] + 1, end["ts"])  # REAL_PUT follows its END_TX at once
-    # The Op entry is buffered, not yet on disk; the next batch tick writes "0," with tag d.
+    # The trace lines, both modes: tests/testdata/transcripts/s03_commit.txt. Here, what they leave out:
+    # the stored records. The Op entry is buffered, not yet on disk; the next batch tick writes "0,",
+    # tag d.
     assert env.queue_records(OP_TOPIC) == []
     env.advance(3_000)
     assert env.broker.flush_op_batches() == 1
     [op] = env.queue_records(OP_TOPIC)
     assert op.body == b"0," and op.properties["TAGS"] == OP_TAG
-    [op_put] = env.events(ev.OP_PUT)
-    assert (op_put["op_offset"], op_put["half_offsets"]) == (0, [0])
-    assert op_put["commitlog_offset"] == op.commitlog_offset
     if mode == "strict":
         assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
 

@@ -5,7 +5,8 @@ conversions and the settings. The RPCs themselves are tested against the officia
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, cast
 
 import pytest
 from brokerkit import EnvFactory
@@ -17,8 +18,9 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from txmq.clock import ManualClock
 from txmq.errors import ConfigError
-from txmq.protocol import Message
+from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message
 from txmq.serve.config import ServeConfig
+from txmq.serve.context import ServeContext
 from txmq.serve.convert import inbound, outbound
 from txmq.serve.errors import ServeError
 from txmq.serve.pop import PopService, ReceiptHandle
@@ -248,3 +250,42 @@ def test_settings_are_checked() -> None:
                 {"min_invisible_ms_for_receive": 10**12}):
         with pytest.raises(ConfigError):
             ServeConfig.from_mapping(bad)
+
+
+# ---------------------------------------------------------------------------------------- END_TRANSACTION
+class CountingLock:
+    """A re-entrant lock that counts its outermost holds: how many times the broker took its lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.holds = 0
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._depth += 1
+        self.holds += self._depth == 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        self._lock.release()
+
+
+@pytest.mark.parametrize("from_check", [False, True])
+def test_an_end_transaction_is_one_hold_of_the_broker_lock(make_env: EnvFactory, mode: str,
+                                                          from_check: bool) -> None:
+    # Issue #45: both front ends traced the decision an END_TRANSACTION carries and applied it in two
+    # broker calls, so a check run could be traced between the two events of one arrival.
+    env = make_env(mode)
+    sent = env.broker.send_half(Message("T", b"x"), "G", "p1", "txn-1")
+    lock = CountingLock()
+    env.broker._lock = lock  # type: ignore[assignment]
+    context = ServeContext(env.broker, *([cast(Any, None)] * 7))
+    woken = []
+    result = context.end_transaction(EndTransactionRequest(
+        "G", sent.queue_offset, sent.commitlog_offset, LocalTransactionState.COMMIT_MESSAGE, from_check,
+        "txn-1", "p1"), 3 if from_check else None, lambda: woken.append(True))
+    assert lock.holds == 1 and result.ok and woken == [True]
+    [local] = env.sink.of(ev.LOCAL_TX)
+    assert env.sink.events[local["seq"] + 1]["event"] == ev.END_TX
+    assert (local["from_check"], local["check_count"]) == (from_check, 3 if from_check else None)

@@ -105,7 +105,7 @@ def test_check_ci_models_as_expected(spec_dir: Path, capsys: pytest.CaptureFixtu
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("TLC: TLC2 Version 2.15 ")  # every report says which TLC ran
-    assert lines[1].split()[:3] == ["model", "expected", "outcome"]
+    assert lines[1].split()[:3] == ["model", "expected", "found"]
     assert lines[2].split()[:2] == ["good", "pass"] and lines[2].endswith("ok")
     assert "32,236" in lines[2] and "143,603" in lines[2]
     assert lines[3].startswith("control") and "invariant violation (DiscardOnlyAtMax)" in lines[3]

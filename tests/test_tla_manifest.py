@@ -12,7 +12,7 @@ import pytest
 from txmq.errors import ConfigError
 from txmq.tla.configs import merged, render, write_all
 from txmq.tla.manifest import Expectation, load_data, load_manifest, record_counts, select
-from txmq.tla.parser import Outcome, TlcResult
+from txmq.tla.parser import TlcFinding, TlcResult
 
 REPO_SPEC = Path(__file__).resolve().parents[1] / "spec"
 
@@ -29,7 +29,7 @@ def model(name: str, expect: str = "pass", ci: bool = True, **extra: Any) -> dic
 
 
 def passed(distinct: int = 10, total: int = 20, depth: int = 3) -> TlcResult:
-    return TlcResult(Outcome.PASS, distinct_states=distinct, total_states=total, depth=depth)
+    return TlcResult(TlcFinding.PASS, distinct_states=distinct, total_states=total, depth=depth)
 
 
 def test_committed_configs_are_what_the_manifest_renders(tmp_path: Path) -> None:
@@ -122,23 +122,23 @@ def test_judge_pass() -> None:
     # A multi-worker run may report a deeper level than breadth-first search reaches, never a shallower one.
     assert expect.judge(passed(depth=5), exact_depth=False) == []
     assert expect.judge(passed(depth=2), exact_depth=False) == ["depth drifted: recorded 3, measured 2"]
-    violated = TlcResult(Outcome.INVARIANT, violated="TypeOK")
+    violated = TlcResult(TlcFinding.INVARIANT, violated="TypeOK")
     assert expect.judge(violated) == ["expected pass, got invariant violation of TypeOK"]
-    assert expect.judge(TlcResult(Outcome.DEADLOCK)) == ["expected pass, got deadlock"]
+    assert expect.judge(TlcResult(TlcFinding.DEADLOCK)) == ["expected pass, got deadlock"]
 
 
 def test_judge_negative_control() -> None:
     expect = Expectation("NoDuplicateReal")
-    assert expect.judge(TlcResult(Outcome.INVARIANT, violated="NoDuplicateReal")) == []
+    assert expect.judge(TlcResult(TlcFinding.INVARIANT, violated="NoDuplicateReal")) == []
     assert expect.judge(passed()) == ["negative control passed: NoDuplicateReal was expected to be violated"]
-    assert expect.judge(TlcResult(Outcome.INVARIANT, violated="TypeOK")) == [
+    assert expect.judge(TlcResult(TlcFinding.INVARIANT, violated="TypeOK")) == [
         "expected NoDuplicateReal to be violated, got invariant violation (TypeOK)"
     ]
-    assert expect.judge(TlcResult(Outcome.PARSE_ERROR)) == [
+    assert expect.judge(TlcResult(TlcFinding.PARSE_ERROR)) == [
         "expected NoDuplicateReal to be violated, got parse or semantic error (nothing named)"
     ]
     assert (
-        Expectation("EventuallyResolved").judge(TlcResult(Outcome.LIVENESS, violated="EventuallyResolved"))
+        Expectation("EventuallyResolved").judge(TlcResult(TlcFinding.LIVENESS, violated="EventuallyResolved"))
         == []
     )
 
@@ -147,8 +147,8 @@ def test_record_counts_updates_passing_pass_models_only(tmp_path: Path) -> None:
     path = write_manifest(tmp_path, [model("p"), model("q"), model("neg", "violates X"), model("r")])
     results = {
         "p": passed(1, 2, 3),
-        "q": TlcResult(Outcome.INVARIANT, violated="X"),
-        "neg": TlcResult(Outcome.INVARIANT, violated="X"),
+        "q": TlcResult(TlcFinding.INVARIANT, violated="X"),
+        "neg": TlcResult(TlcFinding.INVARIANT, violated="X"),
     }
     assert record_counts(tmp_path, results) == ["p"]
     assert record_counts(tmp_path, {"r": passed(4, 5, 6)}, include_depth=False) == ["r"]
@@ -164,7 +164,7 @@ def test_a_control_may_name_alternatives() -> None:
     expect = Expectation.from_entry({"expect": "violates DiscardOnlyAtMax or NoCheckAfterDurableOp"}, "m")
     assert str(expect) == "violates DiscardOnlyAtMax or NoCheckAfterDurableOp"
     for name in ("DiscardOnlyAtMax", "NoCheckAfterDurableOp"):
-        assert expect.judge(TlcResult(Outcome.INVARIANT, violated=name)) == []
-    assert expect.judge(TlcResult(Outcome.INVARIANT, violated="TypeOK")) == [
+        assert expect.judge(TlcResult(TlcFinding.INVARIANT, violated=name)) == []
+    assert expect.judge(TlcResult(TlcFinding.INVARIANT, violated="TypeOK")) == [
         "expected DiscardOnlyAtMax or NoCheckAfterDurableOp to be violated, got invariant violation (TypeOK)"
     ]

@@ -15,7 +15,7 @@ from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.errors import ToolMissingError
 from txmq.tla.manifest import load_manifest, select
-from txmq.tla.parser import Outcome
+from txmq.tla.parser import TlcFinding
 from txmq.tla.runner import run_tlc
 from txmq.tla.suite import ModelReport, check_model, check_models, default_workers
 
@@ -107,7 +107,7 @@ def test_liveness_on_a_toy_spec(tmp_path: Path) -> None:
     result = run_tlc(
         tmp_path / "Toggle.tla", tmp_path / "Toggle.cfg", jar=JAR, workers="1", check_deadlock=True
     )
-    assert (result.outcome, result.violated, result.loops_back_to) == (Outcome.LIVENESS, "Reaches2", 1)
+    assert (result.finding, result.violated, result.loops_back_to) == (TlcFinding.LIVENESS, "Reaches2", 1)
     assert result.duration_s is not None and result.duration_s > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Toggle.cfg", "Toggle.tla"]
 
@@ -116,7 +116,7 @@ def test_parse_errors_carry_sanys_message(tmp_path: Path) -> None:
     (tmp_path / "Broken.tla").write_text("---- MODULE Broken ----\nVARIABLE x\nInit == x = = 0\n====\n")
     (tmp_path / "Broken.cfg").write_text("INIT Init\nNEXT Init\n")
     result = run_tlc(tmp_path / "Broken.tla", tmp_path / "Broken.cfg", jar=JAR, workers="1")
-    assert result.outcome is Outcome.PARSE_ERROR
+    assert result.finding is TlcFinding.PARSE_ERROR
     assert "line 3" in result.messages[0]
 
 

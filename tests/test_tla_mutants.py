@@ -55,7 +55,7 @@ def test_a_mutant_that_no_longer_applies_is_a_clear_error(tmp_path: Path) -> Non
 def test_every_mutant_is_killed_as_named(request: pytest.FixtureRequest) -> None:
     reports = run_mutants(SPEC, jar=JAR, workers="2")
     count_tlc("mutants", len(reports))
-    lines = [f"{r.mutant.name}: {r.verdict} by {r.mutant.model} ({r.result.outcome.value}"
+    lines = [f"{r.mutant.name}: {r.verdict} by {r.mutant.model} ({r.result.finding.value}"
              f"{' ' + r.result.violated if r.result.violated else ''}, {r.result.duration_s or 0:.1f}s)"
              for r in reports]
     print("\n".join(lines))

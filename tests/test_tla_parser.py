@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
+from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 
 DATA = Path(__file__).parent / "data" / "tlc"
 SPEC_VARIABLES = {
@@ -45,7 +45,7 @@ def assert_well_formed_trace(result: TlcResult) -> None:
 
 def test_pass_gives_counts_depth_and_duration() -> None:
     result = parse("pass.out", 0)
-    assert result.outcome is Outcome.PASS
+    assert result.finding is TlcFinding.PASS
     assert (result.distinct_states, result.total_states, result.depth) == (32236, 143603, 17)
     assert result.duration_s == pytest.approx(22.963)
     assert result.violated is None and result.trace == [] and result.messages == []
@@ -54,7 +54,7 @@ def test_pass_gives_counts_depth_and_duration() -> None:
 
 def test_invariant_violation_names_the_invariant_and_keeps_the_trace() -> None:
     result = parse("invariant.out", 12)
-    assert result.outcome is Outcome.INVARIANT
+    assert result.finding is TlcFinding.INVARIANT
     assert result.violated == "DiscardOnlyAtMax"
     assert result.messages == ["Invariant DiscardOnlyAtMax is violated."]
     assert len(result.trace) == 8
@@ -74,7 +74,7 @@ def test_multi_line_values_are_joined() -> None:
 
 def test_deadlock() -> None:
     result = parse("deadlock.out", 11)
-    assert result.outcome is Outcome.DEADLOCK
+    assert result.finding is TlcFinding.DEADLOCK
     assert result.violated is None
     assert result.messages == ["Deadlock reached."]
     assert_well_formed_trace(result)
@@ -82,7 +82,7 @@ def test_deadlock() -> None:
 
 def test_liveness_violation_ending_in_stuttering() -> None:
     result = parse("liveness_stuttering.out", 13)
-    assert result.outcome is Outcome.LIVENESS
+    assert result.finding is TlcFinding.LIVENESS
     assert result.violated == "EventuallyResolved"
     assert_well_formed_trace(result)
     assert result.trace[-1].action == "Stuttering" and result.trace[-1].variables == {}
@@ -91,7 +91,7 @@ def test_liveness_violation_ending_in_stuttering() -> None:
 
 def test_liveness_violation_with_a_loop() -> None:
     result = parse("liveness_lasso.out", 13)
-    assert result.outcome is Outcome.LIVENESS
+    assert result.finding is TlcFinding.LIVENESS
     assert result.violated == "Reaches2"
     assert [(s.action, s.variables) for s in result.trace] == [
         ("Initial predicate", {"x": "0"}),
@@ -102,7 +102,7 @@ def test_liveness_violation_with_a_loop() -> None:
 
 def test_parse_error_keeps_sanys_report() -> None:
     result = parse("parse_error.out", 150)
-    assert result.outcome is Outcome.PARSE_ERROR
+    assert result.finding is TlcFinding.PARSE_ERROR
     report = result.messages[0]
     assert "***Parse Error***" in report and "line 88, column 20" in report
     assert "Parsing file" not in report
@@ -111,7 +111,7 @@ def test_parse_error_keeps_sanys_report() -> None:
 
 def test_semantic_error_keeps_sanys_report() -> None:
     result = parse("semantic_error.out", 150)
-    assert result.outcome is Outcome.PARSE_ERROR
+    assert result.finding is TlcFinding.PARSE_ERROR
     assert "Unknown operator: `Moode'." in result.messages[0]
 
 
@@ -127,13 +127,13 @@ def test_other_tlc_errors_are_errors_with_their_message() -> None:
         ]
     )
     result = parse_tlc_output(output, 255)
-    assert result.outcome is Outcome.ERROR
+    assert result.finding is TlcFinding.ERROR
     assert result.messages == ["TLC threw an unexpected exception."]
 
 
 def test_output_without_verdict_is_an_error_showing_its_tail() -> None:
     result = parse_tlc_output("Error: Could not find or load main class tlc2.TLC\n", 1)
-    assert result.outcome is Outcome.ERROR
+    assert result.finding is TlcFinding.ERROR
     assert result.messages == ["Error: Could not find or load main class tlc2.TLC"]
     assert parse_tlc_output("").messages == ["TLC ended without a verdict"]
 
@@ -141,7 +141,7 @@ def test_output_without_verdict_is_an_error_showing_its_tail() -> None:
 def test_output_cut_inside_a_message_keeps_what_arrived() -> None:
     output = "@!@!@STARTMSG 2110:1 @!@!@\nInvariant TypeOK is violated.\n"
     result = parse_tlc_output(output)
-    assert (result.outcome, result.violated) == (Outcome.INVARIANT, "TypeOK")
+    assert (result.finding, result.violated) == (TlcFinding.INVARIANT, "TypeOK")
 
 
 def test_stray_end_marker_and_unrecognised_state_text_are_ignored() -> None:
@@ -159,5 +159,5 @@ def test_stray_end_marker_and_unrecognised_state_text_are_ignored() -> None:
         ]
     )
     result = parse_tlc_output(output)
-    assert result.outcome is Outcome.PASS
+    assert result.finding is TlcFinding.PASS
     assert result.trace == []

@@ -51,9 +51,12 @@ def test_parquet_rows_stay_in_seq_order_across_row_groups(tmp_path: Path) -> Non
 
 def test_memory_and_null_sinks() -> None:
     memory = MemorySink()
-    memory.emit(ev.CHECK, 5, txn="x")
-    memory.emit(ev.DELIVER, 6, txn="x")
+    memory.emit(ev.CHECK, 5, txn="x", half_offset=0, check_count=1)
+    memory.emit(ev.CRASH, 6)
     assert [e["event"] for e in memory.of(ev.CHECK)] == [ev.CHECK]
+    with pytest.raises(ValueError, match="DELIVER without consumer_group, topic, queue_id, queue_offset: the "
+                                         "trace contract"):
+        memory.emit(ev.DELIVER, 7, txn="x")
     null = NullSink()
     assert not null.enabled and open_sink(None, TraceHeader(mode="strict")).enabled is False
 

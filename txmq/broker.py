@@ -135,9 +135,27 @@ class Broker(BrokerCore):
         """Apply END_TRANSACTION; returns txmq's result name with RocketMQ's response code and remark.
         Upstream clients send it one-way and never see this answer."""
         with self._lock:
-            result = self._end_tx_processor().process(request)
-            self._stats[f"end_tx_{result.name}"] += 1
-            return result
+            return self._apply_end(request)
+
+    def end_transaction_as_received(self, request: EndTransactionRequest, check_count: int | None = None
+                                    ) -> EndTransactionResult:
+        """One END_TRANSACTION as a front end receives it: the producer's decision it carries, traced as
+        LOCAL_TX (with the ``check_count`` of the copy checked, for a check's answer), and its application,
+        under one hold of the lock, so that nothing (a check run) is traced between the two events of one
+        arrival. Upstream's ``EndTransactionProcessor.processRequest`` handles the request as one step;
+        the front ends infer the decision from it, as its client traced none."""
+        with self._lock:
+            from_check = request.from_transaction_check
+            self._emit(ev.LOCAL_TX, txn=request.transaction_id, producer_group=request.producer_group,
+                       producer=request.producer, action=request.state.action, from_check=from_check,
+                       half_offset=request.tran_state_table_offset if from_check else None,
+                       check_count=check_count)
+            return self._apply_end(request)
+
+    def _apply_end(self, request: EndTransactionRequest) -> EndTransactionResult:
+        result = self._end_tx_processor().process(request)
+        self._stats[f"end_tx_{result.name}"] += 1
+        return result
 
     def _end_tx_processor(self) -> EndTransactionProcessor:
         self._context()

@@ -75,7 +75,9 @@ class Invariant:
     check it, why not (given for every such layer by the entries of issue #24). ``assumes``: the fairness
     or bound a TLC model must give for the spec to guarantee it; only models that give it check it.
     ``spec_module``: the module of spec/ that states it (TxMQ.tla; the consumer-group invariants are
-    ConsumerGroup.tla's, whose models check only those).
+    ConsumerGroup.tla's, whose models check only those). ``needs``: the events a trace must be able to
+    show for it to be judged (a trace lacking one says "not judged", never "holds"); an invariant about
+    transactions needs HALF_PUT, so a trace without transactions does not judge it.
     """
 
     name: str
@@ -149,21 +151,22 @@ ENTRIES: tuple[Invariant, ...] = (
     Invariant(
         "CommitMatchesLocal", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction's first REAL_PUT comes after a LOCAL_TX of it with action COMMIT (its producer's "
-        "own decision or a check answer).", needs=("LOCAL_TX",)),
+        "own decision or a check answer).", needs=("HALF_PUT", "LOCAL_TX")),
     Invariant(
         "RollbackNeverVisible", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction whose producer side declared ROLLBACK (a LOCAL_TX, own decision or check answer) "
-        "has no REAL_PUT.", needs=("LOCAL_TX",)),
+        "has no REAL_PUT.", needs=("HALF_PUT", "LOCAL_TX")),
     Invariant(
         "SingleResolution", SAFETY, STRICT, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction is resolved at most once: at most one END_TX of it has result OK.",
         rocketmq="a duplicate or conflicting END_TX is applied again (S5, S6, S7; #5574, #8158, #2694)",
-        needs=("END_TX",)),
+        needs=("HALF_PUT", "END_TX")),
     Invariant(
         "NoDuplicateReal", SAFETY, STRICT, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "A transaction has at most one REAL_PUT.",
         rocketmq="a second commit of the same half or of another copy: duplicate END_TX, a late commit "
-        "after a renewal, a re-check after a lost Op buffer (S5, S20, S21, S30, S31; #5574, #2117)"),
+        "after a renewal, a re-check after a lost Op buffer (S5, S20, S21, S30, S31; #5574, #2117)",
+        needs=("HALF_PUT",)),
     Invariant(
         "CheckBound", SAFETY, PART, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "Every HALF_RENEW's check count is one more than that of the copy it renews (an original half, "
@@ -173,13 +176,14 @@ ENTRIES: tuple[Invariant, ...] = (
         "seq order, from 0 again after a RESUME",
         rocketmq="two live chains of one transaction: a copy renewed again after a checkpoint regression "
         "(S32: a crash before the checkpoint was persisted), both halves of a retried send (S33), a "
-        "second admin resume of the same discarded record"),
+        "second admin resume of the same discarded record",
+        needs=("HALF_PUT",)),
     Invariant(
         "CheckAfterTimeout", SAFETY, BOTH, SPEC | TRACE | MODEL | SPARK | AUDIT,
         "No CHECK of a transaction comes before its first HALF_PUT is more than transaction_timeout_ms old, "
         "counted from its born_ts (the producer's clock, as upstream counts ages), else its ts "
         "(transactions with an IMMUNITY renewal are exempt: their window is not in the trace).",
-        needs=("CHECK",)),
+        needs=("HALF_PUT", "CHECK")),
     Invariant(
         "NoCheckAfterDurableOp", SAFETY, STRICT, SPEC | TRACE | MODEL | SPARK,
         "No CHECK comes after an OP_PUT that lists the copy it checks or the copy that copy renewed.",
@@ -188,18 +192,20 @@ ENTRIES: tuple[Invariant, ...] = (
         "once fillOpRemoveMap found no Op), while TransactionalOpBatchService keeps writing Op records: "
         "an Op written during the run, e.g. of a late or duplicate commit, does not stop its half's "
         "check (S41)",
-        needs=("CHECK",)),
+        needs=("HALF_PUT", "CHECK")),
     Invariant(
         "DiscardOnlyAtMax", SAFETY, PART, SPEC | TRACE | MODEL | SPARK,
         "A DISCARD happens only to a copy carrying check_max checks (result CHECK_MAX) or past retention "
         "(result RETENTION, taken on trust: the trace does not carry the retention time).",
         strict_part="no REAL_PUT of a transaction after its DISCARD, unless an admin RESUME came in between",
-        rocketmq="a late commit is applied after the discard, as the half is still readable"),
+        rocketmq="a late commit is applied after the discard, as the half is still readable",
+        needs=("HALF_PUT",)),
     Invariant(
         "OpRefersToHalf", SAFETY, PART, SPEC | TRACE | MODEL | SPARK,
         "Every half offset an OP_PUT lists was put earlier by a HALF_PUT or a HALF_RENEW.",
         strict_part="no half offset is listed by two Op entries",
-        rocketmq="a duplicate or conflicting END_TX queues a second Op entry for the same half (S5, S7)"),
+        rocketmq="a duplicate or conflicting END_TX queues a second Op entry for the same half (S5, S7)",
+        needs=("HALF_PUT",)),
     Invariant(
         "DeliveryIntegrity", SAFETY, BOTH, MODEL | SPARK,
         "A DELIVER carries the txn and body_crc of the REAL_PUT at its position (of a PLAIN_PUT: the "
@@ -295,13 +301,14 @@ ENTRIES: tuple[Invariant, ...] = (
         "Every transaction whose half was stored ends with an END_TX OK (COMMIT or ROLLBACK) or a DISCARD, "
         "unless an EXPIRE lists one of its halves among those deleted unresolved (it can no longer resolve); "
         "over a trace, every transaction old enough to judge. The spec asks it again of each life an admin "
-        "RESUME starts; Spark and the audit judge the first life.", needs=("END_TX",)),
+        "RESUME starts; Spark and the audit judge the first life.", needs=("HALF_PUT", "END_TX")),
     Invariant(
         "EventuallyDelivered", LIVENESS, BOTH, SPARK | AUDIT,
         "Every REAL_PUT reaches every consumer group subscribed to its topic, unless its commitlog_offset is "
         "below the last EXPIRE's (retention deleted it before that group read it); over a trace, every "
         "REAL_PUT old enough to judge.",
-        not_in_spec=_DELIVERY_BELOW_SPEC + ", and consumers are not modelled", needs=("DELIVER",)),
+        not_in_spec=_DELIVERY_BELOW_SPEC + ", and consumers are not modelled",
+        needs=("HALF_PUT", "DELIVER")),
     Invariant(
         "EndTxResolves", LIVENESS, BOTH, SPEC,
         "A transaction whose producer sent its own END_TX is resolved by an END_TX with result OK (or that "

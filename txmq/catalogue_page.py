@@ -12,6 +12,7 @@ from txmq.catalogue import (
     PART,
     SPARK,
     SPEC,
+    STORE_ABSENT_EVENTS,
     STRICT,
     TRACE,
     UPSTREAM_FACTS,
@@ -34,7 +35,8 @@ def _rocketmq_cell(entry: Invariant) -> str:
 def _store_cell(entry: Invariant) -> str:
     if entry.from_store:
         return "yes"
-    return "no: needs " + ", ".join(entry.needs) if entry.needs else "no"
+    lacking = [name for name in entry.needs if name in STORE_ABSENT_EVENTS]
+    return "no: needs " + ", ".join(lacking) if lacking else "no"
 
 
 def _entry_section(e: Invariant) -> list[str]:

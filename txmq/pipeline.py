@@ -127,7 +127,7 @@ def _model_check(tlc: dict[str, str]) -> tuple[str, int]:
     entries = select(load_manifest(default_spec_dir()), [], False)
 
     def show(report: ModelReport) -> None:
-        _say(f"  {report.entry.name}: {report.result.outcome.value} ({'ok' if report.ok else 'UNEXPECTED'})")
+        _say(f"  {report.entry.name}: {report.result.finding.value} ({'ok' if report.ok else 'UNEXPECTED'})")
 
     reports = check_models(entries, jar=jar, on_report=show)
     unexpected = [r.entry.name for r in reports if not r.ok]

@@ -39,12 +39,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from txmq.errors import ExitCode
+
 # A child started with a preexec_fn is forked by Python itself, and gRPC's fork handlers (loaded by txmq
 # serve and txmq audit through the RocketMQ client) abort such a child. gRPC reads this when it loads.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-INTERRUPTED_EXIT_CODE = 130  # what a shell reports for a command ended by SIGINT (128 + 2)
+INTERRUPTED_EXIT_CODE = ExitCode.INTERRUPTED  # what a shell reports for a command ended by SIGINT (128 + 2)
 
 _children: weakref.WeakSet[subprocess.Popen[Any]] = weakref.WeakSet()
 

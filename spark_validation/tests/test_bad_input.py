@@ -245,3 +245,30 @@ def test_a_damaged_page_fails_the_job_in_one_line(spark: Any, tmp_path: Path) ->
     damaged = _flip_caught_only_by_page_crcs(clean_trace().write(tmp_path / "t.parquet"))
     with pytest.raises(errors.SparkFailedError, match="CRC checksum verification failed"):
         validate(str(damaged), progress=lambda _: None)
+
+
+def _end_doubled(lines: list[str]) -> list[str]:
+    """The trace's END marker written once more after itself, with the next seq."""
+    end = json.loads(lines[-1])
+    return [*lines, json.dumps(dict(end, seq=end["seq"] + 1))]
+
+
+@pytest.mark.parametrize("command", [["validate"], ["spec", "validate-trace"]])
+@pytest.mark.parametrize("damage, message", [
+    (lambda lines: lines[:-1], "no END event: the trace was cut short"),
+    (_end_doubled, "2 END event"),
+])
+def test_both_validators_refuse_a_cut_or_doubled_trace_alike(
+        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str],
+        damage: Callable[[list[str]], list[str]], message: str) -> None:
+    # Issue #45: the TLA+ validator had a completeness rule of its own, and accepted a doubled END
+    # (exit 0) that Spark refused. Both apply txmq.trace.reader's rule, with its exit code; the TLA+ one
+    # refuses before it looks for TLC, so this needs no TLC.
+    from txmq.cli import main as txmq_main
+
+    path = clean_trace().write(tmp_path / "t.ndjson")
+    path.write_text("\n".join(damage(path.read_text(encoding="utf-8").splitlines())) + "\n", encoding="utf-8")
+    code = txmq_main([*command, str(path)])
+    err = capsys.readouterr().err
+    assert code == IncompleteTraceError.exit_code, err
+    assert message in err.strip().splitlines()[-1] and "Traceback" not in err

@@ -75,8 +75,63 @@ def test_the_plot_leads_with_the_verdict(spark: Any, tmp_path: Path) -> None:
     from spark_validation.tests.tracebuilder import clean_trace
 
     report = validate(str(clean_trace().write(tmp_path / "t.parquet")), progress=lambda _: None)
-    assert verdict(report) == f"PASS — {len(report.checks)} of {len(report.checks)} checks hold"
+    # Issue #45: the title said "17 of 17 checks hold" where report.json said 14 and 3 not judged (the
+    # clean trace has no consumer-group events).
+    statuses = [c["status"] for c in report.to_dict()["checks"]]
+    held, unjudged = statuses.count("holds"), statuses.count("not judged")
+    assert unjudged == 3 and held + unjudged == len(statuses)
+    assert verdict(report) == f"PASS — {held} of {len(statuses)} checks hold, {unjudged} not judged"
+    _assert_panel(report, log=False)
     report.checks[0].status, report.checks[0].violations = "violated", 3
-    assert verdict(report).startswith(f"FAILED: {report.checks[0].id} — {len(report.checks) - 1} of ")
+    assert verdict(report).startswith(f"FAILED: {report.checks[0].id} — {held - 1} of ")
+    _assert_panel(report, log=True)
     plot_report(report, tmp_path / "report.png")
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _assert_panel(report: Any, log: bool) -> None:
+    """The invariants panel: a bar per check in its status's colour (grey and hatched for not judged), on
+    a log scale of violations only when some check has any (a scale from 0.1 to 1 read as nonsense)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from spark_validation.plot import _checks_panel
+
+    fig, axis = plt.subplots()
+    _checks_panel(axis, report)
+    bars = {label.get_text(): bar for label, bar in zip(axis.get_yticklabels(), axis.patches, strict=True)}
+    for check in report.checks:
+        unjudged = check.status == "not judged"
+        assert (to_hex(bars[check.id].get_facecolor()) == "#bfbfbf") == unjudged, check.id
+        assert bool(bars[check.id].get_hatch()) == unjudged, check.id
+    assert axis.get_xscale() == ("log" if log else "linear")
+    plt.close(fig)
+
+
+def test_a_trace_without_transactions_judges_no_transactional_invariant(spark: Any, tmp_path: Path) -> None:
+    """Issue #45: a trace of ``txmq simulate-groups`` has no transactions, and its report said the
+    transactional invariants hold ("0 transactions judged")."""
+    from spark_validation.job import validate
+    from txmq.sim.groups import GroupWorkload, simulate_groups
+
+    path = tmp_path / "groups.ndjson"
+    simulate_groups(GroupWorkload(messages=60, max_reconsume_times=2, fail=0.05, poison=0.02), 3, path)
+    report = validate(str(path), progress=lambda _: None)
+    unjudged = {c.id for c in report.checks if c.status == "not judged"}
+    about_transactions = {e.name for e in ENTRIES if SPARK in e.layers and "HALF_PUT" in e.needs}
+    assert {"SingleResolution", "CheckBound", "EventuallyResolved", "EventuallyDelivered"} <= unjudged
+    assert unjudged == about_transactions and report.exit_code == 0
+    assert "not judged (11): the trace lacks events they need (HALF_PUT)" in report.render()
+
+
+def test_liveness_with_no_transaction_old_enough_is_not_judged() -> None:
+    """A one-transaction session ends before its transaction is old enough to judge: its liveness checks
+    are not judged, never "holds" with 0 transactions judged."""
+    from spark_validation.report import check_result
+
+    assert check_result("EventuallyResolved", 0, 0, [], [], liveness_judged=0).status == "not judged"
+    assert check_result("EventuallyResolved", 0, 0, [], [], liveness_judged=1).status == "holds"
+    assert check_result("CheckBound", 0, 0, [], [], liveness_judged=0).status == "holds"

@@ -15,7 +15,7 @@ from txmq.atlas import endpoint
 from txmq.atlas.entry import Entry
 from txmq.atlas.runner import Run, run, select
 from txmq.audit.nemesis import split_endpoint
-from txmq.audit.timing import endpoint_settings
+from txmq.audit.timing import SETTLE_MARGIN_S, endpoint_settings
 from txmq.errors import ConfigError, TxmqError
 
 
@@ -66,7 +66,6 @@ _ENDPOINT_OPTIONS: tuple[tuple[str, type, Any, str], ...] = (
      "timeout, two check intervals and 10 s)"),
     ("--seed", int, 1, "names the transactions (default 1)"),
 )
-SETTLE_MARGIN_S = 10.0
 
 
 def _progress(line: str) -> None:

@@ -25,7 +25,7 @@ from txmq.audit.checkers import Expectations, run_checks, transactions
 from txmq.audit.history import History, Record
 from txmq.audit.nemesis import wait_reachable
 from txmq.audit.sightings import checked_after_own_end
-from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.audit.workload import Fate, Fault, Plan, PlannedTx
 from txmq.errors import INSTALL_SERVE, ToolMissingError
 
 REPRODUCED, NOT_REPRODUCED, UNREACHABLE = "reproduced", "not reproduced", "unreachable"
@@ -53,7 +53,7 @@ def plan_for(entry: Entry, seed: int) -> Plan:
     with no fault, ``UNFAULTED_TRANSACTIONS`` of them 0.1 s apart."""
     fault = Fault(entry.outside)
     count, gap = (UNFAULTED_TRANSACTIONS, 0.1) if fault is Fault.NONE else (TRANSACTIONS, 0.2)
-    txs = tuple(PlannedTx(f"atlas-{entry.key}-{seed}-{n}", round(gap * n, 6), 0, Outcome.COMMIT, fault)
+    txs = tuple(PlannedTx(f"atlas-{entry.key}-{seed}-{n}", round(gap * n, 6), 0, Fate.COMMIT, fault)
                 for n in range(count))
     return Plan(seed, txs, (), 0.0)
 

@@ -22,8 +22,9 @@ from txmq.audit.blind import Window, checks_lost, checks_lost_unheard, closing_w
 from txmq.audit.findings import Expectations, Finding, is_expected
 from txmq.audit.groups import churned, group_findings
 from txmq.audit.history import Record, at, kill_times
+from txmq.checks.check_bound import at_bound, beyond_bound
 from txmq.checks.linearizability import check_history
-from txmq.checks.register import Operation, Outcome, Resolution, State, Verdict
+from txmq.checks.register import Operation, Reply, Resolution, State, Verdict
 
 DECISIONS = ("COMMIT", "ROLLBACK")
 
@@ -108,10 +109,10 @@ class Tx:
         """Checked ``check_max`` times, as the endpoint counted them (``counted_checks``) or counting the
         checks lost to closing producers and to unheard producer groups (``txmq.audit.blind``): the
         endpoint may have discarded it."""
-        if self.counted_checks >= check_max:
+        if at_bound(self.counted_checks, check_max):
             return True
         lost = self.checks_lost_to_closing(check_max) + self.checks_lost_unheard(check_max)
-        return len(self.checks) + lost >= check_max
+        return at_bound(len(self.checks) + lost, check_max)
 
     def checks_lost_to_closing(self, check_max: int) -> int:
         """How many of the checks the client did not see may have gone to a producer the audit was
@@ -128,9 +129,14 @@ class Tx:
         return checks_lost([float(c["t"]) for c in self.checks], self.born, check_max, windows)
 
 
-# What the official client's errors say when it certainly sent nothing: it refused the call itself (a
-# producer shut down), or no connection to the endpoint could be made.
-_NOT_SENT = ("producer is not running", "RpcClient is not running", "failed to connect to all addresses")
+# What the official Python client's errors say, the one list of them: it refused the call itself because
+# its producer (or the producer's RPC client) was shut down; no connection to the endpoint could be made;
+# the call was cancelled in flight (a shutdown cancels the calls it finds going out).
+PRODUCER_CLOSED_ERRORS = ("producer is not running", "RpcClient is not running")
+NO_CONNECTION_ERROR = "failed to connect to all addresses"
+CANCELLED_ERROR = "CancelledError"
+# When it certainly sent nothing.
+_NOT_SENT = (*PRODUCER_CLOSED_ERRORS, NO_CONNECTION_ERROR)
 
 
 def may_have_arrived(end: Record) -> bool:
@@ -193,7 +199,8 @@ def still_checked(tx: Tx, check_max: int, now: float, check_interval_s: float) -
     checks seen 3 s apart left room for lost ones in between: with 12 seen the count reached check-max
     and the settle phase ended; the 13th check, 2 s after the 12th, lowered it, and the report called the
     transaction stuck."""
-    if max(tx.counted_checks, len(tx.checks)) >= check_max or tx.deliveries or tx.acknowledged("ROLLBACK"):
+    if (at_bound(max(tx.counted_checks, len(tx.checks)), check_max) or tx.deliveries
+            or tx.acknowledged("ROLLBACK")):
         return False
     times = sorted(float(c["t"]) for c in tx.checks if float(c["t"]) <= now)
     if not times:
@@ -253,7 +260,7 @@ def check_checks(tx: Tx, expectations: Expectations, kills: list[float]) -> list
                     f"transaction timeout of {expectations.transaction_timeout_s:g} s",
                     is_expected("CheckAfterTimeout", expectations)))
                 break
-    if len(tx.checks) > expectations.check_max:
+    if beyond_bound(len(tx.checks), expectations.check_max):
         last = float(tx.checks[-1]["t"])
         crashed = any(tx.born <= k <= last for k in kills)
         findings.append(Finding(
@@ -323,7 +330,7 @@ def register_operations(tx: Tx) -> tuple[list[Operation], list[Operation]]:
         client = f"{end['source']}:{end.get('producer', '')}"
         resolution = Resolution(end["action"])
         if end["ok"]:
-            completed.append(Operation.resolve(client, tx.name, resolution, Outcome.OK,
+            completed.append(Operation.resolve(client, tx.name, resolution, Reply.OK,
                                                float(end["invoked"]), float(end["returned"])))
         else:
             others.append(Operation.resolve(client, tx.name, resolution, None, float(end["invoked"]), None))
@@ -345,8 +352,8 @@ def linearizable(tx: Tx, timeout_s: float = 5.0) -> bool:
         return True
     choices: list[int | None] = [*range(len(completed)), None]
     for winner in choices:
-        ops = [Operation.resolve(op.client, op.txn, op.arg, Outcome.OK if i == winner else
-                                 Outcome.ALREADY_RESOLVED, op.invoked, op.returned)
+        ops = [Operation.resolve(op.client, op.txn, op.arg, Reply.OK if i == winner else
+                                 Reply.ALREADY_RESOLVED, op.invoked, op.returned)
                for i, op in enumerate(completed) if op.arg is not None]
         if check_history([*ops, *others], timeout_s).verdict is not Verdict.ILLEGAL:
             return True

@@ -171,11 +171,11 @@ class Driver:
         except Exception:
             self.local.decide(tx.name, "ROLLBACK")  # the application saw its send fail and rolls back
             return
-        decision = tx.outcome.decision
+        decision = tx.fate.decision
         if tx.fault is Fault.LATE_AFTER_ROLLBACK:
             self._late(tx, producer, transaction, "COMMIT", decide_after_check=True)
             return
-        if not tx.outcome.ends_itself:
+        if not tx.fate.ends_itself:
             return  # unknown-then-decide and never-deciding transactions are driven by checks
         assert decision is not None
         self.local.decide(tx.name, decision)

@@ -15,7 +15,7 @@ from rocketmq import ClientConfiguration, Message, Producer
 from rocketmq.grpc_protocol import Code, TransactionResolution, TransactionSource
 
 from txmq.audit.history import History
-from txmq.audit.workload import Fault, Outcome, Plan, PlannedTx
+from txmq.audit.workload import Fate, Fault, Plan, PlannedTx
 from txmq.transaction.constants import PROPERTY_TRANSACTION_CHECK_TIMES
 
 _RESOLUTIONS = {"COMMIT": TransactionResolution.COMMIT, "ROLLBACK": TransactionResolution.ROLLBACK,
@@ -60,9 +60,9 @@ class LocalTransactions:
             else:
                 local.checks += 1
                 planned = local.planned
-                deciding = planned.outcome in (Outcome.UNKNOWN_COMMIT, Outcome.UNKNOWN_ROLLBACK)
+                deciding = planned.fate in (Fate.UNKNOWN_COMMIT, Fate.UNKNOWN_ROLLBACK)
                 if local.decision is None and deciding and planned.unknowns == 0:
-                    local.decision = planned.outcome.decision  # decided by the time of its first check
+                    local.decision = planned.fate.decision  # decided by the time of its first check
                     decided_now = local.decision
                 if local.decision is not None:
                     answer = local.decision
@@ -71,7 +71,7 @@ class LocalTransactions:
                 else:
                     answer = "UNKNOWN"
                     if deciding and local.checks >= planned.unknowns:
-                        decided_now = planned.outcome.decision
+                        decided_now = planned.fate.decision
         self.history.add("check", tx=tx, producer=producer, answer=answer, times=times)
         if decided_now is not None:
             self.decide(tx, decided_now)

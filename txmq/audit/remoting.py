@@ -263,11 +263,11 @@ class RemotingDriver(Driver):
         client then sends as END_TRANSACTION."""
         send["record"] = self.history.add("send", **send, returned=self.history.now(), ok=True)
         statuses = self.client.TransactionStatus
-        decision = tx.outcome.decision
+        decision = tx.fate.decision
         if tx.fault is Fault.LATE_AFTER_ROLLBACK or tx.fault is Fault.LATE:
             self.local.wait_checked(tx.name, self.stop, self.settings.settle_s)
             time.sleep(_AFTER_ANSWER_S)
-        if not tx.outcome.ends_itself:
+        if not tx.fate.ends_itself:
             return statuses.UNKNOWN  # unknown-then-decide and never-deciding transactions go by checks
         assert decision is not None
         self.local.decide(tx.name, decision)

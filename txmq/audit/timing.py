@@ -88,12 +88,20 @@ def endpoint_settings(args: argparse.Namespace) -> EndpointSettings:
     )
 
 
+def settle_time_s(transaction_timeout_s: float, check_interval_s: float, check_max: int,
+                  first_contact_s: float = 0.0) -> float:
+    """The one settle formula: long enough for a never-deciding transaction to be checked check-max times
+    (the first check after the timeout, the rest one interval apart, and one interval more for the
+    discard), after ``first_contact_s`` seconds before the endpoint can check at all (``txmq diff``: the
+    proxy's first heartbeat tells the broker the producer group), plus ``SETTLE_MARGIN_S``; in seconds."""
+    return transaction_timeout_s + (check_max + 1) * check_interval_s + first_contact_s + SETTLE_MARGIN_S
+
+
 def settle_s(settings: EndpointSettings, given: float | None) -> float:
-    """Long enough for a never-deciding transaction to be checked check-max times, plus a margin."""
+    """The settle time the user gave, else :func:`settle_time_s` of the endpoint's settings."""
     if given is not None:
         return given
-    return settings.transaction_timeout_s + (settings.check_max + 1) * settings.check_interval_s \
-        + SETTLE_MARGIN_S
+    return settle_time_s(settings.transaction_timeout_s, settings.check_interval_s, settings.check_max)
 
 
 class ProgressBar:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from txmq.errors import ConfigError
 
 
-class Outcome(enum.Enum):
+class Fate(enum.Enum):
     """How a transaction's local transaction ends."""
 
     COMMIT = "commit"  # decides COMMIT at once
@@ -31,16 +31,16 @@ class Outcome(enum.Enum):
     @property
     def decision(self) -> str | None:
         """The decision the local transaction reaches (None: never)."""
-        if self in (Outcome.COMMIT, Outcome.UNKNOWN_COMMIT):
+        if self in (Fate.COMMIT, Fate.UNKNOWN_COMMIT):
             return "COMMIT"
-        if self in (Outcome.ROLLBACK, Outcome.UNKNOWN_ROLLBACK):
+        if self in (Fate.ROLLBACK, Fate.UNKNOWN_ROLLBACK):
             return "ROLLBACK"
         return None
 
     @property
     def ends_itself(self) -> bool:
         """Whether the producer sends its own end-transaction (decided at once) or leaves it to checks."""
-        return self in (Outcome.COMMIT, Outcome.ROLLBACK)
+        return self in (Fate.COMMIT, Fate.ROLLBACK)
 
 
 class Fault(enum.Enum):
@@ -62,8 +62,8 @@ _FAULT_SHARE = {"none": 0.0, "light": 0.15, "heavy": 0.45}
 _KILLS = {"none": 0, "light": 1, "heavy": 2}
 # Share of first deliveries a consumer lets the invisible time lapse on, per level.
 _LAPSE_SHARE = {"none": 0.0, "light": 0.05, "heavy": 0.15}
-_OUTCOME_WEIGHTS = ((Outcome.COMMIT, 50), (Outcome.ROLLBACK, 20), (Outcome.UNKNOWN_COMMIT, 12),
-                    (Outcome.UNKNOWN_ROLLBACK, 8), (Outcome.NEVER, 10))
+_FATE_WEIGHTS = ((Fate.COMMIT, 50), (Fate.ROLLBACK, 20), (Fate.UNKNOWN_COMMIT, 12),
+                    (Fate.UNKNOWN_ROLLBACK, 8), (Fate.NEVER, 10))
 
 
 @dataclass(frozen=True)
@@ -73,14 +73,14 @@ class PlannedTx:
     name: str
     at_s: float  # when it starts, from the workload's start
     producer: int  # index of the producer slot that sends it
-    outcome: Outcome
+    fate: Fate
     fault: Fault
     unknowns: int = 1  # an unknown-then-deciding one: the checks it answers UNKNOWN before it decides
 
 
 @dataclass(frozen=True)
 class BenchmarkMix:
-    """The outcome mix of upstream's benchmark ``TransactionProducer`` (``-sr``, ``-su``, ``-cu``), which the
+    """The mix of fates of upstream's benchmark ``TransactionProducer`` (``-sr``, ``-su``, ``-cu``), which the
     #1694 and #9640 reports ran: each message's local transaction rolls back with ``send_rollback``, else
     stays unknown with ``send_unknown``, else commits (``buildMessage`` draws them in that order); each
     check of an unknown one answers UNKNOWN with ``check_unknown``, else COMMIT
@@ -102,16 +102,16 @@ class BenchmarkMix:
             raise ConfigError(f"--benchmark-mix {text}: three shares SR,SU,CU, each at least 0 and below 1")
         return cls(*shares)
 
-    def draw(self, rng: random.Random) -> tuple[Outcome, int]:
-        """One transaction's outcome, and the checks it answers UNKNOWN first (for an unknown one)."""
+    def draw(self, rng: random.Random) -> tuple[Fate, int]:
+        """One transaction's fate, and the checks it answers UNKNOWN first (for an unknown one)."""
         if rng.random() < self.send_rollback:
-            return Outcome.ROLLBACK, 1
+            return Fate.ROLLBACK, 1
         if rng.random() < self.send_unknown:
             unknowns = 0
             while rng.random() < self.check_unknown:
                 unknowns += 1
-            return Outcome.UNKNOWN_COMMIT, unknowns
-        return Outcome.COMMIT, 1
+            return Fate.UNKNOWN_COMMIT, unknowns
+        return Fate.COMMIT, 1
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class Plan:
 
     def describe(self) -> str:
         """The plan as canonical JSON: equal for equal seeds and options."""
-        rows = [dict(asdict(t), outcome=t.outcome.value, fault=t.fault.value) for t in self.transactions]
+        rows = [dict(asdict(t), fate=t.fate.value, fault=t.fault.value) for t in self.transactions]
         return json.dumps({"seed": self.seed, "kills_at_s": list(self.kills_at_s),
                            "lapse_share": self.lapse_share, "transactions": rows}, sort_keys=True)
 
@@ -161,7 +161,7 @@ def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults:
 
     Faults go only to transactions that end themselves (a fault on an end-transaction needs one). A closed
     producer needs another producer of its group, so with one producer that fault is not drawn.
-    ``kinds`` limits the faults drawn (default: all). ``mix``: outcomes as upstream's benchmark draws
+    ``kinds`` limits the faults drawn (default: all). ``mix``: fates as upstream's benchmark draws
     them, instead of the audit's own weights.
     """
     if duration_s <= 0 or rate <= 0 or producers < 1:
@@ -171,18 +171,18 @@ def make_plan(seed: int, duration_s: float, rate: float, producers: int, faults:
     rng = random.Random(seed)
     drawn = [f for f in (kinds or Fault) if f is not Fault.NONE
              and (producers > 1 or f is not Fault.PRODUCER_CLOSED)]
-    outcomes = [o for o, _ in _OUTCOME_WEIGHTS]
-    weights = [w for _, w in _OUTCOME_WEIGHTS]
+    fates = [o for o, _ in _FATE_WEIGHTS]
+    weights = [w for _, w in _FATE_WEIGHTS]
     count = max(1, round(duration_s * rate))
     transactions = []
     for n in range(count):
-        outcome, unknowns = mix.draw(rng) if mix is not None else (rng.choices(outcomes, weights)[0], 1)
+        fate, unknowns = mix.draw(rng) if mix is not None else (rng.choices(fates, weights)[0], 1)
         fault = Fault.NONE
-        if outcome.ends_itself and drawn and rng.random() < _FAULT_SHARE[faults]:
+        if fate.ends_itself and drawn and rng.random() < _FAULT_SHARE[faults]:
             fault = rng.choice(drawn)
             if fault is Fault.LATE_AFTER_ROLLBACK:
-                outcome = Outcome.COMMIT  # the local transaction commits, after the check read "none"
-        transactions.append(PlannedTx(f"audit-{seed}-{n}", round(n / rate, 6), n % producers, outcome,
+                fate = Fate.COMMIT  # the local transaction commits, after the check read "none"
+        transactions.append(PlannedTx(f"audit-{seed}-{n}", round(n / rate, 6), n % producers, fate,
                                       fault, unknowns))
     kills = sorted(round(rng.uniform(0.2, 0.8) * duration_s, 3) for _ in range(_KILLS[faults]))
     return Plan(seed, tuple(transactions), tuple(kills), _LAPSE_SHARE[faults])

@@ -25,6 +25,18 @@ from typing import Any
 from txmq.trace import schema as ev
 
 
+def beyond_bound(checks: int, check_max: int) -> bool:
+    """The bound itself: whether ``checks`` checks of one chain of copies are more than it allows (the
+    copy carrying ``check_max`` is discarded, not renewed). The audit and ``txmq diff`` read it of the
+    checks a client saw of a transaction."""
+    return checks > check_max
+
+
+def at_bound(checks: int, check_max: int) -> bool:
+    """Whether ``checks`` checks reach the bound: the examination after them discards the half."""
+    return checks >= check_max
+
+
 @dataclass
 class CountProblems:
     """What a trace breaks of CheckBound: ``broken`` in either mode, ``several_chains`` in strict only."""
@@ -59,7 +71,7 @@ def check_counts(events: Iterable[Mapping[str, Any]], check_max: int) -> CountPr
             last[txn] = 0
             continue
         renewed = copies.get((txn, e["prev_half_offset"]), 0)
-        if count > check_max:
+        if beyond_bound(count, check_max):
             found.broken.append(f"{at} with count {count} > check_max {check_max}")
         if count != renewed + 1:
             found.broken.append(f"{at} with count {count}, renewing a copy with count {renewed}")

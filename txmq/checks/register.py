@@ -1,6 +1,6 @@
 """The sequential specification the linearizability checker holds histories to: each transaction is a
 write-once register (pending -> committed | rolled back | discarded), with ``resolve`` and ``read``
-operations, the outcomes a client can see of each, and the transitions the specification allows
+operations, the replies a client can see of each, and the transitions the specification allows
 (``spec_step``, and the same table precomputed for the search). ``txmq.checks.linearizability`` searches
 histories against it.
 """
@@ -43,7 +43,7 @@ class State(StrEnum):
     DISCARDED = "DISCARDED"
 
 
-class Outcome(StrEnum):
+class Reply(StrEnum):
     """Response of a ``resolve``: it resolved the register, or the register already held a value."""
 
     OK = "OK"
@@ -69,7 +69,7 @@ RESOLVED_STATE: dict[Resolution, State] = {
 class Operation:
     """One invocation on one transaction's register, with its response and real-time interval.
 
-    ``response`` is an ``Outcome`` for a resolve and a ``State`` for a read; ``held`` optionally carries
+    ``response`` is a ``Reply`` for a resolve and a ``State`` for a read; ``held`` optionally carries
     the value an ``ALREADY_RESOLVED`` resolve found. ``returned`` is ``None`` (or ``inf``) when the response
     never came; ``response`` is then ignored. Times are any comparable numbers on one clock.
     """
@@ -78,7 +78,7 @@ class Operation:
     txn: Hashable
     kind: OpKind
     arg: Resolution | None
-    response: Outcome | State | None
+    response: Reply | State | None
     invoked: float
     returned: float | None
     held: State | None = None
@@ -89,13 +89,13 @@ class Operation:
         client: Hashable,
         txn: Hashable,
         resolution: Resolution,
-        outcome: Outcome | None,
+        reply: Reply | None,
         invoked: float,
         returned: float | None,
         held: State | None = None,
     ) -> Operation:
-        """A resolve (end-transaction, check answer, discard); ``outcome=None`` with ``returned=None``."""
-        return cls(client, txn, OpKind.RESOLVE, resolution, outcome, invoked, returned, held)
+        """A resolve (end-transaction, check answer, discard); ``reply=None`` with ``returned=None``."""
+        return cls(client, txn, OpKind.RESOLVE, resolution, reply, invoked, returned, held)
 
     @classmethod
     def read(
@@ -125,9 +125,9 @@ def spec_step(state: State, op: Operation) -> State | None:
         return state if op.lost or op.response == state else None
     assert op.arg is not None
     if state is State.PENDING:
-        new, expected = RESOLVED_STATE[op.arg], Outcome.OK
+        new, expected = RESOLVED_STATE[op.arg], Reply.OK
     else:
-        new, expected = state, Outcome.ALREADY_RESOLVED
+        new, expected = state, Reply.ALREADY_RESOLVED
     if op.lost:
         return new
     if op.response != expected or (op.held is not None and op.held != state):
@@ -158,8 +158,8 @@ def valid_shapes() -> tuple[dict[tuple, Transitions], dict[tuple, Transitions]]:
         completed[(OpKind.READ, None, s, None)] = transitions(Operation.read(0, 0, s, 0, 0))
     for r in Resolution:
         lost[(OpKind.RESOLVE, r)] = transitions(Operation.resolve(0, 0, r, None, 0, None))
-        for outcome, helds in ((Outcome.OK, [None]), (Outcome.ALREADY_RESOLVED, [None, *STATES[1:]])):
+        for reply, helds in ((Reply.OK, [None]), (Reply.ALREADY_RESOLVED, [None, *STATES[1:]])):
             for h in helds:
-                op = Operation.resolve(0, 0, r, outcome, 0, 0, h)
-                completed[(OpKind.RESOLVE, r, outcome, h)] = transitions(op)
+                op = Operation.resolve(0, 0, r, reply, 0, 0, h)
+                completed[(OpKind.RESOLVE, r, reply, h)] = transitions(op)
     return completed, lost

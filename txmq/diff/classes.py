@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from txmq.audit.checkers import DECISIONS, Tx, may_have_arrived
+from txmq.audit.checkers import CANCELLED_ERROR, DECISIONS, PRODUCER_CLOSED_ERRORS, Tx, may_have_arrived
 from txmq.audit.history import Record
+from txmq.checks.check_bound import at_bound
 
 FIELDS = ("sent", "visible", "copies", "resolved_by", "checks", "discarded")
 
@@ -45,7 +46,7 @@ def check_class(seen: int, check_max: int) -> str:
     never-deciding transaction sees check-max checks from a faithful endpoint unless a check is lost on
     the way (a producer closing, a group the endpoint does not know yet: upstream counts those too), and
     the exact number lost depends on when the check runs fell."""
-    if seen >= check_max:
+    if at_bound(seen, check_max):
         return "max"
     return str(seen) if seen <= 2 else "3+"
 
@@ -102,7 +103,7 @@ def classify(tx: Tx | None, check_max: int, kills: Sequence[float] = ()) -> Outc
     visible = bool(tx.deliveries)
     resolved_by = resolver(tx)
     counted = counted_checks(tx, check_max, visible or resolved_by != "none")
-    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK") and counted >= check_max)
+    discarded = (tx.sent and not visible and not tx.acknowledged("ROLLBACK") and at_bound(counted, check_max))
     return OutcomeClass(tx.sent, visible, copies(tx, kills), resolved_by, check_class(counted, check_max),
                         discarded)
 
@@ -124,10 +125,9 @@ def counted_checks(tx: Tx, check_max: int, resolved: bool) -> int:
     return len(tx.checks) - len(cut)
 
 
-# What the official Python client's errors say when the audit's own shutdown of a producer (the plan's
-# producer-closed fault) stopped an end-transaction: refused before sending (by the producer, or by its
-# RPC client already closed), or cancelled in flight.
-_SHUTDOWN_MARKERS = ("producer is not running", "RpcClient is not running", "CancelledError")
+# The official client's errors when the audit's own shutdown of a producer (the plan's producer-closed
+# fault) stopped an end-transaction: refused before sending, or cancelled in flight.
+_SHUTDOWN_MARKERS = (*PRODUCER_CLOSED_ERRORS, CANCELLED_ERROR)
 
 
 def _cut_by_shutdown(tx: Tx) -> list[Record]:

@@ -22,6 +22,7 @@ from typing import Any
 from txmq.audit.checkers import Expectations
 from txmq.audit.nemesis import split_endpoint
 from txmq.audit.report import write_json
+from txmq.audit.timing import settle_time_s
 from txmq.audit.workload import add_workload_arguments, seeded_plan
 from txmq.errors import INSTALL_SERVE, ConfigError, ToolMissingError
 from txmq.upstream import rocketmq_home
@@ -58,11 +59,11 @@ def _validate(args: argparse.Namespace) -> Path:
 
 
 def settle_s(args: argparse.Namespace) -> float:
-    """Long enough for a never-deciding transaction to be checked check-max times, after the proxy's
-    first heartbeat has told the broker the producer group (``--heartbeat``), plus a margin."""
+    """The settle time the user gave, else the audit's formula, counted from the proxy's first heartbeat,
+    which tells the broker the producer group (``--heartbeat``)."""
     if args.settle is not None:
         return float(args.settle)
-    return (args.transaction_timeout + (args.check_max + 1) * args.check_interval + args.heartbeat + 10)
+    return settle_time_s(args.transaction_timeout, args.check_interval, args.check_max, args.heartbeat)
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -137,7 +138,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="invisible time of each receive, seconds (default 2)")
     parser.add_argument("--settle", type=float,
                         help="seconds to wait after the workload for every transaction to resolve (default: "
-                             "timeout + (check-max + 1) x interval + heartbeat + 10)")
+                             "timeout + (check-max + 1) x interval + heartbeat + 10 s: txmq audit's, "
+                             "from the first heartbeat)")
     parser.add_argument("--min-agreement", type=float, default=0.99,
                         help="exit code 1 below this share of transactions in the same class (default 0.99)")
     parser.add_argument("--warm-up", type=int, default=20,

@@ -57,7 +57,7 @@ class Comparison:
 
 def kind(planned: PlannedTx) -> str:
     """The plan's outcome and client-side fault of a transaction, e.g. ``commit/late``."""
-    return f"{planned.outcome.value}/{planned.fault.value}"
+    return f"{planned.fate.value}/{planned.fault.value}"
 
 
 def tx_records(tx: Tx | None) -> list[Record]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from txmq.audit.checkers import DECISIONS, Tx
-from txmq.audit.workload import Outcome, PlannedTx
+from txmq.audit.workload import Fate, PlannedTx
 from txmq.diff.classes import OutcomeClass, ends_cut_by_shutdown
 
 
@@ -109,7 +109,7 @@ def _lost_checks(sides: Sides) -> bool:
     counted but no producer received (a producer closing, or upstream's broker not yet knowing the
     producer group before the proxy's heartbeat: issue #22 item 6)."""
     ref, cand = sides.ref, sides.cand
-    return (sides.planned.outcome is Outcome.NEVER and not ref.visible and not cand.visible
+    return (sides.planned.fate is Fate.NEVER and not ref.visible and not cand.visible
             and ref.resolved_by == cand.resolved_by == "none" and ref.checks != cand.checks
             and "max" in (ref.checks, cand.checks))
 

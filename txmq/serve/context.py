@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from txmq.broker import Broker
+from txmq.protocol import EndTransactionRequest, EndTransactionResult, LocalTransactionState
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.pop import PopService
@@ -27,3 +29,14 @@ class ServeContext:
     host: str
     port: int
     client_clock: bool = True  # False on a manual clock: a client's born time is on another clock
+
+    def end_transaction(self, request: EndTransactionRequest, check_count: int | None,
+                        became_visible: Callable[[], None]) -> EndTransactionResult:
+        """The END_TRANSACTION step both front ends share, once they have read the request (gRPC's
+        ``EndTransactionActivity``, remoting's ``EndTransactionProcessor.processRequest``): one broker
+        call traces the producer's decision and applies it; a commit that made a message visible wakes
+        ``became_visible`` (the front end's held receives)."""
+        result = self.broker.end_transaction_as_received(request, check_count)
+        if result.ok and request.state is LocalTransactionState.COMMIT_MESSAGE:
+            became_visible()
+        return result

@@ -247,17 +247,11 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 raise ServeError("INTERNAL_SERVER_ERROR", "cannot found transaction data")
             state = _ACTIONS.get(request.resolution, LocalTransactionState.UNKNOW)
             from_check = request.source == pb.TransactionSource.SOURCE_SERVER_CHECK
-            broker = self.ctx.broker
-            broker.record_local_transaction(
-                txn, group, client_id, state.action, from_check,
-                half_offset=data.half_offset if from_check else None,
-                check_count=data.check_count if from_check else None)
-            result = broker.end_transaction(EndTransactionRequest(
+            self.ctx.end_transaction(EndTransactionRequest(
                 producer_group=group, tran_state_table_offset=data.half_offset,
                 commit_log_offset=data.commitlog_offset, state=state, from_transaction_check=from_check,
-                transaction_id=txn, producer=client_id))
-            if result.ok and state is LocalTransactionState.COMMIT_MESSAGE:
-                self.ctx.pop.notify()
+                transaction_id=txn, producer=client_id), data.check_count if from_check else None,
+                self.ctx.pop.notify)
             return spb.EndTransactionResponse(status=status("OK"))
         return self._answer(spb.EndTransactionResponse, context, work)
 

@@ -20,7 +20,7 @@ from txmq.tla.runner import check_workers, describe_tlc
 from txmq.tla.suite import DEFAULT_JOBS, ModelReport, check_models, default_spec_dir
 from txmq.tla.trace_validation import add_validate_trace
 
-_COLUMNS = ("expected", "outcome", "distinct", "total", "depth", "time", "verdict")
+_COLUMNS = ("expected", "found", "distinct", "total", "depth", "time", "verdict")
 
 
 def _count(value: int | None) -> str:
@@ -28,21 +28,21 @@ def _count(value: int | None) -> str:
 
 
 def _row(name_width: int, cells: list[str]) -> str:
-    name, expected, outcome, distinct, total, depth, seconds, verdict = cells
+    name, expected, found, distinct, total, depth, seconds, verdict = cells
     return (
-        f"{name:<{name_width}}  {expected:<32}  {outcome:<40}  {distinct:>10}  {total:>11}  "
+        f"{name:<{name_width}}  {expected:<32}  {found:<40}  {distinct:>10}  {total:>11}  "
         f"{depth:>5}  {seconds:>7}  {verdict}"
     )
 
 
 def _report_cells(report: ModelReport) -> list[str]:
     result = report.result
-    outcome = result.outcome.value + (f" ({result.violated})" if result.violated else "")
+    found = result.finding.value + (f" ({result.violated})" if result.violated else "")
     seconds = "-" if result.duration_s is None else f"{result.duration_s:.1f}s"
     return [
         report.entry.name,
         str(report.entry.expect),
-        outcome,
+        found,
         _count(result.distinct_states),
         _count(result.total_states),
         _count(result.depth),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from txmq.errors import ConfigError
-from txmq.tla.parser import Outcome, TlcResult
+from txmq.tla.parser import TlcFinding, TlcResult
 
 MANIFEST_NAME = "models.json"
 _COUNTS = ("distinct_states", "total_states", "depth")
@@ -59,16 +59,16 @@ class Expectation:
         true one (never below); pass ``exact_depth=False`` for such runs to accept a deeper report.
         """
         if self.violates is not None:
-            if result.outcome is Outcome.PASS:
+            if result.finding is TlcFinding.PASS:
                 return [f"negative control passed: {self.violates} was expected to be violated"]
-            if result.outcome in (Outcome.INVARIANT, Outcome.LIVENESS) and self.names(result.violated):
+            if result.finding in (TlcFinding.INVARIANT, TlcFinding.LIVENESS) and self.names(result.violated):
                 return []
             found = result.violated or "nothing named"
             named = " or ".join((self.violates, *self.or_else))
-            return [f"expected {named} to be violated, got {result.outcome.value} ({found})"]
-        if result.outcome is not Outcome.PASS:
+            return [f"expected {named} to be violated, got {result.finding.value} ({found})"]
+        if result.finding is not TlcFinding.PASS:
             named = f" of {result.violated}" if result.violated else ""
-            return [f"expected pass, got {result.outcome.value}{named}"]
+            return [f"expected pass, got {result.finding.value}{named}"]
         problems = []
         for key in _COUNTS:
             expected, actual = getattr(self, key), getattr(result, key)
@@ -162,7 +162,7 @@ def record_counts(spec_dir: Path, results: dict[str, TlcResult], include_depth: 
     updated = []
     for raw in data["models"]:
         result = results.get(raw.get("name"))
-        if raw.get("expect") != "pass" or result is None or result.outcome is not Outcome.PASS:
+        if raw.get("expect") != "pass" or result is None or result.finding is not TlcFinding.PASS:
             continue
         for key in _COUNTS if include_depth else _COUNTS[:2]:
             raw[key] = getattr(result, key)

@@ -23,7 +23,7 @@ from typing import Any
 from txmq.arguments import positive_int
 from txmq.errors import ConfigError
 from txmq.tla.manifest import Expectation, ModelEntry, load_manifest
-from txmq.tla.parser import Outcome, TlcResult
+from txmq.tla.parser import TlcFinding, TlcResult
 from txmq.tla.runner import describe_tlc, run_tlc
 from txmq.tla.suite import default_spec_dir, run_each
 
@@ -74,8 +74,8 @@ class MutantReport:
 
 def _matches(expect: Expectation, result: TlcResult) -> bool:
     if expect.violates is None:
-        return result.outcome is Outcome.PASS
-    return result.outcome in (Outcome.INVARIANT, Outcome.LIVENESS) and expect.names(result.violated)
+        return result.finding is TlcFinding.PASS
+    return result.finding in (TlcFinding.INVARIANT, TlcFinding.LIVENESS) and expect.names(result.violated)
 
 
 def _mutant(raw: Any, where: str) -> Mutant:
@@ -163,10 +163,10 @@ def _mutate_command(args: argparse.Namespace) -> int:
 
     def show(report: MutantReport) -> None:
         result = report.result
-        outcome = result.outcome.value + (f" ({result.violated})" if result.violated else "")
+        found = result.finding.value + (f" ({result.violated})" if result.violated else "")
         seconds = f"{result.duration_s or 0:.1f}s"
         print(f"{report.mutant.name:<{width}}  {report.mutant.model:<30}  {str(report.mutant.expect):<34}  "
-              f"{outcome:<40}  {seconds:>7}  {report.verdict}", flush=True)
+              f"{found:<40}  {seconds:>7}  {report.verdict}", flush=True)
         if not report.ok and result.messages:
             print("  " + " ".join(" ".join(result.messages).split())[:300])
 

@@ -49,7 +49,7 @@ CODE_TRACE_PREAMBLE = {2121, 2264}
 CODE_COVERAGE = {2772, 2773, 2775, 2776, 2777, 2778}  # an action's coverage line (init, next, zero...)
 
 
-class Outcome(StrEnum):
+class TlcFinding(StrEnum):
     """What a TLC run established."""
 
     PASS = "pass"
@@ -73,7 +73,7 @@ class TraceState:
 class TlcResult:
     """A TLC run, as far as its output tells."""
 
-    outcome: Outcome
+    finding: TlcFinding
     violated: str | None = None
     distinct_states: int | None = None
     total_states: int | None = None
@@ -156,18 +156,18 @@ def _sany_report(loose: list[str]) -> str:
     return "\n".join(kept).strip()
 
 
-def _classify(codes: set[int], parse_failed: bool, erred: bool) -> Outcome:
+def _classify(codes: set[int], parse_failed: bool, erred: bool) -> TlcFinding:
     if parse_failed:
-        return Outcome.PARSE_ERROR
+        return TlcFinding.PARSE_ERROR
     if codes & CODE_INVARIANT:
-        return Outcome.INVARIANT
+        return TlcFinding.INVARIANT
     if codes & CODE_LIVENESS:
-        return Outcome.LIVENESS
+        return TlcFinding.LIVENESS
     if CODE_DEADLOCK in codes:
-        return Outcome.DEADLOCK
+        return TlcFinding.DEADLOCK
     if CODE_SUCCESS in codes or ({CODE_SIMULATING, CODE_FINISHED} <= codes and not erred):
-        return Outcome.PASS
-    return Outcome.ERROR
+        return TlcFinding.PASS
+    return TlcFinding.ERROR
 
 
 def parse_tlc_output(output: str, exit_code: int | None = None) -> TlcResult:
@@ -177,7 +177,7 @@ def parse_tlc_output(output: str, exit_code: int | None = None) -> TlcResult:
     sany = _sany_report(loose)
     parse_failed = CODE_PARSE_FAILED in codes
     erred = any(m.severity == SEVERITY_ERROR for m in messages)
-    result = TlcResult(outcome=_classify(codes, parse_failed, erred), exit_code=exit_code)
+    result = TlcResult(finding=_classify(codes, parse_failed, erred), exit_code=exit_code)
     if parse_failed and sany:
         result.messages.append(sany)
     for message in messages:
@@ -218,7 +218,7 @@ def parse_tlc_output(output: str, exit_code: int | None = None) -> TlcResult:
             result.messages.append(text)
         elif message.severity == SEVERITY_ERROR and message.code not in CODE_TRACE_PREAMBLE and text:
             result.messages.append(text)
-    if result.outcome is Outcome.ERROR and not result.messages:
+    if result.finding is TlcFinding.ERROR and not result.messages:
         tail = [line for line in loose if line.strip()][-20:]
         result.messages.append("\n".join(tail) or "TLC ended without a verdict")
     return result

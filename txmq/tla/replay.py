@@ -37,7 +37,7 @@ from txmq.protocol import (
     Message,
 )
 from txmq.tla.manifest import ModelEntry
-from txmq.tla.parser import Outcome, TlcResult
+from txmq.tla.parser import TlcFinding, TlcResult
 from txmq.tla.runner import run_tlc
 from txmq.tla.schedule import derive_schedule, require_control
 from txmq.trace.sinks import MemorySink
@@ -216,8 +216,8 @@ def judge(schedule: dict[str, Any]) -> Verdict:
 
 def schedule_from_result(entry: ModelEntry, result: TlcResult) -> dict[str, Any]:
     """The schedule of a TLC run of a negative control, or a one-line error if it found no violation."""
-    if result.outcome is not Outcome.INVARIANT or not result.trace:
-        raise ConfigError(f"TLC found no invariant violation in {entry.name} ({result.outcome}): "
+    if result.finding is not TlcFinding.INVARIANT or not result.trace:
+        raise ConfigError(f"TLC found no invariant violation in {entry.name} ({result.finding}): "
                           "nothing to replay")
     return derive_schedule(entry, result.trace)
 

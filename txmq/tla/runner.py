@@ -25,7 +25,7 @@ from pathlib import Path
 from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.tla.jar import find_jar
-from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
+from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 
 
 def find_java(environ: Mapping[str, str] | None = None) -> str:
@@ -190,7 +190,7 @@ def run_tlc(
         elapsed = time.monotonic() - started
     result = parse_tlc_output(completed.stdout, completed.returncode)
     result.duration_s = elapsed
-    if result.outcome is Outcome.LIVENESS and result.violated is None:
+    if result.finding is TlcFinding.LIVENESS and result.violated is None:
         # TLC 2.15 says only "Temporal properties were violated."; with one property checked, it is that one.
         checked = config_properties(config.read_text(encoding="utf-8"))
         if len(checked) == 1:

@@ -23,7 +23,8 @@ from typing import Any
 from txmq.config import BrokerConfig
 from txmq.tla.trace_input import SpecInput, Step
 from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_validation import Validation, judge, require_complete
+from txmq.tla.trace_validation import Validation, judge
+from txmq.trace.reader import require_events_complete
 from txmq.trace.schema import OP_READ
 
 
@@ -91,7 +92,7 @@ def validate_batch(traces: Sequence[BatchTrace], *, spec_dir: Path, jar: Path | 
     verdicts: dict[int, Validation] = {}
     groups: dict[tuple[Any, ...], list[int]] = {}
     for index, trace in enumerate(traces):
-        require_complete(trace.events)
+        require_events_complete(f"trace {index + 1} of the batch", trace.events)
         groups.setdefault(trace.spec_key(), []).append(index)
     for members in groups.values():
         while members:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from txmq.errors import TraceError
+from txmq.errors import ExitCode, TraceError
 from txmq.trace.schema import COLUMN_NAMES
 
 # The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
@@ -42,7 +42,7 @@ class ClockBackwardsError(TraceError):
     trace is not a run of any broker with a monotonic clock, which is neither a cut trace, nor a malformed
     file, nor a behaviour the spec rejects."""
 
-    exit_code = 10
+    exit_code = ExitCode.CLOCK_BACKWARDS
 
 
 class Event(Mapping[str, Any]):

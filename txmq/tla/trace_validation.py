@@ -8,8 +8,9 @@ accepted when TLC explains its last step. A rejected trace is reported, from the
 first step no behaviour explains, the condition that failed and the spec's state about that step's
 transaction.
 
-A trace must be complete: it has events, ``seq`` runs 0, 1, 2, ... in file order, and its last event is
-the END marker a broker writes when it shuts down cleanly.
+A trace must be complete, by the rule every reader of a trace applies
+(``txmq.trace.reader.require_events_complete``): it has events, ``seq`` runs 0, 1, 2, ... in file order, and
+its one END marker, which a broker writes when it shuts down cleanly, is its last event.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,36 +32,20 @@ from typing import Any
 from txmq import proc
 from txmq.errors import TraceError
 from txmq.tla.jar import find_jar
-from txmq.tla.parser import Outcome, TlcResult, parse_tlc_output
+from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
 from txmq.tla.tla_values import failure_report
 from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event, coverage
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_windows import end_state, explained_before_stop, spans
-from txmq.trace import schema as ev
-from txmq.trace.reader import IncompleteTraceError
+from txmq.trace.reader import require_events_complete
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
 _ACCEPTED = re.compile(r'<<\s*"txmq-trace-accepted",\s*(\d+)\s*>>')
 _PROGRESS = re.compile(r"Progress\(-?\d+\).*?: ([\d,]+) states generated")
 
 Progress = Callable[[int, int], None]  # (steps explained, steps in all)
-
-
-def require_complete(events: Sequence[Mapping[str, Any]]) -> None:
-    """Refuse a trace that is empty, whose ``seq`` is not 0, 1, 2, ... in file order, or that does not end
-    with the END marker (``IncompleteTraceError``, the exit code of a cut trace)."""
-    if not events:
-        raise IncompleteTraceError("the trace has no events")
-    for position, e in enumerate(events):
-        if e.get("seq") != position:
-            raise IncompleteTraceError(f"event {position} of the file has seq {e.get('seq')}: seq must be "
-                                       "0, 1, 2, ... in file order")
-    if events[-1]["event"] != ev.END:
-        last = events[-1]
-        raise IncompleteTraceError(f"the trace ends with {last['event']} (seq {last['seq']}), not the "
-                                   "END marker a broker writes when it shuts down cleanly: it was cut short")
 
 
 @dataclass
@@ -132,7 +117,7 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
     """Check a broker trace (header ``mode`` and ``config``, then its events) against the spec: TLC runs
     over its windows, whose output holds the verdict and, for a rejection, its explanation."""
     rows = [compact_event(e) for e in events]  # kept to the end: small (already so from the command line)
-    require_complete(rows)
+    require_events_complete("the trace", rows)
     steps, spec = build_steps(mode, config, rows)
     return judge(mode, config, steps, spec, spec_dir=spec_dir, jar=jar, unknown_answer=unknown_answer,
                  progress=progress)
@@ -174,9 +159,9 @@ def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: in
     """None when the window starting at step ``first`` was explained to its end; else the rejection."""
     if _ACCEPTED.search(output):
         return None
-    if result.outcome is not Outcome.DEADLOCK:
+    if result.finding is not TlcFinding.DEADLOCK:
         detail = " ".join(" ".join(result.messages).split())[:400]
-        raise TraceError(f"TLC could not judge the trace ({result.outcome.value}): {detail}")
+        raise TraceError(f"TLC could not judge the trace ({result.finding.value}): {detail}")
     failure = failure_report(output)
     if failure is not None:
         return Validation(False, first + failure.step - 1, steps, result, failure.condition, failure.expected,
@@ -264,10 +249,12 @@ def _validate_command(args: argparse.Namespace) -> int:
     if not args.trace.is_file():
         what = "a directory" if args.trace.is_dir() else "no such file"
         raise TraceError(f"{args.trace}: not a trace file ({what})")
-    print(describe_tlc(), flush=True)
     header, lazy = read_events(args.trace)
-    # Read whole before anything is said of it: a malformed trace gets one line.
+    # Read whole before anything is said of it: a malformed or unfinished trace gets one line, and the
+    # exit code `txmq validate` gives it, whether TLC is at hand or not.
     events = [compact_event(e) for e in lazy]
+    require_events_complete(args.trace, events)
+    print(describe_tlc(), flush=True)
     print(f"  read {len(events):,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
           flush=True)
     warning = memory_warning(len(events), memory_at_hand())

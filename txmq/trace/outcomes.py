@@ -1,4 +1,5 @@
-"""The catalogue's outcomes (``txmq.catalogue.OUTCOMES``) over a trace: the one Python statement of each.
+"""The catalogue's outcomes (``txmq.catalogue_outcomes.OUTCOMES``) over a trace: the one Python statement
+of each.
 
 Each judge takes the events of a trace in ``seq`` order and returns one line per transaction showing the
 outcome (empty: not shown). The anomaly atlas (``txmq.atlas``) reports its scenarios through these, so an

@@ -17,7 +17,7 @@ Usage::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from txmq.config import MODES
-from txmq.errors import TraceError
+from txmq.errors import ExitCode, TraceError
 from txmq.trace.schema import (
     ARROW_SCHEMA,
     COLUMN_NAMES,
@@ -59,7 +59,7 @@ class IncompleteTraceError(TraceError):
     ``seq`` numbers that skip or repeat. Its own exit code, so scripts can tell "cut short" from "not a
     trace" and from "violates an invariant"."""
 
-    exit_code = 9
+    exit_code = ExitCode.INCOMPLETE_TRACE
 
 
 @dataclass(frozen=True)
@@ -75,37 +75,38 @@ class SeqSummary:
     end_seq: int | None  # the largest seq of an END event
 
 
-def require_complete(path: str | Path, summary: SeqSummary) -> None:
+def require_complete(where: str | Path, summary: SeqSummary) -> None:
     """The one rule of a complete trace: it has events, ``seq`` is 0, 1, 2, ... n-1 without gaps or
     repeats, and its only ``END`` event is the last one. Raises ``IncompleteTraceError``."""
     n = summary.events
     if n == 0:
-        raise IncompleteTraceError(f"{path}: no events, only a header: the run that wrote it stopped before "
+        raise IncompleteTraceError(f"{where}: no events, only a header: the run that wrote it stopped before "
                                    "its first event")
     if summary.min_seq != 0 or summary.max_seq != n - 1 or summary.distinct_seqs != n:
         raise IncompleteTraceError(
-            f"{path}: seq must be 0, 1, 2, ... without gaps or repeats; {n:,} events have seq "
+            f"{where}: seq must be 0, 1, 2, ... without gaps or repeats; {n:,} events have seq "
             f"{summary.min_seq}..{summary.max_seq} with {summary.distinct_seqs:,} distinct values")
     if summary.ends == 0:
         raise IncompleteTraceError(
-            f"{path}: no END event: the trace was cut short (its run was interrupted or failed, or its "
+            f"{where}: no END event: the trace was cut short (its run was interrupted or failed, or its "
             "broker never shut down cleanly), so it cannot be judged; produce it again")
     if summary.ends > 1 or summary.end_seq != summary.max_seq:
         raise IncompleteTraceError(
-            f"{path}: {summary.ends} END event(s), the last at seq {summary.end_seq}; END must be the last "
+            f"{where}: {summary.ends} END event(s), the last at seq {summary.end_seq}; END must be the last "
             f"event (seq {summary.max_seq}) and only there")
 
 
-def check_complete(path: str | Path) -> SeqSummary:
-    """Read the whole trace once (bounded memory) and apply :func:`require_complete`; also checks that
-    ``seq`` follows the file order. Raises ``TraceFormatError`` or ``IncompleteTraceError``."""
-    _, rows = read_events(path)
+def require_events_complete(where: str | Path, rows: Iterable[Mapping[str, Any]]) -> SeqSummary:
+    """:func:`require_complete` over events read in file order (``where`` names them in a refusal), and
+    that ``seq`` follows the file order: the rule every reader of a trace applies, whether it holds the
+    events (TLA+ trace validation) or streams them (:func:`check_complete`). Raises
+    ``IncompleteTraceError``."""
     n = ends = 0
     end_seq = None
     for row in rows:
         if row["seq"] != n:
             raise IncompleteTraceError(
-                f"{path}: event {n:,} in file order has seq {row['seq']:,}: seq must be 0, 1, 2, ... in file "
+                f"{where}: event {n:,} in file order has seq {row['seq']}: seq must be 0, 1, 2, ... in file "
                 "order, without gaps or repeats")
         if row["event"] == END:
             ends += 1
@@ -113,8 +114,15 @@ def check_complete(path: str | Path) -> SeqSummary:
         n += 1
     summary = SeqSummary(events=n, min_seq=0 if n else None, max_seq=n - 1 if n else None, distinct_seqs=n,
                          ends=ends, end_seq=end_seq)
-    require_complete(path, summary)
+    require_complete(where, summary)
     return summary
+
+
+def check_complete(path: str | Path) -> SeqSummary:
+    """Read the whole trace once (bounded memory) and apply :func:`require_events_complete`. Raises
+    ``TraceFormatError`` or ``IncompleteTraceError``."""
+    _, rows = read_events(path)
+    return require_events_complete(path, rows)
 
 
 def _check_header(raw: dict[str, Any], path: Path) -> TraceHeader:

@@ -1,8 +1,9 @@
 """Trace format v2 — the public contract between the broker and every validator.
 
-One row per event, ordered by ``seq`` (0, 1, 2, ... in file order). The column list, the event names and
-the END_TX results are defined once here; the broker emits them, the Spark validator and the TLA+ trace
-validation read them. ``docs/trace-events.md`` is the prose version.
+One row per event, ordered by ``seq`` (0, 1, 2, ... in file order). The column list, the event names, the
+columns each event must carry (``REQUIRED_BY_EVENT``) and the END_TX results are defined once here; the
+broker emits them, the Spark validator and the TLA+ trace validation read them. ``docs/trace-events.md``
+is the prose version (tests/test_trace_contract.py checks that it and the sinks' traces agree with this).
 
 Version 2 adds what a validator needs to tell a finished trace from a cut one and to follow the check
 service without guessing: the ``END`` marker a broker writes at a clean shutdown, ``CHECKPOINT`` at the
@@ -118,6 +119,40 @@ COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
 ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])
 # Columns every row must carry (the rest are null where not applicable).
 REQUIRED_COLUMNS = ("seq", "ts", "event")
+# Columns each event must carry besides those, for a validator's checks to mean anything: a row of the
+# event without one is refused (``txmq validate``'s TraceNullError). An event fills more where it has
+# them (docs/trace-events.md); the consumer-group events carry what the group checks read.
+REQUIRED_BY_EVENT: dict[str, tuple[str, ...]] = {
+    LOCAL_TX: ("txn", "action"),
+    HALF_PUT: ("txn", "half_offset"),
+    # prev_half_offset is null on a RESUME of a record that was no half (rocketmq mode re-puts a real
+    # message, as upstream's AdminBrokerProcessor.resumeCheckHalfMessage does).
+    HALF_RENEW: ("txn", "half_offset", "check_count", "result"),
+    CHECK: ("txn", "half_offset", "check_count"),
+    END_TX: ("txn", "action", "result"),
+    REAL_PUT: ("txn", "topic", "queue_id", "queue_offset"),
+    OP_PUT: ("half_offsets",),
+    DISCARD: ("txn", "half_offset", "check_count", "result"),
+    DELIVER: ("txn", "consumer_group", "topic", "queue_id", "queue_offset"),
+    CRASH: (),
+    RESTART: (),
+    PLAIN_PUT: ("topic", "queue_id", "queue_offset"),
+    PRODUCER: ("producer_group", "producer", "result"),
+    CHECKPOINT: ("half_offset", "op_offset"),
+    OP_READ: ("op_offset",),
+    END: ("queue_offset", "op_offset"),
+    EXPIRE: ("commitlog_offset", "half_offset", "op_offset", "half_offsets"),
+    MEMBER: ("consumer_group", "producer", "result"),
+    ALLOCATE: ("consumer_group", "producer", "topic", "queue_id", "result"),
+    CONSUME: ("consumer_group", "producer", "topic", "queue_id", "queue_offset", "txn", "result", "attempt"),
+    OFFSET_COMMIT: ("consumer_group", "producer", "topic", "queue_id", "queue_offset"),
+    RETRY: ("consumer_group", "producer", "topic", "queue_id", "queue_offset", "txn", "attempt", "result"),
+}
+
+
+def missing_columns(event: str, fields: dict[str, Any]) -> list[str]:
+    """The columns ``REQUIRED_BY_EVENT`` asks of ``event`` that ``fields`` leaves null."""
+    return [name for name in REQUIRED_BY_EVENT.get(event, ()) if fields.get(name) is None]
 
 
 @dataclass

@@ -23,7 +23,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from txmq.files import check_output_path, publish, replacing, temp_beside
-from txmq.trace.schema import ARROW_SCHEMA, COLUMN_NAMES, COLUMNS, REQUIRED_COLUMNS, TraceHeader
+from txmq.trace.schema import (
+    ARROW_SCHEMA,
+    COLUMN_NAMES,
+    COLUMNS,
+    REQUIRED_COLUMNS,
+    TraceHeader,
+    missing_columns,
+)
 
 HEADER_METADATA_KEY = b"txmq-trace-header"
 # One encoder for every NDJSON row: ``json.dumps`` with separators builds a new encoder per call, which
@@ -93,13 +100,20 @@ def _row(seq: int, ts: int, event: str, fields: dict[str, Any]) -> dict[str, Any
 
 
 class MemorySink(TraceSink):
-    """Keeps every event as a dict with all columns; for tests and small runs."""
+    """Keeps every event as a dict with all columns; for tests and small runs. It holds the broker to the
+    trace contract: an event without a column ``schema.REQUIRED_BY_EVENT`` asks of it is a bug of the
+    broker, and fails where it is emitted, in every test that traces to memory. (The file sinks write
+    what they are given: a validator's tests write broken traces through them on purpose.)"""
 
     def __init__(self, header: TraceHeader | None = None) -> None:
         super().__init__(header)
         self.events: list[dict[str, Any]] = []
 
     def _write(self, seq: int, ts: int, event: str, fields: dict[str, Any]) -> None:
+        missing = missing_columns(event, fields)
+        if missing:
+            raise ValueError(f"{event} without {', '.join(missing)}: the trace contract "
+                             "(txmq.trace.schema.REQUIRED_BY_EVENT) requires them")
         self.events.append(_row(seq, ts, event, fields))
 
     def of(self, event: str) -> list[dict[str, Any]]:

@@ -70,7 +70,9 @@ class EndTransactionProcessor:
     def process(self, request: EndTransactionRequest) -> EndTransactionResult:
         """Apply one request and trace it."""
         ctx = self.ctx
-        name, half = self._decide(request)
+        found = self._take_half(request)
+        name = self._decide(request, found, ctx.clock.now_ms())
+        half = found if name == ev.OK else None
         put_status = None
         commit = request.state is LocalTransactionState.COMMIT_MESSAGE
         real = None
@@ -113,27 +115,33 @@ class EndTransactionProcessor:
             ctx.resolution.resolve(txn, state)
         ctx.ops.queue(half.queue_id, half.queue_offset)
 
-    def _decide(self, request: EndTransactionRequest) -> tuple[str, StoredMessage | None]:
-        """The result name, and the half when the request is to be applied. A record that passes the
-        group check was written by the broker for a transaction, so it carries the transaction id."""
+    def _take_half(self, request: EndTransactionRequest) -> StoredMessage | None:
+        """The record the request names, taken out of the half cache (``HalfLog.lookup``), or None for
+        an UNKNOW, which upstream ignores before it looks (``EndTransactionProcessor.processRequest``)."""
+        if request.state is LocalTransactionState.UNKNOW:
+            return None
+        return self.ctx.halves.lookup(request.commit_log_offset)
+
+    def _decide(self, request: EndTransactionRequest, half: StoredMessage | None, now_ms: int) -> str:
+        """The result name of ``request`` for the record it names (``half``) at ``now_ms``: OK when it is to
+        be applied. It decides only: it reads the record and the resolution index and changes nothing. A
+        record that passes the group check was written by the broker for a transaction, so it carries the
+        transaction id."""
         ctx = self.ctx
         if request.state is LocalTransactionState.UNKNOW:
-            return ev.IGNORED_UNKNOWN, None
-        half = ctx.halves.lookup(request.commit_log_offset)
+            return ev.IGNORED_UNKNOWN
         if half is None or (ctx.resolution is not None and half.topic != HALF_TOPIC):
-            return ev.NOT_FOUND, None
+            return ev.NOT_FOUND
         props = half.properties
         immunity = props.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
         if not request.from_transaction_check and immunity:  # EndTransactionProcessor.rejectCommitOrRollback
-            age = ctx.clock.now_ms() - half.born_timestamp
+            age = now_ms - half.born_timestamp
             if age > rejection_threshold_ms(immunity, ctx.config.transaction_timeout_ms):
-                return ev.IMMUNITY_REJECTED, None
+                return ev.IMMUNITY_REJECTED
         if props.get(PROPERTY_PRODUCER_GROUP) != request.producer_group:
-            return ev.GROUP_MISMATCH, None
+            return ev.GROUP_MISMATCH
         if half.queue_offset != request.tran_state_table_offset:
-            return ev.OFFSET_MISMATCH, None
-        if ctx.resolution is not None:
-            txn = props[PROPERTY_TRANSACTION_ID]
-            if ctx.resolution.is_resolved(txn):
-                return ev.ALREADY_RESOLVED, None
-        return ev.OK, half
+            return ev.OFFSET_MISMATCH
+        if ctx.resolution is not None and ctx.resolution.is_resolved(props[PROPERTY_TRANSACTION_ID]):
+            return ev.ALREADY_RESOLVED
+        return ev.OK

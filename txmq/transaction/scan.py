@@ -2,7 +2,7 @@
 
 ``decide`` is a pure function of the record's properties and age, what the run has read of the Op queue
 (``OpView``), strict mode's resolution view, and the settings (``ScanRules``). It returns one of the
-outcomes below, named as the spec names its actions, with the data the service needs to apply it. Upstream
+decisions below, named as the spec names its actions, with the data the service needs to apply it. Upstream
 spreads these rules over ``TransactionalMessageServiceImpl.check`` and its helpers; each step below names
 the rule it follows. The service (``check_service``) only applies decisions, so a porter finds every rule
 of a run here, in upstream's order.
@@ -25,7 +25,7 @@ from txmq.transaction.constants import (
 from txmq.transaction.immunity import scanner_immunity_ms
 from txmq.transaction.java import get_int, get_long
 
-# Outcomes (the spec's action names).
+# Decisions (the spec's action names).
 SKIP_COVERED = "SKIP_COVERED"  # an Op record covers this half offset (or an immunity copy's original)
 SKIP_RESOLVED = "SKIP_RESOLVED"  # strict: the transaction is resolved, or this copy is superseded
 DISCARD = "DISCARD"  # check max reached, or past retention: the copy goes to TRANS_CHECK_MAX_TIME_TOPIC
@@ -139,7 +139,7 @@ class Moment:
     now_ms: int
 
 
-# One type per outcome, each carrying what applying it needs, so the service reads them by ``match``.
+# One type per decision, each carrying what applying it needs, so the service reads them by ``match``.
 # ``half`` is the record read at the cursor (None when none was read: an Op covers the cursor, the
 # time limit); ``count`` the check count the new copy or discard record carries; ``reason`` why.
 
@@ -152,7 +152,7 @@ class SkipCovered:
     covered: int
     half: StoredMessage | None = None
     by_original: bool = False
-    outcome: ClassVar[str] = SKIP_COVERED
+    spec_action: ClassVar[str] = SKIP_COVERED
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class SkipResolved:
 
     half: StoredMessage
     reason: str
-    outcome: ClassVar[str] = SKIP_RESOLVED
+    spec_action: ClassVar[str] = SKIP_RESOLVED
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class Discard:
     half: StoredMessage
     count: int
     reason: str
-    outcome: ClassVar[str] = DISCARD
+    spec_action: ClassVar[str] = DISCARD
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class Stop:
 
     reason: str
     half: StoredMessage | None = None
-    outcome: ClassVar[str] = STOP
+    spec_action: ClassVar[str] = STOP
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ class ReputImmunity:
     half: StoredMessage
     count: int
     mark_original: bool = False
-    outcome: ClassVar[str] = REPUT_IMMUNITY
+    spec_action: ClassVar[str] = REPUT_IMMUNITY
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class Check:
 
     half: StoredMessage
     count: int
-    outcome: ClassVar[str] = CHECK
+    spec_action: ClassVar[str] = CHECK
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class ReadOps:
     """Read the next Op batch, then decide on the same record again."""
 
     half: StoredMessage
-    outcome: ClassVar[str] = READ_OPS
+    spec_action: ClassVar[str] = READ_OPS
 
 
 Decision = SkipCovered | SkipResolved | Discard | Stop | ReputImmunity | Check | ReadOps

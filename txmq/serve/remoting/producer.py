@@ -231,15 +231,11 @@ def end_transaction(ctx: RemotingContext, conn: Connection, cmd: Command) -> Com
     state = _END_STATES.get(header_int(ext, "commitOrRollback", 0), LocalTransactionState.UNKNOW)
     from_check = ext.get("fromTransactionCheck", "false").lower() == "true"
     txn = ext.get("transactionId") or ext.get("msgId") or ""
-    broker = ctx.serve.broker
     checks = ctx.clients.checks.take(group, commitlog_offset) if from_check else None
-    broker.record_local_transaction(txn, group, conn.name, state.action, from_check,
-                                    half_offset=half_offset if from_check else None, check_count=checks)
-    result = broker.end_transaction(EndTransactionRequest(
+    result = ctx.serve.end_transaction(EndTransactionRequest(
         producer_group=group, tran_state_table_offset=half_offset, commit_log_offset=commitlog_offset,
-        state=state, from_transaction_check=from_check, transaction_id=txn, producer=conn.name))
-    if result.ok and state is LocalTransactionState.COMMIT_MESSAGE:
-        ctx.arrived()
+        state=state, from_transaction_check=from_check, transaction_id=txn, producer=conn.name), checks,
+        ctx.arrived)
     if cmd.oneway or result.code is None:
         return None
     return cmd.response(result.code, remark=result.remark)
