@@ -5,9 +5,10 @@ Only a transaction with one of the judges' telling events (``txmq.trace.outcomes
 CHECK sent, an applied END_TX ROLLBACK) can show an outcome, so the JVM selects those (an eighth of a
 trace), gathers each one's events in seq order, and hands them to the driver as Arrow batches, one row
 per transaction, for the Python judges. Sending every row of the trace through Python workers as pickled
-rows, and grouping there, took 84-97 s of a 113-131 s job at 10^6 transactions. A
-transaction's line from a judge is its sample. An outcome is counted, not a failure, but in a strict
-trace one the catalogue says strict mode never shows fails the run (``report.OutcomeResult``).
+rows, and grouping there, took 84-97 s of a 113-131 s job at 10^6 transactions. The driver holds the
+selected transactions' events at once, as Arrow. A transaction's line from a judge is its sample. An
+outcome is counted, not a failure, but in a strict trace one the catalogue says strict mode never shows
+fails the run (``report.OutcomeResult``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def run(events: Any, absent: list[str], limit: int) -> dict[str, tuple[int, list
 
     c = F.col
     judged_ids = [n for n in OUTCOME_IDS if not set(BY_NAME[n].needs) & set(absent)]
-    if not judged_ids:  # a trace imported from a store: no Python workers started for nothing
+    if not judged_ids:  # a trace imported from a store: no Spark job for nothing
         return dict.fromkeys(OUTCOME_IDS)
     rows = events.where(c("event").isin(EVENTS)).select(*COLUMNS)
     tells = reduce(lambda a, b: a | b, [reduce(lambda a, b: a & b, [c(k) == v for k, v in fields.items()])
