@@ -22,6 +22,8 @@ from txmq.checks.consumer_groups import CAUSES, judge_groups
 from txmq.trace import schema as S
 
 _SEQ = re.compile(r"^seq (\d+):")
+# What the judge reads: the group events, plain and real puts (what a group consumes), and END.
+GROUP_PASS_EVENTS = (*S.GROUP_EVENTS, S.PLAIN_PUT, S.REAL_PUT, S.END)
 
 
 def run(events: Any, trace: TraceInput, stats: TraceStats,
@@ -34,7 +36,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats,
         return {}, {}
     # One partition sorted in place: one Spark job, where a global orderBy costs a sampling job, a
     # shuffle and a job per partition for toLocalIterator (seconds on a test's trace of a few dozen rows).
-    wanted = (events.filter(c("event").isin(*S.GROUP_EVENTS, S.PLAIN_PUT, S.REAL_PUT, S.END))
+    wanted = (events.filter(c("event").isin(*GROUP_PASS_EVENTS))
               .coalesce(1).sortWithinPartitions("seq"))
     verdict = judge_groups((row.asDict() for row in wanted.toLocalIterator()), trace.consumer_groups,
                            int(trace.config.get("max_reconsume_times", 16)))

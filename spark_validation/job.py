@@ -9,6 +9,8 @@ produces the same report as ``txmq validate``. Plan (four scans, however many ch
                integrity, what never arrived and delivery order (four checks)
   5. groups  — consumer-group events in seq order through the shared judge (three checks, duplicates
                per cause; no job when pass 1 counted none)
+  6. outcomes — the transactions with a telling event, gathered in the JVM, through the outcomes' judges
+Each pass's seconds go in the report's timings (``pass_<name>_s``).
 Each pass counts violations with numeric aggregates only; only when something is violated do further
 filtered queries collect sample keys and the sample transactions' events.
 """
@@ -36,6 +38,7 @@ from txmq.proc import interrupted, terminate_as_interrupt
 from txmq.trace import schema as S
 
 DEFAULT_SAMPLES = 5
+PASSES = ("stats", "per_txn", "ops", "queues", "groups", "outcomes")
 
 
 def _progress(message: str) -> None:
@@ -66,8 +69,26 @@ def _metrics(trace: TraceInput, stats: TraceStats, txns: per_txn.TxnResult) -> d
     }
 
 
+class _Passes:
+    """Runs the passes one by one, each timed the same way: its line of progress, and its seconds in the
+    report's timings (``pass_<name>_s``), which the benchmark prints."""
+
+    def __init__(self, progress: Callable[[str], None]) -> None:
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+
+    def timed(self, key: str, label: str, job: Callable[[], Any]) -> Any:
+        """``job()``, timed as pass ``key`` (one of ``PASSES``), described by ``label``."""
+        t = time.perf_counter()
+        result = job()
+        took = time.perf_counter() - t
+        self.seconds[f"pass_{key}_s"] = round(took, 3)
+        self.progress(f"pass {PASSES.index(key) + 1}/{len(PASSES)} {label} ({took:.1f} s)")
+        return result
+
+
 def _run_passes(
-    spark: Any, trace: TraceInput, limit: int, progress: Callable[[str], None]
+    spark: Any, trace: TraceInput, limit: int, passes: _Passes
 ) -> tuple[TraceStats, per_txn.TxnResult, dict[str, Tally], Any, dict[str, int]]:
     """The five passes over the invariants, one after another (the outcomes are pass 6).
 
@@ -76,22 +97,14 @@ def _run_passes(
     buffers exhausted the driver heap now and then.
     """
     events = load_events(spark, trace)
-    t = time.perf_counter()
-    stats = collect_stats(events, trace)
-    progress(f"pass 1/6 stats: {stats.events:,} events ({time.perf_counter() - t:.1f} s)")
-
-    def timed(name: str, job: Callable[[], Any]) -> Any:
-        t = time.perf_counter()
-        result = job()
-        progress(f"{name} ({time.perf_counter() - t:.1f} s)")
-        return result
-
-    txns = timed("pass 2/6 per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
-    op_tallies = timed("pass 3/6 Op references", lambda: ops.run(events, trace, limit))
-    queue_tallies = timed("pass 4/6 queues and deliveries",
-                          lambda: queues.run(events, trace, stats, limit, queues.last_deliveries(events)))
-    group_tallies, duplicates = timed("pass 5/6 consumer groups",
-                                      lambda: groups.run(events, trace, stats, limit))
+    stats = passes.timed("stats", "stats", lambda: collect_stats(events, trace))
+    passes.progress(f"{stats.events:,} events")
+    txns = passes.timed("per_txn", "per-transaction checks", lambda: per_txn.run(events, trace, stats, limit))
+    op_tallies = passes.timed("ops", "Op references", lambda: ops.run(events, trace, limit))
+    queue_tallies = passes.timed("queues", "queues and deliveries", lambda: queues.run(
+        events, trace, stats, limit, queues.last_deliveries(events)))
+    group_tallies, duplicates = passes.timed("groups", "consumer groups",
+                                             lambda: groups.run(events, trace, stats, limit))
     tallies: dict[str, Tally] = {cid: Tally() for cid in CHECK_IDS}
     for part in (txns.tallies, op_tallies, queue_tallies, group_tallies):
         for cid, tally in part.items():
@@ -152,11 +165,10 @@ def validate(
     session_s = time.perf_counter() - t0
     progress(f"Spark {spark.version} on {spark.sparkContext.master} ({session_s:.1f} s)")
     t1 = time.perf_counter()
+    passes = _Passes(progress)
     try:
-        stats, txns, tallies, events, duplicates = _run_passes(spark, trace, limit, progress)
-        t = time.perf_counter()
-        shown = outcomes.run(events, trace.absent_events, limit)
-        progress(f"pass 6/6 outcomes ({time.perf_counter() - t:.1f} s)")
+        stats, txns, tallies, events, duplicates = _run_passes(spark, trace, limit, passes)
+        shown = passes.timed("outcomes", "outcomes", lambda: outcomes.run(events, trace.absent_events, limit))
         wanted = {k for t in tallies.values() for k in t.samples(limit)}
         found = samples.fetch(events, wanted) if wanted else {}
     except TxmqError:
@@ -192,7 +204,7 @@ def validate(
             "session_start_s": round(session_s, 3),
             "job_s": round(job_s, 3),
             "events_per_s": round(stats.events / job_s) if job_s else 0.0,
-        },
+        } | passes.seconds,
         spark={"master": spark.sparkContext.master, "version": spark.version},
         absent_events=absent,
         outcomes=[outcome_result(oid, found, trace.mode) for oid, found in shown.items()],

@@ -1,16 +1,26 @@
-"""The DuckDB baseline: the catalogue's checks as three SQL queries over the same Parquet trace.
+"""The DuckDB baseline: every check and outcome Spark judges, over the same Parquet trace.
 
 This is what a user might run instead of Spark, so the benchmark compares Spark's time with it; it counts
-violations per check id in the same units as Spark (per transaction, Op record or queue position). Counts
-only: which violations rocketmq mode explains, samples and metrics are reporting on top.
+violations per check id in the same units as Spark (per transaction, Op record or queue position), and
+the transactions showing each outcome. The invariants Spark states in SQL are three queries here; what
+Spark hands to Python judges (the outcomes, over the transactions with a telling event, and the
+consumer groups, in seq order) DuckDB selects the same way and hands to the same judges. Counts only:
+which violations rocketmq mode explains, samples and metrics are reporting on top.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spark_validation.groups import GROUP_PASS_EVENTS
+from spark_validation.outcomes import COLUMNS as OUTCOME_COLUMNS
+from spark_validation.outcomes import EVENTS as OUTCOME_EVENTS
+from spark_validation.outcomes import OUTCOME_IDS, judged
+from txmq.checks.consumer_groups import judge_groups
 from txmq.trace import schema as S
+from txmq.trace.outcomes import TELLING
 
 if TYPE_CHECKING:
     import duckdb
@@ -124,9 +134,9 @@ _OPS_SQL = """
              GROUP BY check_seq)
     SELECT (SELECT n FROM refs), (SELECT count(*) FROM late l JOIN checks k USING (check_seq)
                                   WHERE l.op_seq < k.check_seq)"""
-# Spark's consumer-group checks are not queries: its pass 5 streams the group events through the judge in
-# txmq.checks.consumer_groups on the driver. The baseline times the query passes, so it leaves them out.
-GROUP_CHECKS_LEFT_OUT = ("DuplicateConsumptionExplained", "GroupSkipsNothing", "DeadLetterOnlyAtMax")
+# The consumer-group checks are not queries: the group events go through the judge in
+# txmq.checks.consumer_groups in seq order, as in Spark's pass 5; a trace without any is not judged (0).
+GROUP_CHECKS = ("DuplicateConsumptionExplained", "GroupSkipsNothing", "DeadLetterOnlyAtMax")
 
 # Per queue position, in the order of QUEUE_CHECKS, then DELIVERs of nothing put (NoUncommittedVisible's).
 QUEUE_CHECKS = ("QueueContiguity", "DeliveryIntegrity")
@@ -157,9 +167,9 @@ _QUEUES_SQL = """
 
 def _one_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
     """The single row of an aggregate query (which always returns exactly one)."""
-    row = con.execute(sql).fetchone()
-    assert row is not None, "an aggregate query returned no row"
-    return row
+    rows = con.execute(sql).fetchall()  # fetched to the end: the connection's result is done with
+    assert len(rows) == 1, "an aggregate query returns one row"
+    return tuple(rows[0])
 
 
 def _connect(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
@@ -185,13 +195,49 @@ def _per_txn_sql(con: duckdb.DuckDBPyConnection, config: dict[str, Any]) -> str:
     return _PER_TXN_SQL.format(timeout=timeout, check_max=check_max, judged_before=last_ts - horizon)
 
 
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> Iterator[dict[str, Any]]:
+    """The query's rows as dicts, an Arrow batch at a time."""
+    for batch in con.sql(sql).fetch_arrow_reader():
+        yield from batch.to_pylist()
+
+
+def _outcomes(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Transactions showing each outcome: those with a telling event, their events in seq order, through
+    the judges (as Spark's pass 6)."""
+    tells = " OR ".join("(" + " AND ".join(f"{k} = '{v}'" for k, v in fields.items()) + ")"
+                        for fields in TELLING)
+    events = ", ".join(f"'{e}'" for e in OUTCOME_EVENTS)
+    sql = f"""
+        WITH rows AS (SELECT {", ".join(OUTCOME_COLUMNS)} FROM ev WHERE event IN ({events}))
+        SELECT txn, list(struct_pack({", ".join(OUTCOME_COLUMNS)}) ORDER BY seq) AS events
+        FROM rows SEMI JOIN (SELECT DISTINCT txn FROM rows WHERE {tells}) USING (txn) GROUP BY txn"""
+    shown: dict[str, set[str]] = {name: set() for name in OUTCOME_IDS}
+    for row in _dicts(con, sql):
+        for name, _ in judged(row["events"]):
+            shown[name].add(row["txn"])
+    return {name: len(txns) for name, txns in shown.items()}
+
+
+def _groups(con: duckdb.DuckDBPyConnection, config: dict[str, Any]) -> dict[str, int]:
+    """The consumer-group checks' violations, judged in seq order (as Spark's pass 5); 0 each, not
+    judged, in a trace without group events."""
+    kinds = ", ".join(f"'{e}'" for e in S.GROUP_EVENTS)
+    if not _one_row(con, f"SELECT count(*) FROM ev WHERE event IN ({kinds})")[0]:
+        return dict.fromkeys(GROUP_CHECKS, 0)
+    wanted = ", ".join(f"'{e}'" for e in GROUP_PASS_EVENTS)
+    verdict = judge_groups(_dicts(con, f"SELECT * FROM ev WHERE event IN ({wanted}) ORDER BY seq"),
+                           config.get("consumer_groups") or {}, int(config.get("max_reconsume_times", 16)))
+    return {name: len(verdict.problems.get(name, [])) for name in GROUP_CHECKS}
+
+
 def duckdb_checks(path: Path, header: S.TraceHeader) -> dict[str, int]:
-    """The same checks in DuckDB SQL; violation counts per check id (same counting units as Spark).
-    ``tests/test_catalogue.py`` holds the three lists of check ids to the catalogue's Spark layer."""
+    """The same checks and outcomes in DuckDB; violation counts per check id (same counting units as
+    Spark), and transactions per outcome. ``tests/test_catalogue.py`` holds the lists of check ids to the
+    catalogue's Spark layer."""
     con = _connect(path, header.config)
     counts = dict(zip(PER_TXN_CHECKS, _one_row(con, _per_txn_sql(con, header.config)), strict=True))
     counts |= dict(zip(OP_CHECKS, _one_row(con, _OPS_SQL), strict=True))
     *per_position, unput = _one_row(con, _QUEUES_SQL)
     counts |= dict(zip(QUEUE_CHECKS, per_position, strict=True))
     counts["NoUncommittedVisible"] += unput
-    return counts
+    return counts | _groups(con, header.config) | _outcomes(con)
