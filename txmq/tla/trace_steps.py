@@ -192,8 +192,9 @@ class _Builder:
         else:
             self.up.discard(key)
             p = self.producer(e)
-            for seq, end in self.ahead.own_ends.get(key, {}).values():  # sent before it went down, arriving
-                if seq > int(e["seq"]) and end not in self.in_flight:  # later
+            # its own END_TX messages that arrive later were sent before it went down
+            for seq, end in self.ahead.own_ends.get(key, {}).values():
+                if seq > int(e["seq"]) and end not in self.in_flight:
                     self.add("PEND", None, t=self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0]}))
                     self.in_flight.add(end)
             self.spec.budgets["MaxProducerCrash"] += 1
