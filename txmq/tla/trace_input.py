@@ -103,7 +103,7 @@ class Step:
     source: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MessageFields:
     """Where a message goes and what it holds: the fields a REAL_PUT and a DELIVER must repeat."""
 
@@ -178,9 +178,14 @@ def unmodelled(event: Mapping[str, Any], what: str) -> UnmodelledTraceError:
 
 def coverage(steps: Iterable[Step]) -> Counter[str]:
     """How many steps exercised each TxMQ action, so a knob that never triggers one shows up as 0."""
+    return action_counts(Counter(step.kind for step in steps))
+
+
+def action_counts(kinds: Mapping[str, int]) -> Counter[str]:
+    """``coverage`` of steps counted by kind."""
     counts = Counter({action: 0 for action in ACTION_OF.values() if action is not None})
-    for step in steps:
-        action = ACTION_OF[step.kind]
+    for kind, n in kinds.items():
+        action = ACTION_OF[kind]
         if action is not None:
-            counts[action] += 1
+            counts[action] += n
     return counts

@@ -19,7 +19,8 @@ invalid one.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 
 from txmq.tla.trace_input import HALF_APPENDS, SpecInput, Step
 
@@ -28,13 +29,38 @@ _Message = tuple[str, int, str, bool, str]
 _NO_RESTART = 2**31 - 1
 
 
-def _restart_floors(steps: Sequence[Step]) -> list[int]:
-    """For each position, the lowest offset a restart at or after it resumes from (none: a huge one)."""
-    lowest = [_NO_RESTART] * (len(steps) + 1)
-    for j in range(len(steps) - 1, -1, -1):
-        step = steps[j]
-        lowest[j] = min(lowest[j + 1], step.fields["i"]) if step.kind == "CRASH" else lowest[j + 1]
-    return lowest
+class Ahead:
+    """What the walk reads ahead in the steps: each transaction's last step, and where each restart
+    resumes. Gathered from the steps as they are made (``see``), before the walk; kept as a few integers
+    per transaction, so that the steps themselves need not be kept."""
+
+    def __init__(self) -> None:
+        self.last_use = array("q", [0])  # transaction -> the position of its last step
+        self.crashes: list[tuple[int, int]] = []  # (position, offset it resumes from) of each CRASH
+        self.seen = 0  # steps seen
+
+    def see(self, step: Step) -> None:
+        """The next step."""
+        t = step.fields.get("t") or 0
+        if t:
+            if t >= len(self.last_use):
+                self.last_use.extend([0] * (t + 1 - len(self.last_use)))
+            self.last_use[t] = self.seen
+        if step.kind == "CRASH":
+            self.crashes.append((self.seen, step.fields["i"]))
+        self.seen += 1
+
+    def restart_floors(self) -> Iterator[int]:
+        """For each position j in turn, from 1 on, the lowest offset a restart at or after j resumes from
+        (none: a huge one)."""
+        lowest = [_NO_RESTART] * (len(self.crashes) + 1)
+        for k in range(len(self.crashes) - 1, -1, -1):
+            lowest[k] = min(lowest[k + 1], self.crashes[k][1])
+        k = 0
+        for j in range(1, self.seen + 1):
+            while k < len(self.crashes) and self.crashes[k][0] < j:
+                k += 1
+            yield lowest[k]
 
 
 # The floor rises at the end of each check run, and in between once the cursor is this far above it,
@@ -46,12 +72,11 @@ _PASSING = ("SKIP", "DISCARD", "IMMUNITY", "CRASH")
 class _Pool:
     """The walk: slots taken and freed, what the spec's state says of each open transaction."""
 
-    def __init__(self, steps: Sequence[Step], spec: SpecInput) -> None:
-        self.steps = steps
+    def __init__(self, ahead: Ahead, spec: SpecInput) -> None:
         self.spec = spec
-        self.last_use = {s.fields["t"]: j for j, s in enumerate(steps) if s.fields.get("t")}
-        self.restarts = _restart_floors(steps)
-        self.out: list[Step] = []
+        self.last_use = ahead.last_use
+        self.restarts = ahead.restart_floors()
+        self.out: list[Step] = []  # the steps made of the step being walked
         self.slot: dict[int, int] = {}  # transaction -> its slot
         self.free: list[int] = []  # freed slots (a heap: the lowest is reused first)
         self.size = 0  # slots ever used
@@ -64,8 +89,9 @@ class _Pool:
         self.cursor = 0
         self.floor = 0
 
-    def run(self) -> list[Step]:
-        for j, step in enumerate(self.steps):
+    def run(self, steps: Iterable[Step]) -> Iterator[Step]:
+        """The steps of ``steps`` with their transactions in slots, as each is walked."""
+        for j, step in enumerate(steps):
             t = step.fields.get("t") or 0
             if t and t not in self.slot:
                 self.open(t)
@@ -75,10 +101,11 @@ class _Pool:
                 self.wait(t)
             if step.kind == "OP":
                 self.covering(step.fields["offs"])
-            target = min(self.cursor, self.restarts[j + 1])
+            target = min(self.cursor, next(self.restarts))
             if step.kind == "CHECKPOINT" or (step.kind in _PASSING and target >= self.floor + FLOOR_STRIDE):
                 self.raise_floor(target)
-        return self.out
+            made, self.out = self.out, []
+            yield from made
 
     def open(self, t: int) -> None:
         if self.free:
@@ -119,7 +146,7 @@ class _Pool:
 
     def wait(self, t: int) -> None:
         """t had its last step: it retires once each of its records is covered or below the floor."""
-        left = {o for o in self.records.get(t, []) if o > self.floor and o not in self.covered}
+        left = {o for o in self.records.pop(t, []) if o > self.floor and o not in self.covered}
         if not left:
             self.retire(t)
             return
@@ -166,6 +193,16 @@ class _Pool:
 def slotted(steps: Sequence[Step], spec: SpecInput) -> tuple[list[Step], int]:
     """The steps with transactions in slots (and the OPEN, FLOOR, LOSE and RETIRE steps), and how many
     slots they use. ``spec`` holds what an OPEN step says of its transaction."""
-    pool = _Pool(steps, spec)
-    out = pool.run()
+    ahead = Ahead()
+    for step in steps:
+        ahead.see(step)
+    pool = _Pool(ahead, spec)
+    out = list(pool.run(steps))
     return out, pool.size
+
+
+def slot_stream(steps: Iterable[Step], ahead: Ahead, spec: SpecInput) -> tuple[Iterator[Step], _Pool]:
+    """``slotted`` as the steps come (``ahead`` has seen them all): the steps in slots as they are made,
+    and the walk, whose ``size`` is the slots they used once every step was taken."""
+    pool = _Pool(ahead, spec)
+    return pool.run(steps), pool

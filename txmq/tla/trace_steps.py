@@ -20,7 +20,7 @@ Everything the spec cannot take is refused here with the event that carries it, 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from txmq.config import BrokerConfig
@@ -33,6 +33,7 @@ from txmq.tla.trace_input import (
     Step,
     unmodelled,
 )
+from txmq.tla.trace_lookahead import Lookahead, end_key
 from txmq.tla.trace_slots import slotted
 from txmq.trace import schema as ev
 from txmq.transaction.end_transaction import rejection_threshold_ms
@@ -45,48 +46,34 @@ _TLC_INT_MAX = 2**31 - 1
 _NO_REJECTION = _TLC_INT_MAX  # END_TRANSACTION's immunity threshold of a half it never refuses
 
 
-def _end_key(e: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What tells one END_TX message from another: the spec's message has exactly these fields."""
-    return (e.get("txn"), int(e["half_offset"]), e["action"], bool(e["from_check"]), e.get("producer"))
-
-
 class _Builder:
     """Walks the events once, keeping what the spec's state will be where the trace cannot show it."""
 
-    def __init__(self, mode: str, config: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, mode: str, config: Mapping[str, Any], ahead: Lookahead) -> None:
         self.strict = mode == "strict"
         self.timeout = int(config.get("transaction_timeout_ms", BrokerConfig.transaction_timeout_ms))
-        self.events = events
+        self.ahead = ahead
         # The topics each group may be delivered: every topic it subscribed to, with any filter
         # (consumer_topics, written by txmq serve), else the topics it subscribed to with "*".
         subscribed = config.get("consumer_topics") or config.get("consumer_groups") or {}
-        self.spec = SpecInput(base_ts=int(events[0]["ts"]) if events else 0,
+        self.spec = SpecInput(base_ts=ahead.base_ts,
                               subscribed={str(g): [str(t) for t in ts] for g, ts in subscribed.items()})
-        self.steps: list[Step] = []
+        self.steps: list[Step] = []  # the steps of the event being walked
         self.txn_ids: dict[str, int] = {}
         self.now = 0
         self.halves = 0  # the half queue's length
         self.cursor = 0  # records examined by the check service
         self.local: dict[int, str] = {}
         self.in_flight: set[tuple[Any, ...]] = set()  # owners' END_TX messages the spec has in flight
-        self.deliveries_left = Counter(  # END_TX deliveries of each message from here to the end
-            _end_key(e) for e in events if e["event"] == ev.END_TX and e["result"] != ev.IGNORED_UNKNOWN
-        )
-        # Each owner's own END_TX, by its producer: sent before the producer goes down if it arrives later.
-        self.own_ends: dict[str, dict[str, Mapping[str, Any]]] = {}
-        for e in events:
-            if e["event"] == ev.END_TX and not e["from_check"] and e["result"] != ev.IGNORED_UNKNOWN:
-                self.own_ends.setdefault(e.get("producer") or "", {}).setdefault(e.get("txn") or "", e)
+        self.deliveries_left = ahead.deliveries_left  # of each END_TX message from here on: spent by the walk
         self.real_ordinal: dict[int, tuple[int, int]] = {}  # commit-log offset -> (txn, k-th real of it)
         self.reals: Counter[int] = Counter()
         self.plain_ordinal: dict[int, int] = {}
-        # Each producer's PRODUCER events, by index: a send may come before the registration that follows.
-        self.registrations: dict[str, list[int]] = {}
-        for index, e in enumerate(events):
-            if e["event"] == ev.PRODUCER:
-                self.registrations.setdefault(e.get("producer") or "", []).append(index)
         self.up: set[str] = set()  # producers registered now (their last PRODUCER event is UP)
         self.early: set[str] = set()  # producers started before their PRODUCER UP, for a send before it
+        self.index = 0  # the event being walked: its position, the events either side of it
+        self.previous: Mapping[str, Any] | None = None
+        self.next: Mapping[str, Any] | None = None
 
     # -- helpers -------------------------------------------------------------------------------
     def add(self, kind: str, source: Mapping[str, Any] | None = None, **fields: Any) -> None:
@@ -128,11 +115,12 @@ class _Builder:
             raise unmodelled(e, f"producer {key!r} never registered (no PRODUCER UP before this event)")
         return name
 
-    def start(self, e: Mapping[str, Any], key: str, registration: Mapping[str, Any]) -> None:
-        """A ProducerStart step for the producer ``registration`` (its PRODUCER UP) registers."""
+    def start(self, source: Mapping[str, Any] | None, key: str, group: str) -> None:
+        """A ProducerStart step for producer ``key`` of ``group``: its PRODUCER UP (``source``), or a send
+        that came before it (no source)."""
         name = self.spec.producers.setdefault(key, f"p{len(self.spec.producers) + 1}")
-        self.spec.groups[name] = registration.get("producer_group") or ""
-        self.add("UP", e if e is registration else None, p=name)
+        self.spec.groups[name] = group
+        self.add("UP", source, p=name)
 
     def registered_before_send(self, e: Mapping[str, Any]) -> None:
         """A producer may send before its registration is traced (``txmq serve`` registers a producer when
@@ -141,10 +129,10 @@ class _Builder:
         key = e.get("producer") or ""
         if key in self.up or key in self.early:
             return
-        later = [i for i in self.registrations.get(key, []) if i > self.index]
-        if later and self.events[later[0]]["result"] == ev.PRODUCER_UP:
+        later = [r for r in self.ahead.registrations.get(key, []) if r.index > self.index]
+        if later and later[0].result == ev.PRODUCER_UP:
             self.early.add(key)
-            self.start(e, key, self.events[later[0]])
+            self.start(None, key, later[0].group)
 
     def skip_to(self, examined: int) -> None:
         """SKIP steps until ``examined`` records were examined."""
@@ -161,7 +149,9 @@ class _Builder:
         return offset
 
     # -- events --------------------------------------------------------------------------------
-    def build(self) -> list[Step]:
+    def build(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Step]:
+        """The steps of ``events``, as each event is walked: the walk keeps the event either side of the
+        one it is at, and none other."""
         handlers = {
             ev.PRODUCER: self.on_producer, ev.HALF_PUT: self.on_half_put, ev.LOCAL_TX: self.on_local_tx,
             ev.END_TX: self.on_end_tx, ev.REAL_PUT: self.on_real_put, ev.OP_PUT: self.on_op_put,
@@ -170,21 +160,25 @@ class _Builder:
             ev.PLAIN_PUT: self.on_plain_put, ev.DELIVER: self.on_deliver, ev.END: self.on_end,
             ev.OP_READ: self.on_op_read,
         }
-        for index, e in enumerate(self.events):
+        ahead = iter(events)
+        e = next(ahead, None)
+        while e is not None:
+            self.next = next(ahead, None)
             handler = handlers.get(e["event"])
             if handler is None:
                 raise unmodelled(e, "an event this validator does not know")
-            self.index = index
             try:
                 handler(e)
             except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
                 where = f"seq {e.get('seq')} ({e.get('event')})"
                 raise TraceError(f"{where}: malformed event ({exc!r})") from None
-        return self.steps
+            made, self.steps = self.steps, []
+            yield from made
+            self.previous, e = e, self.next
+            self.index += 1
 
     def following(self, kind: str) -> Mapping[str, Any] | None:
-        nxt = self.index + 1
-        return self.events[nxt] if nxt < len(self.events) and self.events[nxt]["event"] == kind else None
+        return self.next if self.next is not None and self.next["event"] == kind else None
 
     def on_producer(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
@@ -194,14 +188,15 @@ class _Builder:
             if key in self.early:  # started already, just before the send that came first
                 self.early.discard(key)
                 return
-            self.start(e, key, e)
+            self.start(e, key, e.get("producer_group") or "")
         else:
             self.up.discard(key)
             p = self.producer(e)
-            for end in self.own_ends.get(key, {}).values():  # sent before it went down, arriving later
-                if int(end["seq"]) > int(e["seq"]) and _end_key(end) not in self.in_flight:
-                    self.add("PEND", None, t=self.txn(end))
-                    self.in_flight.add(_end_key(end))
+            # its own END_TX messages that arrive later were sent before it went down
+            for seq, end in self.ahead.own_ends.get(key, {}).values():
+                if seq > int(e["seq"]) and end not in self.in_flight:
+                    self.add("PEND", None, t=self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0]}))
+                    self.in_flight.add(end)
             self.spec.budgets["MaxProducerCrash"] += 1
             self.add("DOWN", e, p=p)
 
@@ -266,14 +261,15 @@ class _Builder:
         self.tick(e)
         t = self.txn(e)
         p = self.producer(e)
-        key = _end_key(e)
+        key = end_key(e)
         if not e["from_check"] and key not in self.in_flight:
             self.add("PEND", None, t=t)  # the owner sends its END_TX just before it arrives
             self.in_flight.add(key)
         # Looking ahead: a message delivered again later stays in flight (a duplicate delivery).
-        self.deliveries_left[key] -= 1
-        dup = self.deliveries_left[key] > 0
+        left = self.deliveries_left.pop(key, 0) - 1  # a message delivered for the last time is let go
+        dup = left > 0
         if dup:
+            self.deliveries_left[key] = left
             self.spec.budgets["MaxDup"] += 1
         else:
             self.in_flight.discard(key)
@@ -348,8 +344,7 @@ class _Builder:
         self.add("CRASH", e, i=self.cursor)
 
     def on_restart(self, e: Mapping[str, Any]) -> None:
-        previous = self.events[self.index - 1] if self.index else None
-        if previous is None or previous["event"] != ev.CRASH:
+        if self.previous is None or self.previous["event"] != ev.CRASH:
             raise unmodelled(e, "a RESTART without the CRASH before it (a trace must start on an empty "
                                  "store)")
 
@@ -389,8 +384,17 @@ def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[s
                 ) -> tuple[list[Step], SpecInput]:
     """The trace spec's steps for a broker trace (header ``mode`` and ``config``), and its constants."""
     rows = list(events)
-    builder = _Builder(mode, config, rows)
-    steps, builder.spec.slots = slotted(builder.build(), builder.spec)
-    builder.spec.half_records = sum(step.kind in HALF_APPENDS for step in steps)
-    builder.spec.budgets["MaxLoss"] += sum(step.kind == "LOSE" for step in steps)
-    return steps, builder.spec
+    made, spec = walk(mode, config, Lookahead.of(rows), rows)
+    steps, spec.slots = slotted(list(made), spec)
+    spec.half_records = sum(step.kind in HALF_APPENDS for step in steps)
+    spec.budgets["MaxLoss"] += sum(step.kind == "LOSE" for step in steps)
+    return steps, spec
+
+
+def walk(mode: str, config: Mapping[str, Any], ahead: Lookahead, events: Iterable[Mapping[str, Any]]
+         ) -> tuple[Iterator[Step], SpecInput]:
+    """The steps of a trace as they are made, before ``trace_slots`` puts its transactions in slots, with
+    the constants they fix, complete (but for the slots and the losses) once every step was taken.
+    ``ahead`` is the trace's look-ahead, spent by the walk."""
+    builder = _Builder(mode, config, ahead)
+    return builder.build(events), builder.spec

@@ -8,6 +8,10 @@ accepted when TLC explains its last step. A rejected trace is reported, from the
 first step no behaviour explains, the condition that failed and the spec's state about that step's
 transaction.
 
+``validate`` keeps the events and steps it is given, for its caller; the command line validates a file
+through ``trace_stream``, which keeps neither and hands TLC the steps as they are made
+(``judge_windows``), so that a trace's length costs time, not memory.
+
 A trace must be complete, by the rule every reader of a trace applies
 (``txmq.trace.reader.require_events_complete``): it has events, ``seq`` runs 0, 1, 2, ... in file order, and
 its one END marker, which a broker writes when it shuts down cleanly, is its last event.
@@ -24,8 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +40,7 @@ from txmq.tla.jar import find_jar
 from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 from txmq.tla.runner import describe_tlc, find_java, tlc_command
 from txmq.tla.tla_values import failure_report
-from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event, coverage
+from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_windows import end_state, explained_before_stop, spans
@@ -63,16 +68,32 @@ class Validation:
 
     @property
     def first_unexplained(self) -> Step | None:
-        """The first step the spec cannot take, or rather the event it is about: for a hidden step (placed
-        just in time for the event after it), that event; for a renewal whose check went to a producer
-        the spec cannot send it to, the CHECK that names that producer."""
-        if self.accepted:
-            return None
-        rest = self.steps[self.explained:]
-        if rest[0].kind == "RENEW" and self.condition in _ABOUT_THE_CHECK and len(rest) > 1:
-            return rest[1]
-        later = (step for step in rest if step.source is not None)
-        return next(later, rest[0])
+        """The first step the spec cannot take, or rather the event it is about (``unexplained``)."""
+        return None if self.accepted else unexplained(self.steps[self.explained:], self.condition)
+
+
+def unexplained(rest: Sequence[Step], condition: str | None) -> Step:
+    """Of the steps from the first one the spec cannot take on, the event that step is about: for a
+    hidden step (placed just in time for the event after it), that event; for a renewal whose check went
+    to a producer the spec cannot send it to, the CHECK that names that producer."""
+    if rest[0].kind == "RENEW" and condition in _ABOUT_THE_CHECK and len(rest) > 1:
+        return rest[1]
+    later = (step for step in rest if step.source is not None)
+    return next(later, rest[0])
+
+
+@dataclass
+class Found:
+    """What TLC found over a trace's windows: as ``Validation``, with ``rest``, the steps from the first
+    unexplained on, as far as the first of them an event stands for (``unexplained`` reads no further)."""
+
+    accepted: bool
+    explained: int
+    result: TlcResult
+    condition: str | None = None
+    expected: str | None = None
+    state: str | None = None
+    rest: list[Step] = field(default_factory=list)
 
 
 # Conditions of a renewal that are about the producer its CHECK names.
@@ -128,35 +149,48 @@ def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInp
           ) -> Validation:
     """TLC over ``steps`` (one trace's, or several traces' joined by ``trace_batch``), window by window
     (``trace_windows``): the first window a step no behaviour explains is in gives the verdict."""
+    found = judge_windows(mode, config, iter(steps), len(steps), spec, spec_dir=spec_dir, jar=jar,
+                          unknown_answer=unknown_answer, progress=progress)
+    return Validation(found.accepted, found.explained, steps, found.result, found.condition, found.expected,
+                      found.state)
+
+
+def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], total: int, spec: SpecInput,
+                  *, spec_dir: Path, jar: Path | None = None, unknown_answer: str = "UNKNOWN",
+                  progress: Progress | None = None) -> Found:
+    """TLC over the ``total`` steps ``steps`` gives as they are made, window by window: only the window
+    being judged is kept, so the memory this takes is a window's, whatever the trace's length."""
     jar = jar or find_jar()
-    windows = spans(len(steps))
     if progress is not None:  # the size is known: the caller can say what the run will cost
-        progress(0, len(steps))
+        progress(0, total)
     start: str | None = None
     spent = 0.0
     with tempfile.TemporaryDirectory(prefix="txmq-trace-") as tmp:
         work = Path(tmp)
         for name in SPEC_MODULES:
             shutil.copy(spec_dir / name, work / name)
-        for first, end in windows:
-            last = end == len(steps)
-            done = None if progress is None else (lambda n, first=first: progress(first + n, len(steps)))
-            modules = module_texts(steps[first:end], spec, start=start, show_end=not last)
+        for first, end in spans(total):
+            last = end == total
+            done = None if progress is None else (lambda n, first=first: progress(first + n, total))
+            window = list(islice(steps, end - first))
+            modules = module_texts(window, spec, start=start, show_end=not last)
             cfg = config_text(mode, config, spec, unknown_answer=unknown_answer, window=start is not None)
             output, result = _run(work, modules, cfg, jar, end - first, done)
             spent += result.duration_s or 0.0
             result.duration_s = spent
-            verdict = _window_verdict(output, result, steps, first)
+            verdict = _window_verdict(output, result, window, first, steps)
             if verdict is not None:
                 return verdict
             start = end_state(output)
             if not last and start is None:
                 raise TraceError(f"TLC explained steps {first + 1} to {end} but printed no end state")
-    return Validation(True, len(steps), steps, result)
+    return Found(True, total, result)
 
 
-def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: int) -> Validation | None:
-    """None when the window starting at step ``first`` was explained to its end; else the rejection."""
+def _window_verdict(output: str, result: TlcResult, window: list[Step], first: int, later: Iterator[Step]
+                    ) -> Found | None:
+    """None when ``window``, the steps from ``first`` on, was explained to its end; else the rejection,
+    with as many of the ``later`` steps as name its event."""
     if _ACCEPTED.search(output):
         return None
     if result.finding is not TlcFinding.DEADLOCK:
@@ -164,12 +198,25 @@ def _window_verdict(output: str, result: TlcResult, steps: list[Step], first: in
         raise TraceError(f"TLC could not judge the trace ({result.finding.value}): {detail}")
     failure = failure_report(output)
     if failure is not None:
-        return Validation(False, first + failure.step - 1, steps, result, failure.condition, failure.expected,
-                          failure.state)
+        explained = first + failure.step - 1
+        return Found(False, explained, result, failure.condition, failure.expected, failure.state,
+                     _rest(window, explained - first, later))
     # Every condition held, yet the TxMQ action found no next state: name the action.
     explained = first + (explained_before_stop(result) or 0)
-    kind = steps[min(explained, len(steps) - 1)].kind
-    return Validation(False, explained, steps, result, f"{ACTION_OF.get(kind) or kind} (no next state)")
+    rest = _rest(window, explained - first, later)
+    kind = (rest or window)[0 if rest else -1].kind
+    return Found(False, explained, result, f"{ACTION_OF.get(kind) or kind} (no next state)", rest=rest)
+
+
+def _rest(window: list[Step], at: int, later: Iterator[Step]) -> list[Step]:
+    """The steps from ``window[at]`` on, as far as the first of them after it an event stands for."""
+    rest = window[at:]
+    while len(rest) < 2 or all(step.source is None for step in rest[1:]):
+        step = next(later, None)
+        if step is None:
+            break
+        rest.append(step)
+    return rest
 
 
 # ----------------------------------------------------------------------------- command line
@@ -203,10 +250,13 @@ def expected_cost(steps: int) -> str:
             "about 5 s)")
 
 
-# What validation holds in Python per event of the trace, with the steps made of it, at its peak: 11.2 GB
-# for the 7,035,083 events of a 1,000,000-transaction trace (measured with the figures above). TLC's
-# heap comes on top.
-BYTES_PER_EVENT = 1_600
+# What validation holds in Python, at its peak: a window's steps and modules, and per event of the trace
+# the look-ahead and the constants of its transactions (``trace_stream`` keeps no event and no step).
+# Measured with the Python side alone, heavy-fault strict traces: 270 MB for the 68,127 events of 10,000
+# transactions, 389 MB for the 692,457 of 100,000 (it held 1.21 GB when it kept the events and steps).
+# TLC's heap comes on top, in a process of its own.
+BASE_BYTES = 250_000_000
+BYTES_PER_EVENT = 200
 
 
 def memory_at_hand() -> tuple[int, int] | None:
@@ -225,7 +275,7 @@ def memory_at_hand() -> tuple[int, int] | None:
 def memory_warning(events: int, at_hand: tuple[int, int] | None) -> str | None:
     """A line saying that validating ``events`` events needs more memory than this process holds and the
     machine has available (``memory_at_hand``), or None."""
-    need = events * BYTES_PER_EVENT
+    need = BASE_BYTES + events * BYTES_PER_EVENT
     if at_hand is None or need <= sum(at_hand):
         return None
     return (f"  warning: validating {events:,} events takes about {need / 1e9:.1f} GB of memory here, and "
@@ -241,7 +291,8 @@ def _describe(step: Step) -> str:
 
 def _validate_command(args: argparse.Namespace) -> int:
     from txmq.tla.suite import default_spec_dir
-    from txmq.trace.reader import read_events
+    from txmq.tla.trace_stream import validate_file
+    from txmq.trace.reader import check_complete, read_header
 
     spec_dir = args.spec_dir or default_spec_dir()
     if not (spec_dir / "TxMQTrace.tla").is_file():
@@ -249,15 +300,14 @@ def _validate_command(args: argparse.Namespace) -> int:
     if not args.trace.is_file():
         what = "a directory" if args.trace.is_dir() else "no such file"
         raise TraceError(f"{args.trace}: not a trace file ({what})")
-    header, lazy = read_events(args.trace)
+    header = read_header(args.trace)
     # Read whole before anything is said of it: a malformed or unfinished trace gets one line, and the
     # exit code `txmq validate` gives it, whether TLC is at hand or not.
-    events = [compact_event(e) for e in lazy]
-    require_events_complete(args.trace, events)
+    events = check_complete(args.trace).events
     print(describe_tlc(), flush=True)
-    print(f"  read {len(events):,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
+    print(f"  read {events:,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
           flush=True)
-    warning = memory_warning(len(events), memory_at_hand())
+    warning = memory_warning(events, memory_at_hand())
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)
     started = time.monotonic()
@@ -272,26 +322,24 @@ def _validate_command(args: argparse.Namespace) -> int:
         print(f"  TLC: {done:,} of {total:,} steps explained ({elapsed / 60:.1f} min; about "
               f"{left / 60:.0f} min left)", file=sys.stderr, flush=True)
 
-    outcome = validate(header.mode, header.config, events, spec_dir=spec_dir,
-                       unknown_answer=args.unknown_answer, progress=show)
-    result = outcome.result
-    from_events = sum(s.source is not None for s in outcome.steps)
-    figures = (f"{len(outcome.steps):,} steps ({from_events:,} from events), "
-               f"{result.duration_s or 0:.1f}s in TLC")
-    counts = sorted(coverage(outcome.steps).items())
+    outcome = validate_file(args.trace, header, spec_dir=spec_dir, unknown_answer=args.unknown_answer,
+                            progress=show)
+    figures = (f"{outcome.steps:,} steps ({outcome.from_events:,} from events), "
+               f"{outcome.result.duration_s or 0:.1f}s in TLC")
+    counts = sorted(outcome.coverage.items())
     print("steps per spec action: " + ", ".join(f"{action} {n}" for action, n in counts))
     bad = outcome.first_unexplained
     if bad is None:
         print(f"accepted: every event is a step of TxMQ ({header.mode}; {figures})")
         return 0
-    print(f"rejected at step {outcome.explained + 1} of {len(outcome.steps)} ({figures}): the spec cannot "
+    print(f"rejected at step {outcome.explained + 1} of {outcome.steps} ({figures}): the spec cannot "
           f"explain {_describe(bad)}")
     print(f"failed condition: {outcome.condition} (the spec holds {outcome.expected})")
-    print(f"spec state of transaction {_txn_name(bad, outcome)} before it: {outcome.state}")
+    print(f"spec state of transaction {_txn_name(bad)} before it: {outcome.state}")
     return 1
 
 
-def _txn_name(step: Step, outcome: Validation) -> str:
+def _txn_name(step: Step) -> str:
     if step.source is not None and step.source.get("txn"):
         return str(step.source["txn"])
     return f"#{step.fields.get('t', 0)} of the spec" if step.fields.get("t") else "(none: the broker's state)"

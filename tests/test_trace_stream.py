@@ -1,0 +1,51 @@
+"""A trace validated from its file (``txmq.tla.trace_stream``, what ``txmq spec validate-trace`` runs, keeping
+no event and no step) gets the verdict ``validate`` gives its events in a list: the same steps explained,
+the same failed condition and spec state, the same event named (read again from the file), also when
+the window ends right after the step no behaviour explains and the event it is about is in the next one.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from test_conformance_trace import DOCTORINGS, SPEC, _ndjson, broker_trace, renumber
+from tlc_tools import count_tlc, needs_tlc
+
+from txmq.tla import trace_validation
+from txmq.tla.trace_stream import validate_file
+from txmq.tla.trace_validation import validate
+from txmq.trace.reader import read_events, read_header
+
+
+def _cut_after(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
+    """Windows cut after step index ``step`` (the last window ends with the trace)."""
+    def cut(steps: int) -> list[tuple[int, int]]:
+        return [(0, step + 1), (step + 1, steps)] if step + 1 < steps else [(0, steps)]
+    monkeypatch.setattr(trace_validation, "spans", cut)
+
+
+@needs_tlc
+@pytest.mark.parametrize("name", ["commit_without_real", "extra_commit"])
+def test_the_file_gets_the_verdict_of_its_events(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    config, events = broker_trace("strict", tmp_path)
+    doctored = copy.deepcopy(events)
+    at = DOCTORINGS[name](doctored)
+    path = _ndjson(tmp_path / "doctored.ndjson", renumber(doctored))
+    rows = list(read_events(path)[1])
+    count_tlc("traces", 3)
+    whole = validate("strict", config.as_dict(), rows, spec_dir=SPEC)
+    assert not whole.accepted
+    _cut_after(monkeypatch, whole.explained)
+    listed = validate("strict", config.as_dict(), rows, spec_dir=SPEC)
+    streamed = validate_file(path, read_header(path), spec_dir=SPEC)
+    bad = streamed.first_unexplained
+    assert bad is not None and bad.source is not None and bad.source["seq"] == at
+    for outcome in (listed, streamed):
+        assert (outcome.accepted, outcome.explained, outcome.condition, outcome.expected, outcome.state) == (
+            whole.accepted, whole.explained, whole.condition, whole.expected, whole.state)
+        assert outcome.first_unexplained == whole.first_unexplained
+    assert streamed.steps == len(whole.steps)
+    assert streamed.from_events == sum(step.source is not None for step in whole.steps)

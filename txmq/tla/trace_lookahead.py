@@ -1,0 +1,64 @@
+"""What ``trace_steps`` must know of a trace's later events before it walks it: how often each END_TX
+message is still to be delivered, each owner's own END_TX, each producer's registrations, the first
+event's time.
+
+Gathered in one pass of its own, so that the walk can take the events one at a time, from a list or
+from the file as it is read again, and keep none of them: what is kept here is a few values per END_TX
+message and per PRODUCER event, not the events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from txmq.trace import schema as ev
+
+EndKey = tuple[Any, ...]  # what tells one END_TX message from another (end_key)
+
+
+def end_key(e: Mapping[str, Any]) -> EndKey:
+    """What tells one END_TX message from another: the spec's message has exactly these fields."""
+    return (e.get("txn"), int(e["half_offset"]), e["action"], bool(e["from_check"]), e.get("producer"))
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A PRODUCER event, as a send that comes before it reads it: where it is, what it says."""
+
+    index: int  # its position in the trace
+    result: str  # PRODUCER_UP or not
+    group: str  # its producer group
+
+
+@dataclass
+class Lookahead:
+    """What the walk over the events reads ahead of where it is."""
+
+    base_ts: int = 0  # the first event's broker ms: 0 on the spec's clock
+    deliveries_left: Counter[EndKey] = field(default_factory=Counter)  # END_TX deliveries of each message
+    # Each owner's own first END_TX of each transaction, by its producer, then by transaction: its seq and
+    # message (sent before the producer goes down if it arrives later).
+    own_ends: dict[str, dict[str, tuple[int, EndKey]]] = field(default_factory=dict)
+    registrations: dict[str, list[Registration]] = field(default_factory=dict)  # each producer's, in order
+
+    @classmethod
+    def of(cls, events: Iterable[Mapping[str, Any]]) -> Lookahead:
+        """The look-ahead of a trace, from one pass over its events."""
+        ahead = cls()
+        for index, e in enumerate(events):
+            if index == 0:
+                ahead.base_ts = int(e["ts"])
+            kind = e["event"]
+            if kind == ev.END_TX and e["result"] != ev.IGNORED_UNKNOWN:
+                key = end_key(e)
+                ahead.deliveries_left[key] += 1
+                if not e["from_check"]:
+                    ahead.own_ends.setdefault(e.get("producer") or "", {}).setdefault(e.get("txn") or "",
+                                                                                      (int(e["seq"]), key))
+            elif kind == ev.PRODUCER:
+                ahead.registrations.setdefault(e.get("producer") or "", []).append(
+                    Registration(index, e["result"], e.get("producer_group") or ""))
+        return ahead

@@ -1,0 +1,124 @@
+"""A trace validated from its file in bounded memory: no pass keeps the events or the steps.
+
+``validate`` keeps every event and every step of a trace to the end (its ``Validation`` hands them to
+the caller): a 1,000,000-transaction trace's 7 million events and 11 million steps took 11 GB. Here the
+file is read again where a list would have been kept:
+
+1. the look-ahead (``trace_lookahead``): a few values per END_TX message and PRODUCER event;
+2. the walk over the events (``trace_steps.walk``), each step written to a spill file as it is made,
+   with the seq of its event rather than the event, and seen by the slots' look-ahead (each
+   transaction's last step, each restart);
+3. the spill read once to put the transactions in slots (``trace_slots``): how many slots and losses
+   there are, which the first window's constants need, and what the report counts;
+4. the spill read again, slotted again the same way, and handed to TLC a window at a time
+   (``trace_validation.judge_windows``).
+
+A rejection names its event as ``validate`` does: the steps keep its seq, and the event is read again
+from the file. The verdict is the same as ``validate``'s: the steps are made by the same code in the
+same order.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from txmq.tla.parser import TlcResult
+from txmq.tla.trace_input import HALF_APPENDS, SpecInput, Step, action_counts, compact_event
+from txmq.tla.trace_lookahead import Lookahead
+from txmq.tla.trace_slots import Ahead, slot_stream
+from txmq.tla.trace_steps import walk
+from txmq.tla.trace_validation import Progress, judge_windows, unexplained
+from txmq.trace.reader import TraceHeader, read_events
+
+# Steps pickled together in the spill: one pickle per step cost more than its step.
+_SPILL_BATCH = 4_096
+
+
+@dataclass
+class FileVerdict:
+    """TLC's verdict on a trace file, with what the report says of its steps."""
+
+    accepted: bool
+    explained: int  # steps explained
+    steps: int  # steps in all
+    from_events: int  # steps an event stands for
+    coverage: Counter[str]  # steps per TxMQ action
+    result: TlcResult
+    condition: str | None = None
+    expected: str | None = None
+    state: str | None = None
+    first_unexplained: Step | None = None  # with its event, as read again from the file
+
+
+def _events(path: Path) -> Iterator[dict[str, Any]]:
+    return read_events(path)[1]
+
+
+def _spill(steps: Iterable[Step], spill: IO[bytes], ahead: Ahead) -> None:
+    """Write ``steps`` to ``spill``, each with its event's seq in place of the event."""
+    batch: list[tuple[str, dict[str, Any], int | None]] = []
+    for step in steps:
+        ahead.see(step)
+        batch.append((step.kind, step.fields, None if step.source is None else int(step.source["seq"])))
+        if len(batch) == _SPILL_BATCH:
+            pickle.dump(batch, spill, pickle.HIGHEST_PROTOCOL)
+            batch = []
+    pickle.dump(batch, spill, pickle.HIGHEST_PROTOCOL)
+
+
+def _unspill(spill: IO[bytes]) -> Iterator[Step]:
+    """The spilled steps, from the start, each standing for ``{"seq": seq}`` of its event."""
+    spill.seek(0)
+    while True:
+        try:
+            batch = pickle.load(spill)
+        except EOFError:
+            return
+        for kind, fields, seq in batch:
+            yield Step(kind, fields, None if seq is None else {"seq": seq})
+
+
+def _slotted(spill: IO[bytes], ahead: Ahead, spec: SpecInput) -> tuple[int, int, Counter[str]]:
+    """The spilled steps put in slots once: fills in the slots, half records and losses ``spec`` lacks,
+    and gives how many steps there are, how many an event stands for, and how many of each kind."""
+    stream, pool = slot_stream(_unspill(spill), ahead, spec)
+    kinds: Counter[str] = Counter()
+    steps = from_events = 0
+    for step in stream:
+        steps += 1
+        from_events += step.source is not None
+        kinds[step.kind] += 1
+    spec.slots = pool.size
+    spec.half_records = sum(kinds[kind] for kind in HALF_APPENDS)
+    spec.budgets["MaxLoss"] += kinds["LOSE"]
+    return steps, from_events, kinds
+
+
+def validate_file(path: Path, header: TraceHeader, *, spec_dir: Path, jar: Path | None = None,
+                  unknown_answer: str = "UNKNOWN", progress: Progress | None = None) -> FileVerdict:
+    """Check the complete trace ``path`` (its header read already) against the spec, as ``validate``
+    would, holding a window of steps at a time."""
+    made, spec = walk(header.mode, header.config, Lookahead.of(_events(path)), _events(path))
+    ahead = Ahead()
+    with tempfile.TemporaryFile(prefix="txmq-steps-") as spill:
+        _spill(made, spill, ahead)
+        total, from_events, kinds = _slotted(spill, ahead, spec)
+        stream, _ = slot_stream(_unspill(spill), ahead, spec)
+        found = judge_windows(header.mode, header.config, stream, total, spec, spec_dir=spec_dir, jar=jar,
+                              unknown_answer=unknown_answer, progress=progress)
+    verdict = FileVerdict(found.accepted, found.explained, total, from_events, action_counts(kinds),
+                          found.result, found.condition, found.expected, found.state)
+    if not found.accepted:
+        bad = unexplained(found.rest, found.condition)
+        if bad.source is not None:
+            seq = bad.source["seq"]
+            event = next(e for e in _events(path) if e["seq"] == seq)
+            bad = Step(bad.kind, bad.fields, compact_event(event))
+        verdict.first_unexplained = bad
+    return verdict
