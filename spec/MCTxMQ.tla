@@ -47,11 +47,12 @@ AtMostOneInFlight == Cardinality(net) <= 1
 \* A producer sends its own END_TX before its half is old enough to be checked.
 TimelyOwnEnd == \A m \in net' \ net : (m.type = "end" /\ ~m.chk) => Age(m.off) <= TimeoutT
 
-\* #2117: the Op batcher (3 s) and the network are fast next to the check interval (30 s), and the
-\* local transaction ends before the timeout: the check service examines a half only once every Op is
-\* flushed and every message delivered, and a producer sends its own END_TX only while young.
+\* #2117: the Op batcher (3 s), the check executor and the network are fast next to the check interval
+\* (30 s), and the local transaction ends before the timeout: the check service examines a half only once
+\* every Op is flushed, every check sent and every message delivered, and a producer sends its own END_TX
+\* only while young.
 FastBatcherAndNetwork ==
-    /\ (cursor' > cursor) => (opBuf = << >> /\ net = {})
+    /\ (cursor' > cursor) => (opBuf = << >> /\ net = {} /\ pending = {})
     /\ TimelyOwnEnd
 
 \* ... and the crash persists the checkpoint first (a clean-ish stop), so that the only cause left for a
@@ -94,6 +95,17 @@ LocalCommitNotDiscarded == ~(local[t1] = "commit" /\ discardLog[t1] # << >> /\ n
 \* A half born in the broker's future (no immunity) is checked at once, while its age on the broker's
 \* clock is still negative: strict_future_born_checked must find such a check.
 NoCheckWhileBornInFuture == \A t \in Txns : \A j \in DOMAIN checks[t] : checks[t][j].age >= 0
+
+\* AsyncChecks: a check waiting in the check executor's queue renews a copy that an Op record already
+\* covers (its END_TX was applied and the Op record written after the renewal): the check the executor
+\* sends is one upstream's producers call unexpected, of a transaction they ended.  async_check_after_op
+\* must find such a state.
+NoWaitingCheckOfCoveredCopy == \A c \in pending : half[c.off].from \notin covered
+
+\* UnorderedOps: every Op record lists the oldest buffered entries (what is left is the buffer's tail), an
+\* action property; op_entries_out_of_end_order must find an Op record that leaves an older entry buffered.
+OpsOldestFirst ==
+    [][opRecords' # opRecords => opBuf' = SubSeq(opBuf, Len(opBuf) - Len(opBuf') + 1, Len(opBuf))]_vars
 
 \* The CI models reach two broker crashes and two admin resumes (the controls built on strict_two_crashes
 \* and strict_two_resumes must violate these).

@@ -60,8 +60,12 @@ CONSTANTS
     GuardSkipResolved,     \* strict: the scanner skips copies of resolved transactions
     GuardSkipSuperseded,   \* strict: the scanner skips copies superseded by a newer copy
     GuardDiscardFinal,     \* strict: END_TX after a discard is refused
-    LaggingOpView          \* the check service decides on the Op records it has read, which may lag
+    LaggingOpView,         \* the check service decides on the Op records it has read, which may lag
                            \*   the Op queue (TRUE); FALSE: it sees every Op record as soon as written
+    AsyncChecks,           \* rocketmq: the check service hands each check to an executor, which sends it
+                           \*   in a later step of its own (TRUE); FALSE: sent in the step that renews
+    UnorderedOps           \* rocketmq: END_TX runs on a thread pool, so an Op record may list its entries
+                           \*   in another order than their END_TX were applied (TRUE); FALSE: in that order
 
 Actions == {"commit", "rollback"}
 None == "none"
@@ -80,7 +84,8 @@ ASSUME
     /\ \A t \in Txns : Immunity[t].has \in BOOLEAN /\ Immunity[t].scan \in Int /\ Immunity[t].end \in Int
     /\ {MaxCrash, MaxProducerCrash, MaxLoss, MaxDup, MaxRetry, MaxStoreError, MaxResume} \subseteq Nat
     /\ {GuardResolvedIndex, GuardDurableRollback, GuardRebuildFromReal,
-        GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal, LaggingOpView} \subseteq BOOLEAN
+        GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal, LaggingOpView, AsyncChecks,
+        UnorderedOps} \subseteq BOOLEAN
 
 VARIABLES
     \* --- producers, their local transactions (durable, shared by a group) ---
@@ -106,6 +111,8 @@ VARIABLES
     cursor,       \* the check service's half checkpoint: records 1..cursor were examined
     index,        \* strict resolution index: [Txns -> {"none","commit","rollback","discard"}]
     opRead,       \* half offsets listed by the Op records the check service has read (LaggingOpView)
+    pending,      \* checks handed to the check executor and not yet sent (AsyncChecks): [t, off] with off
+                  \*   the offset of the copy the check names
     now,          \* the broker's clock
     \* --- network of one-way messages ---
     net,          \* END_TX and check messages in flight
@@ -127,7 +134,7 @@ VARIABLES
 
 producerVars == <<local, said, sent, ownEndDone, alive>>
 durableVars == <<half, latest, covered, opRecords, reals, lives, durable, cursorDurable>>
-volatileVars == <<opBuf, cache, cursor, index, opRead>>
+volatileVars == <<opBuf, cache, cursor, index, opRead, pending>>
 historyVars == <<ends, delivered, checks, discardLog, opDup>>
 budgetVars == <<crashes, pcrashes, losses, dups, retries, storeErrors, resumes>>
 vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budgetVars>>
@@ -227,6 +234,7 @@ Init ==
     /\ cursor = 0
     /\ index = AllTxns(None)
     /\ opRead = {}
+    /\ pending = {}
     /\ now = 0
     /\ net = {}
     /\ ends = AllTxns(<< >>)
@@ -254,7 +262,7 @@ SendHalf(t) ==
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
-                   opBuf, cursor, index, opRead, now, net, historyVars, budgetVars>>
+                   opBuf, cursor, index, opRead, pending, now, net, historyVars, budgetVars>>
 
 (***************************************************************************)
 (* A client send retry (S33): the first attempt timed out at the client   *)
@@ -271,7 +279,7 @@ ResendHalf(t) ==
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ retries' = retries + 1
     /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
-                   cursorDurable, opBuf, cursor, index, opRead, now, net, historyVars,
+                   cursorDurable, opBuf, cursor, index, opRead, pending, now, net, historyVars,
                    crashes, pcrashes, losses, dups, storeErrors, resumes>>
 
 \* LOCAL_TX: the local transaction reaches its outcome (possibly long after the half).
@@ -366,7 +374,7 @@ ApplyEnd(m, rest) ==
                     /\ index' = IF Strict THEN Put(index, t, m.act) ELSE index
                     /\ ends' = Put(ends, t, Logged(Get(ends, t), entry("OK")))
                     /\ UNCHANGED storeErrors
-       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead,
+       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead, pending,
                       now, checks, discardLog, opDup>>
 
 (***************************************************************************)
@@ -421,19 +429,31 @@ Lose(m) ==
 
 (***************************************************************************)
 (* OP_PUT (TransactionalOpBatchService, TransactionalMessageServiceImpl.  *)
-(* batchSendOpMessage): one Op record lists the k oldest buffered half    *)
-(* offsets (a body holds about 4096 characters, so a backlog takes        *)
-(* several records).                                                       *)
+(* batchSendOpMessage): one Op record lists buffered half offsets, those  *)
+(* at positions J of the buffer (a body holds about 4096 characters, so a *)
+(* backlog takes several records).  The batcher polls its queue oldest    *)
+(* first: J is 1..k.  UnorderedOps (rocketmq): END_TRANSACTION runs on a  *)
+(* thread pool (BrokerController's endTransactionExecutor), and each      *)
+(* thread queues its entry (deletePrepareMessage) after it has applied    *)
+(* the END_TX, so entries join the queue in whatever order the threads    *)
+(* reach it, not in the order their END_TX were applied: any J.            *)
 (***************************************************************************)
-FlushOps(k) ==
-    /\ k \in 1..Len(opBuf)
-    /\ LET listed == Range(SubSeq(opBuf, 1, k))
+\* s without its entries at positions J (without recursion: a trace's Op buffer may hold thousands).
+Without(s, J) ==
+    IF J = 1..Cardinality(J) THEN SubSeq(s, Cardinality(J) + 1, Len(s))
+    ELSE LET kept == SelectSeq([j \in 1..Len(s) |-> j], LAMBDA j : j \notin J)
+         IN [k \in 1..Len(kept) |-> s[kept[k]]]
+
+FlushOps(J) ==
+    /\ J # {} /\ J \subseteq 1..Len(opBuf)
+    /\ (Strict \/ ~UnorderedOps) => J = 1..Cardinality(J)   \* the oldest first
+    /\ LET listed == {opBuf[j] : j \in J}
        IN /\ covered' = covered \cup listed
-          /\ opDup' = (opDup \/ listed \cap covered # {} \/ Cardinality(listed) < k)
-    /\ opBuf' = SubSeq(opBuf, k + 1, Len(opBuf))
+          /\ opDup' = (opDup \/ listed \cap covered # {} \/ Cardinality(listed) < Cardinality(J))
+    /\ opBuf' = Without(opBuf, J)
     /\ opRecords' = opRecords + 1
     /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
-                   opRead, now, net, ends, delivered, checks, discardLog, budgetVars>>
+                   opRead, pending, now, net, ends, delivered, checks, discardLog, budgetVars>>
 
 (***************************************************************************)
 (* The check service (TransactionalMessageServiceImpl.check) examines the *)
@@ -466,7 +486,7 @@ ReadOps ==
     /\ LaggingOpView
     /\ opRead # covered
     /\ opRead' = covered
-    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, now, net, historyVars,
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, pending, now, net, historyVars,
                    budgetVars>>
 
 Examined ==
@@ -478,7 +498,7 @@ ScanSkipCovered ==
     /\ Examinable
     /\ Next1 \in OpView
     /\ Examined
-    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, net, historyVars>>
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, pending, net, historyVars>>
 
 \* Skip (strict): the transaction is resolved, or a newer copy of it exists.
 ScanSkipResolved ==
@@ -486,7 +506,7 @@ ScanSkipResolved ==
     /\ Next1 \notin OpView
     /\ Settled(Next1)
     /\ Examined
-    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, net, historyVars>>
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, pending, net, historyVars>>
 
 Unsettled == Examinable /\ Next1 \notin OpView /\ ~Settled(Next1)
 
@@ -519,7 +539,7 @@ ScanDiscard ==
                                            [n |-> IF why = "max" THEN Rec.n ELSE Rec.n + 1, why |-> why,
                                             expired |-> TrueAge(Next1) > RetentionT, life |-> Get(lives, t)]))
     /\ Examined
-    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, net, ends, delivered, checks, opDup>>
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, pending, net, ends, delivered, checks, opDup>>
 
 NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
 
@@ -536,7 +556,8 @@ ScanImmunity ==
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
     /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("reput")))
     /\ Examined
-    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, net, ends, delivered, discardLog, opDup>>
+    /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, pending, net, ends, delivered, discardLog,
+                   opDup>>
 
 (***************************************************************************)
 (* Renew, then check (putBackHalfMsgQueue, then                           *)
@@ -555,17 +576,52 @@ CheckRecord ==
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, delivered, discardLog, opDup>>
 
+\* Upstream hands the check to an executor (resolveHalfMsg: executorService.execute(sendCheckMessage)).
+Async == AsyncChecks /\ ~Strict
+
 \* The check goes to p, a running producer of the group.
 ScanCheck(p) ==
+    /\ ~Async
     /\ CheckRecord
     /\ p \in Recipients(Rec.t)
     /\ net' = net \cup {CheckMsg(Rec.t, HalfLen(half) + 1, p)}
+    /\ UNCHANGED pending
 
 \* No producer of the group runs: the renewal and the count happened, the check reaches nobody.
 ScanCheckNobody ==
+    /\ ~Async
     /\ CheckRecord
     /\ Recipients(Rec.t) = {}
+    /\ UNCHANGED <<net, pending>>
+
+(***************************************************************************)
+(* AsyncChecks: the renewal and the count happen in the scan, and the     *)
+(* check for the copy waits in the executor's queue (resolveHalfMsg); a   *)
+(* thread of the executor sends it later (sendCheckMessage), to a         *)
+(* producer of the group running then (ProducerManager.getAvailableChannel *)
+(* at the send), or to nobody.  Any step may come in between, and the    *)
+(* executor's threads send waiting checks in any order.                   *)
+(***************************************************************************)
+ScanCheckLater ==
+    /\ Async
+    /\ CheckRecord
+    /\ pending' = pending \cup {[t |-> Rec.t, off |-> HalfLen(half) + 1]}
     /\ UNCHANGED net
+
+SendCheck(c, p) ==
+    /\ c \in pending
+    /\ p \in Recipients(c.t)
+    /\ net' = net \cup {CheckMsg(c.t, c.off, p)}
+    /\ pending' = pending \ {c}
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, now, historyVars,
+                   budgetVars>>
+
+SendCheckNobody(c) ==
+    /\ c \in pending
+    /\ Recipients(c.t) = {}
+    /\ pending' = pending \ {c}
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, now, net, historyVars,
+                   budgetVars>>
 
 Scan ==
     \/ ScanSkipCovered
@@ -573,6 +629,7 @@ Scan ==
     \/ ScanDiscard
     \/ ScanImmunity
     \/ \E p \in Producers : ScanCheck(p)
+    \/ ScanCheckLater
     \/ ScanCheckNobody
 
 (***************************************************************************)
@@ -591,7 +648,7 @@ Resume(t) ==
     /\ lives' = Put(lives, t, Get(lives, t) + 1)
     /\ resumes' = resumes + 1
     /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor, opRead,
-                   now, net, historyVars, crashes, pcrashes, losses, dups, retries, storeErrors>>
+                   pending, now, net, historyVars, crashes, pcrashes, losses, dups, retries, storeErrors>>
 
 (***************************************************************************)
 (* CRASH and RESTART: the log survives (a killed process; the page cache  *)
@@ -611,6 +668,7 @@ CrashRestart(c) ==
     /\ cache' = << >>
     /\ index' = Rebuilt
     /\ opRead' = {}
+    /\ pending' = {}   \* the executor's queue is memory
     /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, reals, lives, durable, now, net,
                    historyVars, pcrashes, losses, dups, retries, storeErrors, resumes>>
 
@@ -622,8 +680,9 @@ CrashRestart(c) ==
 DeliverSome == \E m \in net : Deliver(m)
 DuplicateSome == \E m \in net : DeliverDup(m)
 LoseSome == \E m \in net : Lose(m)
-FlushSome == \E k \in 1..Len(opBuf) : FlushOps(k)
+FlushSome == \E J \in SUBSET (1..Len(opBuf)) : FlushOps(J)
 CrashSome == \E c \in cursorDurable..cursor : CrashRestart(c)
+SendSome == \E c \in pending : SendCheckNobody(c) \/ \E p \in Producers : SendCheck(c, p)
 
 Next ==
     \/ \E t \in Txns : SendHalf(t) \/ ResendHalf(t) \/ Decide(t) \/ ProducerEnd(t) \/ Resume(t)
@@ -633,17 +692,20 @@ Next ==
     \/ FlushSome
     \/ ReadOps
     \/ Scan
+    \/ SendSome
     \/ CrashSome
 
 (***************************************************************************)
-(* Fairness: the check service keeps running and time keeps passing (to   *)
-(* the end of Times).  Nothing else is assumed: messages may stay in      *)
-(* flight forever, producers may stay down, local transactions may never  *)
-(* reach an outcome, Op records may never be flushed.  The discard at the *)
-(* check max is what makes EventuallyResolved hold regardless.            *)
+(* Fairness: the check service and its executor keep running and time    *)
+(* keeps passing (to the end of Times).  Nothing else is assumed:        *)
+(* messages may stay in flight forever, producers may stay down, local    *)
+(* transactions may never reach an outcome, Op records may never be       *)
+(* flushed.  The discard at the check max is what makes EventuallyResolved *)
+(* hold regardless.                                                        *)
 (***************************************************************************)
 Fairness ==
     /\ WF_vars(Scan)
+    /\ WF_vars(SendSome)
     /\ WF_vars(\E t2 \in Times : Tick(t2))
 
 Spec == Init /\ [][Next]_vars /\ Fairness
@@ -666,6 +728,7 @@ TypeOK ==
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
     /\ covered \subseteq Nat
     /\ opRead \subseteq covered
+    /\ \A c \in pending : c.t \in Txns /\ c.off \in 1..Len(half) /\ half[c.off].t = c.t
     /\ delivered \in [Txns -> Nat]
     /\ Range(opBuf) \subseteq 1..Len(half)
     /\ cursor \in 0..Len(half) /\ cursorDurable \in 0..cursor

@@ -11,7 +11,9 @@
 (* (SKIP).  Each step is one TxMQ action, named, and every field of the   *)
 (* event is compared with what the spec holds: the step's conditions      *)
 (* (CondsOf) are named, and so is the TxMQ action it takes.  REAL_PUT must  *)
-(* follow its END_TX and CHECK its HALF_RENEW (owed); the end marker      *)
+(* follow its END_TX, and CHECK its HALF_RENEW (owed) unless the check    *)
+(* waits in an executor (AsyncChecks: rocketmq, a step of its own, any    *)
+(* steps in between); the end marker                                       *)
 (* (FINISH) is checked against what the spec's broker holds at the end.   *)
 (* So every step the cursor ti passes is a step of Next, and the trace is *)
 (* accepted exactly when the cursor reaches its end.                      *)
@@ -197,7 +199,7 @@ FreeSlot(t) ==
     /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, Vacant)
     /\ recs' = Fresh(recs, t, << >>)
     /\ half' = BuryBelowFloor(half, Get(recs, t))
-    /\ UNCHANGED <<alive, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, now, net,
+    /\ UNCHANGED <<alive, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, pending, now, net,
                    opDup, budgetVars, floor>>
 
 \* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
@@ -214,7 +216,7 @@ RaiseFloor ==
     /\ opRead' = {o \in opRead : o > Ev.i}
     /\ half' = BuryPassed(half, Ev.i)
     /\ UNCHANGED <<producerVars, latest, opRecords, reals, lives, durable, cursorDurable,
-                   opBuf, cache, cursor, index, now, net, historyVars, budgetVars, occupant, recs>>
+                   opBuf, cache, cursor, index, pending, now, net, historyVars, budgetVars, occupant, recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
 Passed(i) == i <= floor \/ i \in covered
@@ -234,6 +236,7 @@ Reset ==
     /\ recs' = AllSlots(<< >>)
     /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
+    /\ pending' = {}
     /\ UNCHANGED <<alive, budgetVars>>
 
 -----------------------------------------------------------------------------
@@ -256,6 +259,24 @@ AnswerEv ==
     /\ Deliver(CheckMsgOfEv)
     /\ IF Ev.act = None THEN net' = net \ {CheckMsgOfEv}
        ELSE EndMsg(Ev.t, Ev.off, Ev.act, TRUE, Ev.p) \in net'
+
+\* The check a CHECK step sends, waiting in the executor (AsyncChecks).
+WaitingCheck == [t |-> Ev.t, off |-> Ev.off]
+
+\* The producer a check goes to is a running producer of t's group, or nobody when none runs.
+Recipient(d, t) ==
+    IF Ev.p = "nobody" THEN C(d, "RecipientsEmpty", Recipients(t) = {}, Recipients(t))
+    ELSE C(d, "CheckRecipientIsInRecipients", Ev.p \in Recipients(t), Recipients(t))
+
+\* UnorderedOps: an Op record lists buffered entries in any order (TxMQ's FlushOps), and Listed are their
+\* positions in the buffer, the earliest of equal entries first; Len(Ev.offs) of them when every entry
+\* the record lists is buffered.  FIFO: the oldest Len(Ev.offs), when the record lists those.
+AnyOrder == UnorderedOps /\ ~Strict
+Count(s, v) == Cardinality({j \in DOMAIN s : s[j] = v})
+Listed ==
+    IF AnyOrder THEN {j \in DOMAIN opBuf : Count(SubSeq(opBuf, 1, j), opBuf[j]) <= Count(Ev.offs, opBuf[j])}
+    ELSE 1..Len(Ev.offs)
+SameEntries(a, b) == Len(a) = Len(b) /\ \A v \in Range(a) \cup Range(b) : Count(a, v) = Count(b, v)
 
 \* A TxMQ action whose guards are its own (no operator of TxMQ names them): named by the action.
 Enabled(d, name, enabled) == C(d, name, enabled, "not enabled")
@@ -289,7 +310,8 @@ CondsOf(d) ==
                C(d, "SlotHoldsTheTransaction", Get(occupant, Ev.t).x = Ev.x, Get(occupant, Ev.t).x),
                C(d, "RecordsCoveredOrBelowFloor", \A j \in DOMAIN Get(recs, Ev.t) : Passed(Get(recs, Ev.t)[j]),
                  [records |-> Get(recs, Ev.t), floor |-> floor]),
-               C(d, "NothingInFlight", \A m \in net : m.t # Ev.t, {m \in net : m.t = Ev.t}) >>
+               C(d, "NothingInFlight", \A m \in net : m.t # Ev.t, {m \in net : m.t = Ev.t}),
+               C(d, "NoCheckWaiting", \A c \in pending : c.t # Ev.t, {c \in pending : c.t = Ev.t}) >>
       [] Ev.e = "RESUME" -> << NothingOwed(d), AppendedAt(d), Enabled(d, "Resume", ENABLED Resume(Ev.t)) >>
       [] Ev.e = "ANSWER" ->
             << NothingOwed(d),
@@ -302,11 +324,20 @@ CondsOf(d) ==
       [] Ev.e = "REAL" ->
             << C(d, "OwedRealPut", Owes("REAL") /\ owed.t = Ev.t /\ owed.off = Ev.off, owed),
                C(d, "RealPutAtItsEndTxTime", Ev.ts = now, now) >> \o SameMessage(d, Ev.t, "Real")
-      [] Ev.e = "CHECK" ->
+      [] Ev.e = "CHECK" /\ Async ->
+            << NothingOwed(d),
+               C(d, "CheckWaitsInTheExecutor", WaitingCheck \in pending, {c \in pending : c.t = Ev.t}),
+               C(d, "CountIsTheCopys", Ev.off \in 1..HalfLen(half) /\ HalfAt(half, Ev.off).n = Ev.n,
+                 IF Ev.off \in 1..HalfLen(half) THEN HalfAt(half, Ev.off).n ELSE "no such copy"),
+               Recipient(d, Ev.t) >>
+      [] Ev.e = "CHECK" /\ ~Async ->
             << C(d, "OwedCheck", Owes("CHECK") /\ owed.t = Ev.t /\ owed.off = Ev.off /\ owed.n = Ev.n
                                  /\ owed.p = Ev.p, owed),
                C(d, "CheckAtItsRenewalTime", Ev.ts = now, now) >>
-      [] Ev.e = "OP" ->
+      [] Ev.e = "OP" /\ AnyOrder ->
+            << NothingOwed(d),
+               C(d, "OpListsBufferedEntries", Ev.offs # << >> /\ Cardinality(Listed) = Len(Ev.offs), opBuf) >>
+      [] Ev.e = "OP" /\ ~AnyOrder ->
             << NothingOwed(d),
                C(d, "OpListsOldestBuffered",
                  Ev.offs # << >> /\ Len(Ev.offs) <= Len(opBuf) /\ SubSeq(opBuf, 1, Len(Ev.offs)) = Ev.offs, opBuf) >>
@@ -318,8 +349,8 @@ CondsOf(d) ==
             << UnsettledRecord(d),
                C(d, "NotDiscarded", NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]),
                C(d, "DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), immunity |-> ImmunityOf(Rec.t)]),
-               IF Ev.p = "nobody" THEN C(d, "RecipientsEmpty", Recipients(Rec.t) = {}, Recipients(Rec.t))
-               ELSE C(d, "CheckRecipientIsInRecipients", Ev.p \in Recipients(Rec.t), Recipients(Rec.t)),
+               \* with AsyncChecks the recipient is chosen when the executor sends the check (CHECK)
+               IF Async THEN C(d, "CheckHandedToTheExecutor", TRUE, TRUE) ELSE Recipient(d, Rec.t),
                AppendedAt(d), RenewedCount(d) >>
       [] Ev.e = "IMMUNITY" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
@@ -348,7 +379,8 @@ CondsOf(d) ==
       \* flushes its Op buffer when it shuts down cleanly (Broker.close), so it drops no entry.
       [] Ev.e = "FINISH" ->
             << NothingOwed(d), C(d, "StrictShutdownDropsNoOpEntry", Strict => Ev.offs = << >>, << >>),
-               C(d, "ShutdownOpBufferIsTheSpecs", opBuf = Ev.offs, opBuf),
+               C(d, "ShutdownOpBufferIsTheSpecs",
+                 IF AnyOrder THEN SameEntries(opBuf, Ev.offs) ELSE opBuf = Ev.offs, opBuf),
                C(d, "HalfQueueLength", HalfLen(half) = Ev.halves, HalfLen(half)),
                C(d, "OpRecordCount", opRecords = Ev.ops, opRecords) >>
       [] OTHER -> << NothingOwed(d) >>
@@ -364,11 +396,14 @@ Act ==
       [] Ev.e = "PEND" -> ProducerEnd(Ev.t)
       [] Ev.e = "ANSWER" -> AnswerEv
       [] Ev.e = "END" -> DeliverEnd(Ev.res)
-      [] Ev.e = "OP" -> FlushOps(Len(Ev.offs))
+      [] Ev.e = "OP" -> FlushOps(Listed)
       \* A read that finds nothing the view lacks changes nothing (ReadOps is the read that does).
       [] Ev.e = "READ" -> IF ~LaggingOpView \/ opRead = covered THEN Keep ELSE ReadOps
       [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved
-      [] Ev.e = "RENEW" -> IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)
+      [] Ev.e = "RENEW" -> IF Async THEN ScanCheckLater
+                           ELSE IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)
+      [] Ev.e = "CHECK" /\ Async ->
+            IF Ev.p = "nobody" THEN SendCheckNobody(WaitingCheck) ELSE SendCheck(WaitingCheck, Ev.p)
       [] Ev.e = "IMMUNITY" -> ScanImmunity
       [] Ev.e = "DISCARD" -> DiscardEv
       [] Ev.e = "RESUME" -> Resume(Ev.t)
@@ -379,14 +414,16 @@ Act ==
       [] Ev.e = "FLOOR" -> RaiseFloor
       [] Ev.e = "LOSE" -> Lose(LostMsg)
       [] Ev.e = "RETIRE" -> FreeSlot(Ev.t)
-      [] OTHER -> Keep   \* REAL, CHECK, CHECKPOINT, DELIVER, FINISH: checked by their conditions alone
+      [] OTHER -> Keep   \* REAL, CHECK (sent at once), CHECKPOINT, DELIVER, FINISH: checked by their
+                         \* conditions alone
 
 \* Every variable: the state a window ends in, which the next one starts in (WindowInit, below).
 WindowEnd ==
     [local |-> local, said |-> said, sent |-> sent, ownEndDone |-> ownEndDone, alive |-> alive,
      half |-> half, latest |-> latest, covered |-> covered, opRecords |-> opRecords, reals |-> reals,
      lives |-> lives, durable |-> durable, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
-     cache |-> cache, cursor |-> cursor, index |-> index, opRead |-> opRead, now |-> now, net |-> net,
+     cache |-> cache, cursor |-> cursor, index |-> index, opRead |-> opRead, pending |-> pending, now |-> now,
+     net |-> net,
      ends |-> ends, delivered |-> delivered, checks |-> checks, discardLog |-> discardLog, opDup |-> opDup,
      crashes |-> crashes, pcrashes |-> pcrashes, losses |-> losses, dups |-> dups, retries |-> retries,
      storeErrors |-> storeErrors, resumes |-> resumes, owed |-> owed, plainsStored |-> plainsStored,
@@ -395,7 +432,7 @@ WindowEnd ==
 \* What is owed after the step.
 OwedAfter ==
     CASE Ev.e = "END" /\ Ev.res = "OK" /\ Ev.act = "commit" -> [e |-> "REAL", t |-> Ev.t, off |-> Ev.off]
-      [] Ev.e = "RENEW" -> [e |-> "CHECK", t |-> Ev.t, off |-> Ev.off, n |-> Ev.n, p |-> Ev.p]
+      [] Ev.e = "RENEW" /\ ~Async -> [e |-> "CHECK", t |-> Ev.t, off |-> Ev.off, n |-> Ev.n, p |-> Ev.p]
       [] OTHER -> Nothing
 
 Explain ==
@@ -472,7 +509,8 @@ WindowInit ==
     /\ alive = Start.alive /\ half = Start.half /\ latest = Start.latest /\ covered = Start.covered
     /\ opRecords = Start.opRecords /\ reals = Start.reals /\ lives = Start.lives /\ durable = Start.durable
     /\ cursorDurable = Start.cursorDurable /\ opBuf = Start.opBuf /\ cache = Start.cache
-    /\ cursor = Start.cursor /\ index = Start.index /\ opRead = Start.opRead /\ now = Start.now
+    /\ cursor = Start.cursor /\ index = Start.index /\ opRead = Start.opRead /\ pending = Start.pending
+    /\ now = Start.now
     /\ net = Start.net /\ ends = Start.ends /\ delivered = Start.delivered /\ checks = Start.checks
     /\ discardLog = Start.discardLog /\ opDup = Start.opDup /\ crashes = Start.crashes
     /\ pcrashes = Start.pcrashes /\ losses = Start.losses /\ dups = Start.dups /\ retries = Start.retries

@@ -198,7 +198,7 @@ def test_a_passing_rocketmq_model_that_skips_what_rocketmq_claims_is_drift(spec_
 
 
 def test_a_property_no_model_gives_the_assumptions_of_is_drift(spec_copy: Path) -> None:
-    for model in ("strict_end_resolves", "rocketmq_no_faults"):
+    for model in ("strict_end_resolves", "rocketmq_no_faults", "rocketmq_concurrent"):
         _edit(spec_copy / "models" / f"{model}.cfg", "    EndTxResolves\n", "")
     assert drift(spec_copy) == ["EndTxResolves: no passing CI model gives what it assumes and checks it"]
 

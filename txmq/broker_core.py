@@ -71,6 +71,7 @@ class BrokerCore:
         cfg = self._config
         self._batcher = OpBatcher(cfg.op_batch_max_chars, cfg.op_batch_interval_ms, cfg.op_buffer_capacity)
         self._ctx: TransactionContext | None = None
+        self._hold_checks = False
         self._deliveries = Deliveries(self._clock, self._trace, self._stats)
         self.admin = BrokerAdmin(self._lock, self._context)
         self._open()
@@ -192,10 +193,18 @@ class BrokerCore:
     # ----------------------------------------------------------------- timed services
     def run_check_once(self, sleep: Callable[[int], object] | None = None) -> CheckRunReport:
         """One back-check pass over the half queue. ``sleep(ms)`` is how its run waits when upstream's
-        sleeps (the threaded runtime's wait); manual-clock drivers give none and the run does not wait."""
+        sleeps (the threaded runtime's wait); manual-clock drivers give none and the run does not wait. In
+        rocketmq mode its checks wait in the check executor (``txmq.transaction.check_executor``) and are
+        sent after the pass, each in a step of its own, unless the driver sends them itself
+        (``hold_checks``)."""
         with self._lock:
             ctx = self._context()
-            return self._check.run_once(None if sleep is None else partial(self._sleep_unlocked, ctx, sleep))
+            pause = None if sleep is None else partial(self._sleep_unlocked, ctx, sleep)
+            report = self._check.run_once(pause)
+            if not self._hold_checks:
+                while ctx.checks.send():
+                    pass
+            return report
 
     def _sleep_unlocked(self, ctx: TransactionContext, sleep: Callable[[int], object], ms: int) -> None:
         """Wait ``ms`` without the lock, as upstream's check thread sleeps holding nothing: end
@@ -207,6 +216,23 @@ class BrokerCore:
             self._lock.acquire()
         if self._ctx is not ctx:
             raise BrokerUnavailableError("the broker went down while its check run slept")
+
+    def hold_checks(self) -> None:
+        """Leave the checks a pass hands to the check executor waiting (rocketmq): the driver sends them
+        with ``send_waiting_check``, when and in the order it chooses (the simulation, from its seed), as
+        the threads of upstream's executor would."""
+        self._hold_checks = True
+
+    def waiting_checks(self) -> int:
+        """Checks waiting in the check executor (rocketmq; always 0 in strict mode)."""
+        with self._lock:
+            return self._context().checks.waiting
+
+    def send_waiting_check(self, index: int = 0) -> bool:
+        """The check executor sends the waiting check at ``index`` (``AbstractTransactionalMessageCheck
+        Listener.sendCheckMessage``); False when none waits there."""
+        with self._lock:
+            return self._context().checks.send(index)
 
     def flush_op_batches(self, force: bool = False) -> int:
         """One run of the Op batch thread: write the Op records that are due (all of them with

@@ -119,6 +119,8 @@ class Simulation:
         self.faults = StoreFaults()  # the store refusing real-message puts (S13), as the workload asks
         self.broker = Broker(store_dir, config, self.clock, sink,
                              open_store=faulty_opener(self.faults, open_store))
+        self.broker.hold_checks()  # rocketmq's check executor sends at times the seed decides (_executor)
+        self._check_send_at: int | None = None
         self.network = FaultyNetwork(self.broker, workload, self.rng)
         self.progress = progress
         w = workload
@@ -156,6 +158,8 @@ class Simulation:
                 due = release
             if self._next_poll < due:
                 due = self._next_poll
+            if self._check_send_at is not None and self._check_send_at < due:
+                due = self._check_send_at
             if due > target_ms:
                 break
             clock.set(max(due, clock.now_ms()))
@@ -166,7 +170,21 @@ class Simulation:
             if self._next_poll <= now:
                 self._poll_all()
                 self._next_poll = now + self.w.poll_interval_ms
+            self._executor(now)
         clock.set(max(target_ms, clock.now_ms()))
+
+    def _executor(self, now: int) -> None:
+        """Rocketmq's check executor (upstream ``AbstractTransactionalMessageCheckListener.resolveHalfMsg``
+        hands each check to a thread pool): when its time has come, one waiting check, chosen at random, is
+        sent; the next send comes a seeded delay later. Strict mode's checks never wait."""
+        broker = self.broker
+        if self._check_send_at is not None and self._check_send_at <= now:
+            self._check_send_at = None
+            waiting = broker.waiting_checks()
+            if waiting:
+                broker.send_waiting_check(self.rng.randrange(waiting))
+        if self._check_send_at is None and broker.waiting_checks():
+            self._check_send_at = now + self.rng.randint(0, self.w.check_send_max_ms)
 
     def _poll_all(self) -> None:
         """Every consumer group reads every queue to its end (a poll returns at most 32 per queue)."""

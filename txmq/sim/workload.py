@@ -19,7 +19,8 @@ class Workload:
     ``decide_after_ms`` later (checks then get the decision), or stays unknown forever (15 checks, then
     discarded). Faults: END_TRANSACTION lost / duplicated / delivered late, check answers lost, the store
     refusing a real-message put, producer crashes, broker crashes with restart from disk, a client send
-    retry that stores a second half (S33), halves with a check-immunity property.
+    retry that stores a second half (S33), halves with a check-immunity property. Rocketmq's check
+    executor sends each waiting check at a seeded time, the one it sends chosen at random.
     """
 
     transactions: int = 10_000
@@ -51,6 +52,8 @@ class Workload:
     producer_crashes: int = 0
     broker_crashes: int = 0
     broker_downtime_ms: int = 2_000
+    # rocketmq: the check executor sends each waiting check up to this long after the previous send
+    check_send_max_ms: int = 50
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -61,7 +64,7 @@ class Workload:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("consumer_groups", "body_bytes", "producer_crashes", "broker_crashes",
-                     "broker_downtime_ms", "immunity_seconds"):
+                     "broker_downtime_ms", "immunity_seconds", "check_send_max_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in OUTCOMES + ("end_tx_loss", "end_tx_duplicate", "end_tx_late", "check_answer_loss",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from txmq.config import BrokerConfig
-from txmq.tla.trace_input import SpecInput, Step
+from txmq.tla.trace_input import NOT_PRODUCERS, SpecInput, Step
 from txmq.tla.trace_steps import build_steps
 from txmq.tla.trace_validation import Validation, judge
 from txmq.trace.reader import require_events_complete
@@ -51,7 +51,7 @@ def _renamed(step: Step, number: int, txn_offset: int, plain_offset: int) -> Ste
         fields["x"] += txn_offset
     if step.kind == "DELIVER" and not fields["t"]:
         fields["k"] += plain_offset if fields["k"] else 0
-    if "p" in fields and fields["p"] != "nobody":
+    if "p" in fields and fields["p"] not in NOT_PRODUCERS:
         fields["p"] = f"b{number}{fields['p']}"
     if "g" in fields:
         fields["g"] = f"b{number}:{fields['g']}"

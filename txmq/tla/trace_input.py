@@ -31,6 +31,12 @@ ACTION_OF = {
 
 # The step kinds that append a half record.
 HALF_APPENDS = ("SEND", "RESEND", "RESUME", "RENEW", "IMMUNITY")
+# The recipient of a check no producer was running for.
+NO_PRODUCER = "nobody"
+# A rocketmq RENEW's recipient: none yet, the check executor chooses it when it sends (the CHECK step).
+EXECUTOR = "executor"
+# The values of a step's p that name no producer.
+NOT_PRODUCERS = (NO_PRODUCER, EXECUTOR)
 
 
 class UnmodelledTraceError(TraceError):

@@ -173,6 +173,10 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # whose Op record was written after its last read (S41, docs/conformance.md). A trace without
         # them (written before they were traced) gives the scanner the whole Op queue.
         f"    LaggingOpView = {tla(spec.op_reads)}\n"
+        # rocketmq runs upstream's thread pools: a check waits in the check executor and is sent in a
+        # step of its own, and an Op record lists its entries in the order END_TX threads queued them
+        # (docs/conformance.md, "Differences found by tracing upstream")
+        f"    AsyncChecks = {tla(mode == 'rocketmq')}\n    UnorderedOps = {tla(mode == 'rocketmq')}\n"
         "    Trace <- TraceV\n    Start <- StartV\n    ShowEnd <- ShowEndV\n"
         f"INIT {'WindowInit' if window else 'TraceInit'}\nNEXT TraceNext\nVIEW TraceView\n"
         "INVARIANT ReportAccepted\n"

@@ -22,7 +22,7 @@ import heapq
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 
-from txmq.tla.trace_input import HALF_APPENDS, SpecInput, Step
+from txmq.tla.trace_input import HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step
 
 # A message in flight as the trace spec's Lose names it: (type, offset, action, from a check, producer).
 _Message = tuple[str, int, str, bool, str]
@@ -135,7 +135,7 @@ class _Pool:
         if kind in HALF_APPENDS:
             self.records.setdefault(t, []).append(fields["off"])
         flying = self.flying.setdefault(t, set()) if t else set()
-        if kind == "RENEW" and fields["p"] != "nobody":
+        if kind in ("RENEW", "CHECK") and fields["p"] not in NOT_PRODUCERS:  # sent by either
             flying.add(("check", fields["off"], "none", True, fields["p"]))
         elif kind == "ANSWER":
             flying.discard(("check", fields["off"], "none", True, fields["p"]))

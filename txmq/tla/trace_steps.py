@@ -26,7 +26,9 @@ from typing import Any
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
 from txmq.tla.trace_input import (
+    EXECUTOR,
     HALF_APPENDS,
+    NO_PRODUCER,
     ClockBackwardsError,
     MessageFields,
     SpecInput,
@@ -40,7 +42,6 @@ from txmq.transaction.end_transaction import rejection_threshold_ms
 from txmq.transaction.immunity import scanner_immunity_ms
 
 _ACTS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
-NO_PRODUCER = "nobody"
 # TLC's integers are 32-bit: times are taken relative to the trace's first event, and must fit.
 _TLC_INT_MAX = 2**31 - 1
 _NO_REJECTION = _TLC_INT_MAX  # END_TRANSACTION's immunity threshold of a half it never refuses
@@ -308,8 +309,9 @@ class _Builder:
         offset = self.half_appended(e)
         n = int(e["check_count"])
         if e["result"] == ev.RENEW_IMMUNITY:
-            self.add("IMMUNITY", e, t=t, i=examined, off=offset, n=n)
-            return
+            return self.add("IMMUNITY", e, t=t, i=examined, off=offset, n=n)
+        if not self.strict:  # the check waits in the executor; its CHECK, later, names the recipient
+            return self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=EXECUTOR)
         check = self.following(ev.CHECK)
         if check is None or check.get("txn") != e.get("txn"):
             raise unmodelled(e, "a HALF_RENEW for a check must be followed by its CHECK")
@@ -317,6 +319,8 @@ class _Builder:
         self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=p)
 
     def on_check(self, e: Mapping[str, Any]) -> None:
+        if not self.strict:  # the executor's own step (upstream's resolveHalfMsg hands it to a thread pool)
+            self.tick(e)
         p = self.producer(e) if e["result"] == ev.CHECK_SENT else NO_PRODUCER
         self.add("CHECK", e, t=self.txn(e), off=int(e["half_offset"]) + 1, n=int(e["check_count"]), p=p,
                  ts=self.ts(e))

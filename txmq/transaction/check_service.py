@@ -15,12 +15,10 @@ already ended (docs/conformance.md). Manual-clock drivers give no pause and the 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from txmq.protocol import CheckTransactionStateRequest
 from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
 from txmq.transaction.bridge import discard_of
@@ -51,9 +49,7 @@ from txmq.transaction.scan import (
     Stop,
     decide,
 )
-from txmq.transaction.views import client_view
 
-log = logging.getLogger("txmq.broker")
 Pause = Callable[[int], None]  # waits the given milliseconds
 
 
@@ -172,35 +168,13 @@ class CheckService:
 
     def _renew_and_check(self, half: StoredMessage, count: int) -> None:
         """Renew then check (``TransactionalMessageServiceImpl.putBackHalfMsgQueue``, then
-        ``AbstractTransactionalMessageCheckListener.resolveHalfMsg``): the check is for the new copy, sent
-        one-way to any live producer of the half's group. The renewal and the check are traced at one
-        time: the spec takes them as one step (ScanCheck), and a real clock may tick between the two."""
+        ``AbstractTransactionalMessageCheckListener.resolveHalfMsg``): the check is for the new copy, and
+        goes to the check executor, which sends it now (strict) or later (rocketmq, as upstream's thread
+        pool does; ``txmq.transaction.check_executor``)."""
         ctx = self.ctx
         at_ms = ctx.clock.now_ms()
         copy = ctx.halves.renew(half, count, ev.RENEW_FOR_CHECK, at_ms)
-        group = half.properties[PROPERTY_PRODUCER_GROUP]
-        channel = ctx.producers.select(group)
-        txn = half.properties[PROPERTY_TRANSACTION_ID]
-        if ctx.trace.enabled:
-            ctx.trace.emit(
-                ev.CHECK, at_ms, txn=txn, producer_group=group,
-                producer=channel.producer_id if channel else None, half_offset=copy.queue_offset,
-                commitlog_offset=copy.commitlog_offset, check_count=count,
-                result=ev.CHECK_SENT if channel else ev.CHECK_NO_PRODUCER,
-            )
-        ctx.stats["checks"] += 1
-        if channel is None:
-            return
-        request = CheckTransactionStateRequest(
-            producer_group=group, tran_state_table_offset=copy.queue_offset,
-            commit_log_offset=copy.commitlog_offset, transaction_id=txn, check_count=count,
-            message=client_view(copy, as_real=True),
-        )
-        try:
-            channel.check_transaction_state(request)
-        except Exception as exc:  # one-way RPC: a failing producer must not stop the scan
-            log.warning("check of %s at half offset %d failed in the producer: %r", txn, copy.queue_offset,
-                        exc)
+        ctx.checks.hand(copy, count, at_ms)
 
     def _discard(self, half: StoredMessage, count: int, reason: str) -> None:
         """Move the copy to TRANS_CHECK_MAX_TIME_TOPIC with check count ``count``

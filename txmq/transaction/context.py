@@ -16,6 +16,7 @@ from txmq.config import BrokerConfig
 from txmq.store.interface import Store
 from txmq.store.offsets import OffsetStore
 from txmq.trace.sinks import TraceSink
+from txmq.transaction.check_executor import CheckExecutor
 from txmq.transaction.checkpoints import ScanCheckpoints
 from txmq.transaction.half_cache import HalfCache
 from txmq.transaction.halves import HalfLog
@@ -39,16 +40,19 @@ class TransactionContext:
     producers: ProducerManager
     checkpoints: ScanCheckpoints
     stats: Counter[str]
+    checks: CheckExecutor
 
     @classmethod
     def assemble(cls, store: Store, config: BrokerConfig, clock: Clock, trace: TraceSink,
                  resolution: ResolutionIndex | None, cache: HalfCache | None, batcher: OpBatcher,
                  producers: ProducerManager, offsets: OffsetStore, stats: Counter[str]) -> TransactionContext:
         """The context of a store just opened: its half log (over ``cache``, None when disabled), its Op
-        writer (over the broker's ``batcher``) and the scan checkpoints (kept in ``offsets``)."""
+        writer (over the broker's ``batcher``), the scan checkpoints (kept in ``offsets``) and the check
+        executor, whose queue (rocketmq) a new context starts empty."""
         return cls(
             store=store, config=config, clock=clock, trace=trace, resolution=resolution,
             halves=HalfLog(store, cache, resolution, clock, trace),
             ops=OpWriter(store, batcher, clock, trace, stats, config.op_batch_interval_ms),
             producers=producers, checkpoints=ScanCheckpoints(offsets, store), stats=stats,
+            checks=CheckExecutor(producers, trace, clock, stats, deferred=not config.strict),
         )
