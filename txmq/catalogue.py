@@ -191,10 +191,8 @@ ENTRIES: tuple[Invariant, ...] = (
         "half old enough without reading it again (TransactionalMessageServiceImpl.check, isNeedCheck "
         "once fillOpRemoveMap found no Op), while TransactionalOpBatchService keeps writing Op records: "
         "an Op written during the run, e.g. of a late or duplicate commit, does not stop its half's "
-        "check (S41); and the check service only hands each check to an executor "
-        "(AbstractTransactionalMessageCheckListener.resolveHalfMsg), which sends it later, after the END_TX "
-        "of the copy it renews may have been applied and its Op record written (issue 42; the spec's "
-        "AsyncChecks)",
+        "check (S41); and a check is only handed to an executor (AbstractTransactionalMessageCheckListener"
+        ".resolveHalfMsg), which sends it later, perhaps after its copy's END_TX and Op record (AsyncChecks)",
         needs=("HALF_PUT", "CHECK")),
     Invariant(
         "DiscardOnlyAtMax", SAFETY, PART, SPEC | TRACE | MODEL | SPARK,

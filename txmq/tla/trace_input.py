@@ -121,6 +121,12 @@ class MessageFields:
     def of(cls, event: Mapping[str, Any]) -> MessageFields:
         return cls(str(event.get("topic") or ""), _int_or(event.get("queue_id"), -1), crc_text(event))
 
+    @classmethod
+    def step_fields(cls, event: Mapping[str, Any]) -> dict[str, Any]:
+        """The message fields of an event, as the trace spec's steps carry them."""
+        fields = cls.of(event)
+        return {"topic": fields.topic, "q": fields.queue, "crc": fields.crc}
+
 
 def crc_text(event: Mapping[str, Any]) -> str:
     """An event's body checksum as the trace spec compares it."""

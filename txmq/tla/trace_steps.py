@@ -216,13 +216,13 @@ class _Builder:
             self.spec.immunity.append(self.immunity(e.get("immunity")))
             self.spec.half_messages.append(MessageFields.of(e))
             self.local[t] = "unknown"
-            self.add("SEND", e, t=t, off=offset, born=born, **message(e))
+            self.add("SEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
             return
         if self.local.get(t) != "unknown" or self.spec.owner[t - 1] != p or self.spec.skew[t - 1] != skew:
             raise unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry: "
                                  "by the same producer, before its local transaction decided, same clock")
         self.spec.budgets["MaxRetry"] += 1
-        self.add("RESEND", e, t=t, off=offset, born=born, **message(e))
+        self.add("RESEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
 
     def immunity(self, value: str | None) -> tuple[bool, int, int]:
         """The half's immunity as the scanner and END_TRANSACTION read it (the broker's own parsers)."""
@@ -283,7 +283,7 @@ class _Builder:
         t = self.txn(e)
         self.reals[t] += 1
         self.real_ordinal[int(e["commitlog_offset"])] = (t, self.reals[t])
-        self.add("REAL", e, t=t, off=int(e["half_offset"]) + 1, ts=self.ts(e), **message(e))
+        self.add("REAL", e, t=t, off=int(e["half_offset"]) + 1, ts=self.ts(e), **MessageFields.step_fields(e))
 
     def on_op_put(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
@@ -367,21 +367,16 @@ class _Builder:
             t, k = self.real_ordinal.get(offset, (self.txn(e), 0))  # 0: no real message was stored there
             if t != self.txn(e):
                 k = 0
-            self.add("DELIVER", e, t=t, k=k, g=str(e.get("consumer_group") or ""), **message(e))
+            self.add("DELIVER", e, t=t, k=k, g=str(e.get("consumer_group") or ""),
+                     **MessageFields.step_fields(e))
         else:
             self.add("DELIVER", e, t=0, k=self.plain_ordinal.get(offset, 0),
-                     g=str(e.get("consumer_group") or ""), **message(e))
+                     g=str(e.get("consumer_group") or ""), **MessageFields.step_fields(e))
 
     def on_end(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
         self.add("FINISH", e, offs=[int(o) + 1 for o in e["half_offsets"] or []],
                  halves=int(e["queue_offset"]), ops=int(e["op_offset"]))
-
-
-def message(e: Mapping[str, Any]) -> dict[str, Any]:
-    """The message fields of an event, as the trace spec's steps carry them."""
-    fields = MessageFields.of(e)
-    return {"topic": fields.topic, "q": fields.queue, "crc": fields.crc}
 
 
 def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
