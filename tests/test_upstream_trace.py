@@ -4,13 +4,14 @@ Upstream's own example ``org.apache.rocketmq.example.transaction.TransactionProd
 messages; ``TransactionListenerImpl`` answers every END_TX UNKNOW and each check by the message's index:
 ``index % 3`` 0 UNKNOW, 1 COMMIT, 2 ROLLBACK) runs against a traced broker of its own: a trace judged as a
 whole must hold this run only, and the session's cluster has its broker killed by other tests. The trace
-must show upstream's steps for each transaction, and Spark's validation must accept it.
+must show upstream's steps for each transaction, and Spark's validation and TLC must accept it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections import Counter
@@ -20,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tlc_tools import needs_tlc
 from upstreamkit import SESSION_BROKER, kit_file, started
 
 from txmq import proc
+from txmq.cli import main
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.trace import schema as ev
 from txmq.trace.reader import read_events
@@ -152,6 +155,22 @@ def test_spark_accepts_the_example_s_trace(example_trace: Path) -> None:
     report = validate(str(example_trace), progress=lambda _: None)
     print(report.render())
     assert report.exit_code == 0, report.render()
+
+
+@needs_tlc
+def test_tlc_accepts_the_example_s_trace(example_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every event of upstream's run is a step of the spec's rocketmq mode. The trace has no LOCAL_TX
+    (absent_events): the producer's decisions and check answers are taken from its END_TX
+    (txmq.tla.trace_decisions), so each transaction the example's listener commits or rolls back on a
+    check is decided there."""
+    spec = Path(__file__).resolve().parents[1] / "spec"
+    code = main(["spec", "validate-trace", str(example_trace), "--spec-dir", str(spec)])
+    out = capsys.readouterr().out
+    print(out)
+    assert code == 0 and "accepted: every event is a step of TxMQ" in out
+    decided = re.search(r"\bDecide (\d+)", out)
+    answered = sum(1 for i in range(MESSAGES) if i % 3)  # indexes answered COMMIT or ROLLBACK
+    assert decided is not None and int(decided[1]) == answered
 
 
 def test_a_killed_broker_s_trace_goes_on_with_crash_and_restart(tmp_path: Path) -> None:

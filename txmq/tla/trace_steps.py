@@ -5,7 +5,8 @@ END_TRANSACTION applied, an Op record written, a record renewed and checked...),
 
 * time passing: a ``TICK`` to the event's broker time before any event later than the last;
 * a producer sending its own END_TRANSACTION: a ``PEND`` just before the first delivery of that message;
-* a local transaction deciding late, seen only through a check answer: a ``DECIDE`` before that answer;
+* a local transaction deciding late, seen only through a check answer: a ``DECIDE`` before that answer
+  (and, in a trace without LOCAL_TX, each decision and answer, from the END_TX: ``trace_decisions``);
 * the check service passing a record by (covered by an Op record, or settled in strict mode): a ``SKIP``
   for each record between the last one examined and the next it renews, discards or stops at (a
   ``CHECKPOINT`` event, or the checkpoint a ``RESTART`` resumed from, says where each run stopped).
@@ -25,6 +26,8 @@ from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
+from txmq.tla.trace_decisions import ACTS as _ACTS
+from txmq.tla.trace_decisions import Decisions
 from txmq.tla.trace_input import (
     EXECUTOR,
     HALF_APPENDS,
@@ -41,7 +44,6 @@ from txmq.trace import schema as ev
 from txmq.transaction.end_transaction import rejection_threshold_ms
 from txmq.transaction.immunity import scanner_immunity_ms
 
-_ACTS = {ev.COMMIT: "commit", ev.ROLLBACK: "rollback", ev.UNKNOWN: "none"}
 # TLC's integers are 32-bit: times are taken relative to the trace's first event, and must fit.
 _TLC_INT_MAX = 2**31 - 1
 _NO_REJECTION = _TLC_INT_MAX  # END_TRANSACTION's immunity threshold of a half it never refuses
@@ -64,7 +66,8 @@ class _Builder:
         self.now = 0
         self.halves = 0  # the half queue's length
         self.cursor = 0  # records examined by the check service
-        self.local: dict[int, str] = {}
+        self.decisions = Decisions(config, self.add)
+        self.local = self.decisions.local
         self.in_flight: set[tuple[Any, ...]] = set()  # owners' END_TX messages the spec has in flight
         self.deliveries_left = ahead.deliveries_left  # of each END_TX message from here on: spent by the walk
         self.real_ordinal: dict[int, tuple[int, int]] = {}  # commit-log offset -> (txn, k-th real of it)
@@ -196,7 +199,9 @@ class _Builder:
             # its own END_TX messages that arrive later were sent before it went down
             for seq, end in self.ahead.own_ends.get(key, {}).values():
                 if seq > int(e["seq"]) and end not in self.in_flight:
-                    self.add("PEND", None, t=self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0]}))
+                    t = self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0]})
+                    self.decisions.before_own_end(t, _ACTS[end[2]])
+                    self.add("PEND", None, t=t)
                     self.in_flight.add(end)
             self.spec.budgets["MaxProducerCrash"] += 1
             self.add("DOWN", e, p=p)
@@ -232,51 +237,44 @@ class _Builder:
         return (True, scanner_immunity_ms(value, self.timeout), min(end, _TLC_INT_MAX))
 
     def on_local_tx(self, e: Mapping[str, Any]) -> None:
+        if self.decisions.from_end_tx:
+            raise unmodelled(e, "a LOCAL_TX in a trace whose header lists LOCAL_TX in absent_events")
         t = self.txn(e)
         act = _ACTS[e["action"]]
-        if not e["from_check"]:
-            if act != "none":
-                self.decide(e, t, act)
-            else:
-                self.tick(e)  # an UNKNOWN decision: no step, but its time counts
-            return
-        self.tick(e)
-        if act != "none" and self.local[t] == "unknown":
-            self.decide(None, t, act)  # the local transaction decided late: seen only by its answer
-        self.add("ANSWER", e, t=t, off=int(e["half_offset"]) + 1, p=self.producer(e), act=act)
-
-    def decide(self, e: Mapping[str, Any] | None, t: int, act: str) -> None:
-        if e is not None:
-            self.tick(e)
-        self.local[t] = act
-        self.add("DECIDE", e, t=t, act=act)
+        self.tick(e)  # its time counts, even for an own UNKNOWN decision (no step)
+        if e["from_check"]:
+            self.decisions.answer(e, t, int(e["half_offset"]) + 1, self.producer(e), act)
+        elif act != "none":
+            self.decisions.decide(e, t, act)
 
     def on_end_tx(self, e: Mapping[str, Any]) -> None:
         if e["result"] == ev.IGNORED_UNKNOWN:  # an UNKNOW END_TX: the spec's producer sends nothing
             self.tick(e)  # no step, but its time, transaction and producer must be right
-            self.txn(e)
-            self.producer(e)
+            self.decisions.answer_of(e, self.txn(e), self.producer(e))  # or, without LOCAL_TX, an answer
             return
         if e["result"] not in (ev.OK, ev.ALREADY_RESOLVED, ev.IMMUNITY_REJECTED, ev.STORE_ERROR):
             raise unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
         self.tick(e)
         t = self.txn(e)
         p = self.producer(e)
-        key = end_key(e)
+        key, act = end_key(e), _ACTS[e["action"]]
         if not e["from_check"] and key not in self.in_flight:
+            self.decisions.before_own_end(t, act)
             self.add("PEND", None, t=t)  # the owner sends its END_TX just before it arrives
             self.in_flight.add(key)
+        answered = self.decisions.answer_of(e, t, p)  # then never a duplicate delivery
         # Looking ahead: a message delivered again later stays in flight (a duplicate delivery).
         left = self.deliveries_left.pop(key, 0) - 1  # a message delivered for the last time is let go
-        dup = left > 0
-        if dup:
+        if left > 0:
             self.deliveries_left[key] = left
+        dup = left > 0 and not answered
+        if dup:
             self.spec.budgets["MaxDup"] += 1
         else:
             self.in_flight.discard(key)
         if e["result"] == ev.STORE_ERROR:
             self.spec.budgets["MaxStoreError"] += 1
-        self.add("END", e, t=t, off=int(e["half_offset"]) + 1, act=_ACTS[e["action"]],
+        self.add("END", e, t=t, off=int(e["half_offset"]) + 1, act=act,
                  chk=bool(e["from_check"]), p=p, dup=dup, res=e["result"])
 
     def on_real_put(self, e: Mapping[str, Any]) -> None:
