@@ -147,7 +147,7 @@ def test_the_example_s_transactions_are_traced_step_by_step(example_trace: Path)
 
 
 def test_spark_accepts_the_example_s_trace(example_trace: Path) -> None:
-    pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+    pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     from spark_validation.job import validate
     from spark_validation.tests.conftest import small_trace_session
 

@@ -93,7 +93,10 @@ class Session:
     def producer(self, group: str) -> Any:
         if group not in self.producers:
             self.listeners[group] = ScriptedListener()
-            self.producers[group] = self.env.producer(group, self.listeners[group])
+            # A fixed id: the default one counts the producers this process made before, so the
+            # transaction ids, and with them every commit-log offset, would depend on the tests run first.
+            self.producers[group] = self.env.producer(group, self.listeners[group],
+                                                      producer_id=f"{group}-transcript")
         return self.producers[group]
 
     def run(self, command: str) -> list[str]:
