@@ -203,12 +203,13 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int) -> TxnRes
         "CheckBound": (broken | c("fold.several"), F.lit(rocketmq) & ~broken),
         # Ages count from the half's born timestamp (TransactionalMessageServiceImpl.check's
         # valueOfCurrentMinusBorn), the HALF_PUT's ts without one: a send that reached the store late
-        # may be checked sooner after it was stored.
+        # may be checked sooner after it was stored, and one born in the future is checked at once
+        # (valueOfCurrentMinusBorn <= -1), as txmq.checks.invariants.CheckAfterTimeout says too.
         "CheckAfterTimeout": (
             (c("checks") > 0)
             & (c("immunity") == 0)
             & (c("born").isNull()
-               | (c("first_check_ts") - F.coalesce(c("born_at"), c("born")) <= timeout)),
+               | (c("first_check_ts") - F.coalesce(c("born_at"), c("born"))).between(0, timeout)),
             None,
         ),
         # A bad DISCARD always fails; a REAL_PUT after DISCARD is the strict-only half.

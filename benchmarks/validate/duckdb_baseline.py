@@ -62,6 +62,7 @@ _PER_TXN_SQL = """
     facts AS (
       SELECT txn,
         min(ts) FILTER (WHERE event = 'HALF_PUT') AS born,
+        arg_min(born_ts, seq) FILTER (WHERE event = 'HALF_PUT') AS born_at,
         min(seq) AS min_seq, max(seq) AS max_seq,
         min(seq) FILTER (WHERE event = 'LOCAL_TX' AND action = 'COMMIT') AS local_commit_seq,
         count(*) FILTER (WHERE event = 'LOCAL_TX' AND action = 'ROLLBACK') AS local_rollbacks,
@@ -99,7 +100,8 @@ _PER_TXN_SQL = """
       count(*) FILTER (WHERE reals > 1),
       count(*) FILTER (WHERE coalesce(broken, false) OR coalesce(several, false)),
       count(*) FILTER (WHERE checks > 0 AND immunity = 0
-                             AND (born IS NULL OR first_check_ts - born <= {timeout})),
+                             AND (born IS NULL OR first_check_ts - coalesce(born_at, born)
+                                                  BETWEEN 0 AND {timeout})),
       count(*) FILTER (WHERE bad_discards > 0 OR coalesce(after_discard, false)),
       count(*) FILTER (WHERE judged AND resolutions + discards = 0),
       count(*) FILTER (WHERE judged AND missing > 0)

@@ -230,8 +230,8 @@ def CheckAfterTimeout(obs: Observation, strict: bool = True) -> list[str]:
     problems = []
     for e in obs.events:
         kind, txn = e["event"], e["txn"]
-        if kind == ev.HALF_PUT:
-            born.setdefault(txn, e["ts"])
+        if kind == ev.HALF_PUT:  # ages count from the born timestamp, as Spark's (catalogue)
+            born.setdefault(txn, e["ts"] if e.get("born_ts") is None else e["born_ts"])
         elif kind == ev.HALF_RENEW and e["result"] == ev.RENEW_IMMUNITY:
             immune.add(txn)
         elif kind == ev.CHECK and txn not in immune:
