@@ -17,7 +17,6 @@ import pytest
 from benchkit import benchmark_module
 
 from spark_validation.catalogue import CHECK_IDS
-from txmq import catalogue
 from txmq.catalogue import (
     AUDIT,
     BOTH,
@@ -36,7 +35,7 @@ from txmq.catalogue import (
     Invariant,
     names,
 )
-from txmq.catalogue_page import render_markdown
+from txmq.catalogue_page import main, render_markdown
 from txmq.checks import invariants
 from txmq.tla.manifest import load_manifest
 from txmq.tla.runner import config_invariants, config_properties
@@ -325,7 +324,7 @@ def test_the_entries_that_give_reasons_give_one_for_every_layer_that_does_not_ch
 def test_docs_page_is_what_the_command_generates() -> None:
     committed = (ROOT / "docs" / "invariants.md").read_text(encoding="utf-8")
     assert committed == render_markdown(), (
-        "docs/invariants.md is stale: run python -m txmq.catalogue --markdown > docs/invariants.md")
+        "docs/invariants.md is stale: run python -m txmq.catalogue_page --markdown > docs/invariants.md")
 
 
 def test_the_page_has_a_row_and_a_section_per_invariant() -> None:
@@ -340,8 +339,8 @@ def test_the_page_has_a_row_and_a_section_per_invariant() -> None:
 
 
 def test_the_command_prints_the_page_or_a_list(capsys: pytest.CaptureFixture[str]) -> None:
-    assert catalogue.main(["--markdown"]) == 0
+    assert main(["--markdown"]) == 0
     assert capsys.readouterr().out == render_markdown()
-    assert catalogue.main([]) == 0
+    assert main([]) == 0
     listing = capsys.readouterr().out.splitlines()
     assert len(listing) == len(ENTRIES) and listing[0].split() == ["NoUncommittedVisible", "safety", "both"]

@@ -4,9 +4,9 @@ An invariant has one name everywhere: an operator of that name in ``spec/TxMQ.tl
 function of that name in ``txmq/checks/invariants.py`` (checked after every step of the Hypothesis
 machines), a check of that id in ``spark_validation`` (checked over whole traces). ``txmq spec replay``
 judges replayed counterexamples under these names, and ``docs/invariants.md`` is generated from this
-module::
+module by ``txmq.catalogue_page``::
 
-    python -m txmq.catalogue --markdown > docs/invariants.md
+    python -m txmq.catalogue_page --markdown > docs/invariants.md
 
 ``tests/test_catalogue.py`` fails when the spec, its model configurations, ``spec/models.json``, replay,
 the generated page or a list written out by hand (``spec/README.md``, the tables of ``docs/audit.md`` and
@@ -22,10 +22,8 @@ in both modes but that a user must tell apart are ``txmq.catalogue_outcomes``.
 
 from __future__ import annotations
 
-import argparse
 import enum
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -377,23 +375,3 @@ def names(layer: Layer | None = None, kind: Kind | None = None) -> tuple[str, ..
     return tuple(e.name for e in ENTRIES
                  if (layer is None or layer in e.layers) and (kind is None or e.kind is kind))
 
-
-# ----------------------------------------------------------------------------- docs/invariants.md
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m txmq.catalogue``: list the catalogue, or print it as Markdown."""
-    parser = argparse.ArgumentParser(prog="python -m txmq.catalogue", description=main.__doc__)
-    parser.add_argument("--markdown", action="store_true", help="print docs/invariants.md")
-    args = parser.parse_args(argv)
-    if args.markdown:
-        from txmq.catalogue_page import render_markdown  # the page is made from this module's data
-
-        sys.stdout.write(render_markdown())
-    else:
-        width = max(len(n) for n in CATALOGUE)
-        for e in ENTRIES:
-            print(f"{e.name:<{width}}  {e.kind.value:<8}  {e.modes.value}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - exercised through main()
-    sys.exit(main())

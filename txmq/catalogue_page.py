@@ -1,12 +1,19 @@
-"""docs/invariants.md, made from the catalogue (``python -m txmq.catalogue --markdown``): the table of
+"""docs/invariants.md, made from the catalogue (``python -m txmq.catalogue_page --markdown``): the table of
 invariants by layer, then each invariant and each upstream fact with what every layer does about it. A
-test fails when the committed page differs from what this renders."""
+test fails when the committed page differs from what this renders. The command lives here, not in the
+catalogue, so that the catalogue imports nothing of its readers: the page and the outcomes import the
+catalogue, never the other way round."""
 
 from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
 
 from txmq.catalogue import (
     AUDIT,
     BOTH,
+    CATALOGUE,
     ENTRIES,
     MODEL,
     PART,
@@ -67,7 +74,7 @@ def render_markdown() -> str:
         "# Invariant catalogue",
         "",
         "<!-- Generated from txmq/catalogue.py by",
-        "     python -m txmq.catalogue --markdown > docs/invariants.md",
+        "     python -m txmq.catalogue_page --markdown > docs/invariants.md",
         "     Edit the catalogue, not this page: tests/test_catalogue.py compares them. -->",
         "",
         "Every invariant has one name in every layer: a TLA+ operator in `spec/TxMQ.tla` (checked by the",
@@ -117,3 +124,21 @@ def render_markdown() -> str:
         lines += [f"## {fact.name}", "", f"{heading} {fact.meaning}.", "",
                   f"- rocketmq mode: {fact.rocketmq}.", f"- strict mode: {fact.strict}.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m txmq.catalogue_page``: list the catalogue, or print it as Markdown."""
+    parser = argparse.ArgumentParser(prog="python -m txmq.catalogue_page", description=main.__doc__)
+    parser.add_argument("--markdown", action="store_true", help="print docs/invariants.md")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(render_markdown())
+    else:
+        width = max(len(n) for n in CATALOGUE)
+        for e in ENTRIES:
+            print(f"{e.name:<{width}}  {e.kind.value:<8}  {e.modes.value}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through main()
+    sys.exit(main())
