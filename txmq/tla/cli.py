@@ -18,7 +18,7 @@ from txmq.tla.parser import TraceState
 from txmq.tla.replay import add_replay
 from txmq.tla.runner import check_workers, describe_tlc
 from txmq.tla.suite import DEFAULT_JOBS, ModelReport, check_models, default_spec_dir
-from txmq.tla.trace_validation import add_validate_trace
+from txmq.tla.trace_command import add_validate_trace
 
 _COLUMNS = ("expected", "found", "distinct", "total", "depth", "time", "verdict")
 

@@ -38,7 +38,10 @@ class ModelReport:
 def default_spec_dir(cwd: Path | None = None) -> Path:
     """``./spec`` when run from a checkout, else the ``spec/`` next to the installed package."""
     here = Path.cwd() if cwd is None else cwd
-    for candidate in (here / "spec", Path(__file__).resolve().parents[2] / "spec"):
+    # The folder holding the txmq package: one level up per dot of this module's name, wherever the
+    # module sits in the package.
+    installed = Path(__file__).resolve().parents[__name__.count(".")]
+    for candidate in (here / "spec", installed / "spec"):
         if (candidate / MANIFEST_NAME).is_file():
             return candidate
     raise ConfigError(f"no spec/{MANIFEST_NAME} found from {here}; pass --spec-dir")

@@ -116,7 +116,7 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
         *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
         *_records("TraceData", [step_record(s) for s in steps], tag="e"),
-        # a window's start state, one item per line (trace_windows.end_state): SANY's cost grows with the
+        # a window's start state, one item per line (``trace_windows.end_state``): SANY's cost grows with the
         # square of a line's length
         "StartData == " + (start if start is not None else '"none"'),
         f"ShowEndData == {tla(show_end)}",

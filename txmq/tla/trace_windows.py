@@ -64,7 +64,7 @@ def end_state(output: str) -> str | None:
     if printed is None:
         return None
     text = _ESCAPED.sub(r"\1", printed.group(1))
-    # SANY's cost grows with the square of a line's length (trace_module._sequence): a line per item.
+    # SANY's cost grows with the square of a line's length (``trace_module._sequence``): a line per item.
     return _ITEM_END.sub(lambda m: m.group(0) if m.group(0) != "," else ",\n", text)
 
 
