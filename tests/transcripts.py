@@ -9,12 +9,17 @@ from what the broker does now (review the diff before committing it).
 
 Commands (``name key=value ...``):
 
-- ``send body=B action=COMMIT|ROLLBACK|UNKNOWN [queue=N] [group=G]``: a transactional send whose local
-  transaction answers ``action``, through the producer of ``group`` (G);
+- ``send body=B action=COMMIT|ROLLBACK|UNKNOWN [queue=N] [group=G] [immunity=S]``: a transactional send
+  whose local transaction answers ``action``, through the producer of ``group`` (G), with the property
+  ``CHECK_IMMUNITY_TIME_IN_SECONDS`` set to ``S`` if given;
+- ``end action=A [txn=tN]``: the producer sends END_TRANSACTION(``A``) again for transaction ``tN`` (the
+  last one sent if not named), with its half's offsets, as a producer retrying its end would;
+- ``producer-down [group=G]``: the group's producer shuts down (unregisters);
 - ``answer action=A [group=G]``: what that producer answers checks from now on;
 - ``advance ms=N``: the broker's clock moves on;
 - ``check [after=N]``: advance N ms, then one check run;
 - ``flush-ops``: the Op batch service's tick (its count of Op records written follows the events);
+- ``crash``, ``restart``: the broker process dies (what it held in memory is lost) and starts again;
 - ``visible [topic=T]``: the messages a new consumer group would read, as ``topic/queue@offset body``.
 
 A trace line is the event and its non-null columns; ``ts`` is counted from the scenario's start, and
@@ -32,12 +37,13 @@ from typing import Any
 
 from brokerkit import START_MS, Env, ScriptedListener, send
 
-from txmq.protocol import LocalTransactionState
+from txmq.protocol import LocalTransactionState, SendResult
 
 REWRITE = os.environ.get("TXMQ_REWRITE_TRANSCRIPTS") == "1"
 SEPARATOR = "----"
 _NAMED = {"txn": "t", "producer": "p"}  # columns whose values are ids named in order of appearance
 _ACTIONS = {state.action: state for state in LocalTransactionState}  # COMMIT, ROLLBACK, UNKNOWN
+IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"  # MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 
 
 @dataclass
@@ -88,15 +94,19 @@ class Session:
     listeners: dict[str, ScriptedListener] = field(default_factory=dict)
     producers: dict[str, Any] = field(default_factory=dict)
     names: dict[str, dict[Any, str]] = field(default_factory=lambda: {c: {} for c in _NAMED})
+    sent: dict[str, tuple[str, SendResult]] = field(default_factory=dict)  # txn name -> (group, result)
+    made: int = 0  # producers started so far
     seen: int = 0
 
     def producer(self, group: str) -> Any:
         if group not in self.producers:
             self.listeners[group] = ScriptedListener()
-            # A fixed id: the default one counts the producers this process made before, so the
-            # transaction ids, and with them every commit-log offset, would depend on the tests run first.
+            # An id of this session's own: the default one counts the producers this process made before,
+            # so the transaction ids, and with them every commit-log offset, would depend on the tests run
+            # first.
+            self.made += 1
             self.producers[group] = self.env.producer(group, self.listeners[group],
-                                                      producer_id=f"{group}-transcript")
+                                                      producer_id=f"{group}-transcript-{self.made}")
         return self.producers[group]
 
     def run(self, command: str) -> list[str]:
@@ -128,8 +138,32 @@ class Session:
 
 
 def _send(session: Session, args: dict[str, str]) -> list[str]:
-    producer = session.producer(args.get("group", "G"))
-    send(producer, args["body"].encode(), _ACTIONS[args["action"]], queue_id=int(args.get("queue", 0)))
+    group = args.get("group", "G")
+    properties = {IMMUNITY: args["immunity"]} if "immunity" in args else {}
+    result = send(session.producer(group), args["body"].encode(), _ACTIONS[args["action"]],
+                  queue_id=int(args.get("queue", 0)), properties=properties)
+    session.sent[session.name("txn", result.transaction_id)] = (group, result)
+    return []
+
+
+def _end(session: Session, args: dict[str, str]) -> list[str]:
+    group, result = session.sent[args.get("txn", list(session.sent)[-1])]
+    session.producers[group].end_transaction(result, _ACTIONS[args["action"]])
+    return []
+
+
+def _producer_down(session: Session, args: dict[str, str]) -> list[str]:
+    session.producers.pop(args.get("group", "G")).shutdown()
+    return []
+
+
+def _crash(session: Session, args: dict[str, str]) -> list[str]:
+    session.env.broker.crash()
+    return []
+
+
+def _restart(session: Session, args: dict[str, str]) -> list[str]:
+    session.env.broker.restart()
     return []
 
 
@@ -161,8 +195,9 @@ def _visible(session: Session, args: dict[str, str]) -> list[str]:
 
 
 _COMMANDS: dict[str, Callable[[Session, dict[str, str]], list[str]]] = {
-    "send": _send, "answer": _answer, "advance": _advance, "check": _check, "flush-ops": _flush_ops,
-    "visible": _visible,
+    "send": _send, "end": _end, "answer": _answer, "advance": _advance, "check": _check,
+    "flush-ops": _flush_ops, "visible": _visible, "producer-down": _producer_down, "crash": _crash,
+    "restart": _restart,
 }
 
 
