@@ -80,10 +80,12 @@ def _header(path: Path) -> schema.TraceHeader:
 def _check_parquet_columns(path: Path) -> None:
     found = pq.read_schema(path)
     names = set(found.names)
-    missing = [c for c in schema.COLUMN_NAMES if c not in names]
+    missing = [c for c in schema.COLUMN_NAMES if c not in names and c not in schema.LATER_COLUMNS]
     if missing:
         raise TraceColumnsError(f"{path}: missing trace column(s) {', '.join(missing)}")
     for name, typ in schema.COLUMNS.items():
+        if name not in names:
+            continue  # a column added later within version 2: null in this trace
         got = found.field(name).type
         if got != typ and not (pa.types.is_dictionary(got) and got.value_type == typ):
             raise TraceColumnsError(f"{path}: column {name} has type {got}, trace format v1 says {typ}")
@@ -102,7 +104,7 @@ def _check_ndjson_columns(path: Path) -> None:
                     raise NotATraceError(f"{path}: line {number} is not JSON ({reason})") from None
                 if not isinstance(row, dict):
                     raise NotATraceError(f"{path}: line {number} is not a JSON object")
-                missing = [c for c in schema.COLUMN_NAMES if c not in row]
+                missing = [c for c in schema.COLUMN_NAMES if c not in row and c not in schema.LATER_COLUMNS]
                 if missing:
                     raise TraceColumnsError(f"{path}: missing trace column(s) {', '.join(missing)}")
                 return
@@ -133,16 +135,18 @@ def open_trace(path: str | Path) -> TraceInput:
     return TraceInput(path=path, kind=kind, header=header)
 
 
+_DDL = {
+    pa.int64(): "BIGINT",
+    pa.int32(): "INT",
+    pa.string(): "STRING",
+    pa.bool_(): "BOOLEAN",
+    pa.list_(pa.int64()): "ARRAY<BIGINT>",
+}
+
+
 def _spark_schema() -> str:
     """The v1 columns as a Spark DDL string, for reading NDJSON without type inference."""
-    ddl = {
-        pa.int64(): "BIGINT",
-        pa.int32(): "INT",
-        pa.string(): "STRING",
-        pa.bool_(): "BOOLEAN",
-        pa.list_(pa.int64()): "ARRAY<BIGINT>",
-    }
-    return ", ".join(f"`{name}` {ddl[typ]}" for name, typ in schema.COLUMNS.items())
+    return ", ".join(f"`{name}` {_DDL[typ]}" for name, typ in schema.COLUMNS.items())
 
 
 CORRUPT = "_corrupt_record"
@@ -155,7 +159,9 @@ def load_events(spark: Any, trace: TraceInput) -> Any:
 
     if trace.kind == "parquet":
         df = spark.read.parquet(str(trace.path))
-        return df.select(*schema.COLUMN_NAMES, F.lit(None).cast("string").alias(CORRUPT))
+        columns = [F.col(name) if name in df.columns else F.lit(None).cast(_DDL[typ]).alias(name)
+                   for name, typ in schema.COLUMNS.items()]  # LATER_COLUMNS may be absent
+        return df.select(*columns, F.lit(None).cast("string").alias(CORRUPT))
     # The header line parses too (its "format" key is set and every event column is null): drop it.
     reader = spark.read.schema(f"{_spark_schema()}, `format` STRING, `{CORRUPT}` STRING")
     df = (

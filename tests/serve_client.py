@@ -8,9 +8,10 @@ Run as ``python tests/serve_client.py HOST:PORT``. Commands (``op``):
 - ``producer name topics [answers]``: start a producer; ``answers`` maps a message id to the list of
   answers its checks get in turn (COMMIT, ROLLBACK, UNKNOWN; the last repeats); default COMMIT.
 - ``decide message_id answers``: set the answers of a message's checks later.
-- ``send producer topic body [tag]`` / ``half producer topic body`` / ``end tx action``.
+- ``send producer topic body [tag group deliver_s]`` (a FIFO message of ``group``, a DELAY message
+  delivered at ``deliver_s``) / ``half producer topic body`` / ``end tx action``.
 - ``checks``: the checks received so far, as message id -> count.
-- ``consumer name group topics [await_s]``, ``receive consumer max invisible_s``, ``ack consumer handle``.
+- ``consumer name group topics [await_s tag]``, ``receive consumer max invisible_s``, ``ack consumer handle``.
 - ``push name group topics``: a push consumer (a body starting ``retry`` fails its first attempt);
   ``pushed name``: what it consumed, as (body, attempt) pairs.
 - ``drain consumer ids invisible_s timeout_s``: receive and ack until every id was received.
@@ -103,16 +104,22 @@ class Driver:
         return {}
 
     @staticmethod
-    def _message(topic: str, body: str, tag: str | None = None) -> Any:
+    def _message(topic: str, body: str, tag: str | None = None, group: str | None = None,
+                 deliver_s: int | None = None) -> Any:
         message = Message()
         message.topic = topic
         message.body = body.encode()
         if tag:
             message.tag = tag
+        if group:
+            message.message_group = group
+        if deliver_s:
+            message.delivery_timestamp = deliver_s
         return message
 
-    def send(self, producer: str, topic: str, body: str, tag: str | None = None) -> dict:
-        receipt = self.clients[producer].send(self._message(topic, body, tag))
+    def send(self, producer: str, topic: str, body: str, tag: str | None = None, group: str | None = None,
+             deliver_s: int | None = None) -> dict:
+        receipt = self.clients[producer].send(self._message(topic, body, tag, group, deliver_s))
         return {"message_id": receipt.message_id, "offset": receipt.offset}
 
     def half(self, producer: str, topic: str, body: str) -> dict:
@@ -131,8 +138,8 @@ class Driver:
         with self.checker.lock:
             return {"checks": dict(self.checker.checks)}
 
-    def consumer(self, name: str, group: str, topics: list[str], await_s: int = 2) -> dict:
-        consumer = SimpleConsumer(self.config, group, {t: FilterExpression("*") for t in topics},
+    def consumer(self, name: str, group: str, topics: list[str], await_s: int = 2, tag: str = "*") -> dict:
+        consumer = SimpleConsumer(self.config, group, {t: FilterExpression(tag) for t in topics},
                                   await_duration=await_s)
         consumer.startup()
         self.clients[name] = consumer

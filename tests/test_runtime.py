@@ -157,7 +157,7 @@ def test_op_batch_thread_keeps_its_own_schedule(tmp_path: Path) -> None:
     sink = MemorySink()
     broker = Broker(tmp_path / "s", BrokerConfig(mode="rocketmq"), clock, sink)
     producer = TransactionProducer(broker, "G", ScriptedListener()).start()
-    [op_batch] = [service for service in TIMED_SERVICES if service.self_scheduled]
+    [op_batch] = [service for service in TIMED_SERVICES if service.method == "flush_op_batches"]
     try:
         with BrokerRuntime(broker, interval_scale=0.001):
             clock.advance(500)

@@ -219,7 +219,7 @@ def test_inbound_validates_as_upstreams_send_activity() -> None:
         "MESSAGE_BODY_TOO_LARGE": proto(b"x" * 9), "MESSAGE_BODY_EMPTY": proto(b""),
         "ILLEGAL_MESSAGE_ID": proto(message_id=" "), "ILLEGAL_MESSAGE_TAG": proto(tag="a|b"),
         "ILLEGAL_MESSAGE_KEY": proto(keys=["\x01"]), "BAD_REQUEST": too_long,
-        "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE": proto(message_type=pb.MessageType.DELAY),
+        "ILLEGAL_MESSAGE_GROUP": proto(message_group=" "),
         "MESSAGE_CORRUPTED": proto(body_encoding=pb.Encoding.GZIP),
     }
     for code, message in bad.items():

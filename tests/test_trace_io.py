@@ -99,3 +99,23 @@ def test_missing_and_non_parquet_files(tmp_path: Path) -> None:
     pq.write_table(pa.table({"seq": [0]}), plain)
     with pytest.raises(TraceFormatError, match="without a txmq trace header"):
         read_header(plain)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".ndjson"])
+def test_a_trace_written_before_the_later_columns_reads_them_as_null(tmp_path: Path, suffix: str) -> None:
+    """``schema.LATER_COLUMNS`` came within version 2: a trace without them is read, not refused."""
+    path = tmp_path / f"t{suffix}"
+    with open_sink(path, TraceHeader(mode="strict")) as sink:
+        sink.emit(ev.PLAIN_PUT, 5, topic="T", queue_id=0, queue_offset=0, deliver_ms=7)
+    if suffix == ".parquet":
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns(list(ev.LATER_COLUMNS)).replace_schema_metadata(table.schema.metadata),
+                       path)
+    else:
+        lines = path.read_text().splitlines()
+        rows = [json.loads(line) for line in lines[1:]]
+        path.write_text("\n".join([lines[0], *(json.dumps({k: v for k, v in row.items()
+                                                            if k not in ev.LATER_COLUMNS}) for row in rows)]))
+    _, events = read_events(path)
+    [put, *_] = list(events)
+    assert (put["event"], put["deliver_ms"], put["message_group"]) == (ev.PLAIN_PUT, None, None)

@@ -30,11 +30,13 @@ from txmq.transaction.bridge import half_of
 from txmq.transaction.constants import (
     CHECK_MAX_TOPIC,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    PROPERTY_SHARDING_KEY,
 )
 from txmq.transaction.end_transaction import EndTransactionProcessor
 from txmq.transaction.producer_manager import ProducerChannel
 from txmq.transaction.resolution import TransactionState, transaction_state
 from txmq.transaction.resume import resume_check_half_message
+from txmq.transaction.timer import level_delivery_ms
 
 
 class Broker(BrokerCore):
@@ -73,24 +75,38 @@ class Broker(BrokerCore):
         with self._lock:
             return self._producers.live()
 
-    def send_message(self, message: Message, uniq_key: str) -> SendResult:
-        """Store a plain (non-transactional) message: visible to consumers at once."""
+    def send_message(self, message: Message, uniq_key: str, deliver_ms: int | None = None,
+                     message_group: str | None = None) -> SendResult:
+        """Store a plain (non-transactional) message: visible to consumers at once, or, with a delivery
+        time (``deliver_ms``, a 5.x ``delivery_timestamp``) or a delay level (``message.delay_level``, 4.x),
+        when that time comes (``txmq.transaction.timer``). ``message_group``: a FIFO message's group."""
         validate_topic(message.topic)
         props = client_properties(message, uniq_key)
+        if message_group:
+            props[PROPERTY_SHARDING_KEY] = message_group
         check_size(message.body, props, self._config.segment_size)
         with self._lock:
             store = self._context().store
-            record = StoredMessage(
-                topic=message.topic, queue_id=message.queue_id, body=message.body, properties=props,
-                born_timestamp=self._clock.now_ms(),
-            )
-            put = store.put_message(record)
+            now = self._clock.now_ms()
+            record = StoredMessage(topic=message.topic, queue_id=message.queue_id, body=message.body,
+                                   properties=props, born_timestamp=now)
+            level = message.delay_level
+            if level > 0:
+                deliver_ms = level_delivery_ms(level, now)
+            # HookUtils.handleScheduleMessage: a delivery time already past is put at once
+            delayed = deliver_ms is not None and (level > 0 or deliver_ms > now)
+            if delayed and deliver_ms is not None:
+                put = self._timer.send(record, deliver_ms, level, self._config.strict)
+            else:
+                put = store.put_message(record)
             if not put.ok:
                 refused = WriteRefusedError if put.os_errno in REFUSED_WRITES else StoreError
                 raise refused(f"the store refused the message: {put.status.name} {put.reason}")
-            self._emit(ev.PLAIN_PUT, topic=message.topic, queue_id=message.queue_id,
-                       queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
-                       body_crc=body_crc(message.body))
+            if not delayed:  # the timer traced its own put
+                self._emit(ev.PLAIN_PUT, topic=message.topic, queue_id=message.queue_id,
+                           queue_offset=put.queue_offset, commitlog_offset=put.commitlog_offset,
+                           body_crc=body_crc(message.body), deliver_ms=deliver_ms,
+                           message_group=message_group)
             return SendResult(SendStatus.SEND_OK, uniq_key, put.commitlog_offset, message.queue_id,
                               put.queue_offset)
 
@@ -190,14 +206,17 @@ class Broker(BrokerCore):
                                          max_messages)
 
     def deliver(self, consumer_group: str, topic: str, queue_id: int, queue_offset: int, attempt: int,
-                accept: Callable[[MessageExt], bool] | None = None) -> MessageExt | None:
+                accept: Callable[[MessageExt], bool] | None = None, orderly: bool = False
+                ) -> MessageExt | None:
         """One message read by a pop consumer (``txmq.serve.pop``), traced as a DELIVER with its
         ``attempt`` (1 for the first delivery, 2 after the invisible time ran out once...). A message
         ``accept`` refuses (a tag filter) is returned as None and not traced: it was not delivered; so is
-        a position retention deleted."""
+        a position retention deleted. ``orderly``: a FIFO consumer group's delivery, traced with the
+        message's ``message_group``."""
         with self._lock:
             store = self._context().store
-            return self._deliveries.one(store, consumer_group, topic, queue_id, queue_offset, attempt, accept)
+            return self._deliveries.one(store, consumer_group, topic, queue_id, queue_offset, attempt, accept,
+                                        orderly)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be assigned in ``topic``/``queue_id``."""

@@ -41,8 +41,10 @@ from txmq.transaction.op_batcher import OpBatcher
 from txmq.transaction.producer_manager import ProducerManager
 from txmq.transaction.resolution import open_for_store
 from txmq.transaction.retention import expire
+from txmq.transaction.timer import Timer
 
 OFFSETS_FILE = "offsets.json"
+NEVER_MS = 2**62  # when a self-scheduled service with nothing to do is due
 log = logging.getLogger("txmq.broker")
 
 
@@ -111,6 +113,7 @@ class BrokerCore:
                                           self._cache if cfg.half_cache_enabled else None, self._batcher,
                                           self._producers, self._offsets, self._stats)
         self._end_tx = EndTransactionProcessor(ctx)
+        self._timer = Timer(store, self._offsets, self._trace, self._stats, cfg.timer_precision_ms)
         self._check = CheckService(ctx)
         now = self._clock.now_ms()
         self._next_run = {service.method: now + service.interval_ms(cfg) for service in TIMED_SERVICES}
@@ -240,6 +243,13 @@ class BrokerCore:
         with self._lock:
             return self._context().ops.tick(force)
 
+    def deliver_delayed(self) -> int:
+        """One run of the delay timer: put the delayed messages whose time has come into their real topics
+        (``txmq.transaction.timer``); returns how many."""
+        with self._lock:
+            self._context()
+            return self._timer.deliver_due(self._clock.now_ms())
+
     def delete_expired_segments(self) -> list[str]:
         """One retention pass (upstream ``CleanCommitLogService``): delete the commit-log segments due for
         deletion and what lived in them; returns the deleted segment names."""
@@ -273,6 +283,10 @@ class BrokerCore:
             return self._due_ms(service)
 
     def _due_ms(self, service: TimedService) -> int:
+        if service.method == "deliver_delayed":  # the timer, due with its earliest pending message
+            self._context()
+            due = self._timer.next_due_ms()
+            return NEVER_MS if due is None else due
         if service.self_scheduled:  # the Op batch thread, woken early by a full buffer
             return self._context().ops.next_tick_ms
         self._context()

@@ -214,6 +214,26 @@ ENTRIES: tuple[Invariant, ...] = (
         "under at-least-once delivery.",
         not_in_spec=_DELIVERY_BELOW_SPEC, needs=("DELIVER",)),
     Invariant(
+        "NotBeforeDeliveryTime", SAFETY, PART, MODEL | SPARK,
+        "A delayed message (its PLAIN_PUT carries deliver_ms: a 5.x delivery time, or a 4.x delay level's "
+        "store time plus delay) is delivered no earlier than timer_precision_ms before its deliver_ms.",
+        strict_part="no DELIVER of it before its deliver_ms",
+        rocketmq="the timer rounds a delivery time down to its precision (HookUtils.transformTimerMessage: "
+        "a multiple of timerPrecisionMs, 1 s, one step earlier), so a message is visible up to 1 s early",
+        not_in_spec="delayed messages are plain messages and a timer, below the transaction protocol; trace "
+        "validation follows only that protocol, and the audit's clients send none",
+        needs=("DELIVER",)),
+    Invariant(
+        "MessageGroupOrder", SAFETY, BOTH, MODEL | SPARK,
+        "A FIFO consumer group (its DELIVERs carry the message's message_group) has at most one message of a "
+        "message group in flight: per (consumer group, topic, queue_id, message_group) no redelivery "
+        "(attempt above 1) is of a lower queue offset than one delivered before it (the message redelivered "
+        "is the one in flight; the next of its group comes only after it was acked or dead-lettered). A "
+        "restart starts over, with attempt 1, from the group's committed offset.",
+        not_in_spec="orderly pop consumption is below the transaction protocol the spec states; trace "
+        "validation follows only that protocol, and the audit's consumers read no FIFO topic",
+        needs=("DELIVER",)),
+    Invariant(
         "QueueContiguity", SAFETY, BOTH, MODEL | SPARK,
         "The REAL_PUT and PLAIN_PUT queue offsets of each (topic, queue_id) are 0, 1, 2, ... without gaps "
         "or repeats.",
@@ -325,46 +345,6 @@ ENTRIES: tuple[Invariant, ...] = (
 
 CATALOGUE: dict[str, Invariant] = {entry.name: entry for entry in ENTRIES}
 
-
-@dataclass(frozen=True)
-class UpstreamFact:
-    """A behaviour of upstream RocketMQ that breaks none of the invariants above but that a client sees:
-    ``rocketmq`` says what rocketmq mode does about it, ``strict`` what strict mode does and why; the audit
-    reports it as the named ``figure``, never as a violation (``txmq audit``'s report)."""
-
-    name: str
-    meaning: str
-    rocketmq: str
-    strict: str
-    figure: str
-
-
-UPSTREAM_FACTS: tuple[UpstreamFact, ...] = (
-    UpstreamFact(
-        "HeartbeatGatedCheckRouting",
-        "Upstream's broker learns a 5.x proxy client's producer group only at the proxy's transaction "
-        "heartbeat (transactionHeartbeatPeriodSecond, 20 s; "
-        "ClusterTransactionService.scanProducerHeartBeat), "
-        "and only for topics of message type TRANSACTION; a check before it finds no channel and is lost "
-        "(AbstractTransactionalMessageCheckListener.sendCheckMessage), yet the half was renewed with its "
-        "count one higher, so the check counts towards check_max. After a broker or proxy restart every "
-        "group waits for the next heartbeat again: a never-deciding transaction can be discarded having "
-        "reached its producers fewer than check_max times (CHECK result NO_PRODUCER in a served trace)",
-        rocketmq="txmq serve registers a producer group at the first heartbeat after its start "
-        "(--proxy transaction_heartbeat_period_ms, default 20000); every served topic counts as TRANSACTION",
-        strict="producers are registered when their Settings arrive: no check is lost to an unknown group",
-        figure="checked_out_through_heartbeat_gate"),
-    UpstreamFact(
-        "BornTimeTruncation",
-        "Upstream ages a half from the born_timestamp the client stamped (SendMessageActivity keeps it as "
-        "BORN_TIMESTAMP, ProducerProcessor sends it as the born time, TransactionalMessageServiceImpl.check "
-        "ages from it); the official Python client stamps whole seconds, so a first check can come up to "
-        "one second before send + transaction timeout",
-        rocketmq="txmq serve ages a half from the client's born_timestamp, as upstream",
-        strict="txmq serve ages a half from its own clock at receipt, so a client's clock (skewed, or "
-        "truncated) never shortens the time a producer has to end its transaction",
-        figure="checks_early_by_born_truncation"),
-)
 
 # Spec operators that TLC models list as invariants without being guarantees of the protocol.
 SPEC_TYPE_CHECKS = ("TypeOK",)

@@ -1,7 +1,8 @@
 """The catalogue's outcomes: what a user must be able to tell apart though it breaks no invariant of
 ``txmq.catalogue`` in both modes, defined once, as data. The anomaly atlas (``txmq.atlas``) names its
 entries by these and by the invariants; ``txmq.trace.outcomes`` judges each over a trace under its name;
-``docs/invariants.md`` lists them (``txmq.catalogue_page``)."""
+``docs/invariants.md`` lists them (``txmq.catalogue_page``). So are upstream's facts (``UPSTREAM_FACTS``):
+behaviours that break no invariant but that a client sees, which the audit reports as figures."""
 
 from __future__ import annotations
 
@@ -82,3 +83,44 @@ BY_NAME: dict[str, Outcome] = {o.name: o for o in OUTCOMES}
 def outcome_names(layer: Layer) -> tuple[str, ...]:
     """The outcomes judged in ``layer``, in catalogue order."""
     return tuple(o.name for o in OUTCOMES if layer in o.layers)
+
+
+@dataclass(frozen=True)
+class UpstreamFact:
+    """A behaviour of upstream RocketMQ that breaks none of the invariants above but that a client sees:
+    ``rocketmq`` says what rocketmq mode does about it, ``strict`` what strict mode does and why; the audit
+    reports it as the named ``figure``, never as a violation (``txmq audit``'s report)."""
+
+    name: str
+    meaning: str
+    rocketmq: str
+    strict: str
+    figure: str
+
+
+UPSTREAM_FACTS: tuple[UpstreamFact, ...] = (
+    UpstreamFact(
+        "HeartbeatGatedCheckRouting",
+        "Upstream's broker learns a 5.x proxy client's producer group only at the proxy's transaction "
+        "heartbeat (transactionHeartbeatPeriodSecond, 20 s; "
+        "ClusterTransactionService.scanProducerHeartBeat), "
+        "and only for topics of message type TRANSACTION; a check before it finds no channel and is lost "
+        "(AbstractTransactionalMessageCheckListener.sendCheckMessage), yet the half was renewed with its "
+        "count one higher, so the check counts towards check_max. After a broker or proxy restart every "
+        "group waits for the next heartbeat again: a never-deciding transaction can be discarded having "
+        "reached its producers fewer than check_max times (CHECK result NO_PRODUCER in a served trace)",
+        rocketmq="txmq serve registers a producer group at the first heartbeat after its start "
+        "(--proxy transaction_heartbeat_period_ms, default 20000); every served topic counts as TRANSACTION",
+        strict="producers are registered when their Settings arrive: no check is lost to an unknown group",
+        figure="checked_out_through_heartbeat_gate"),
+    UpstreamFact(
+        "BornTimeTruncation",
+        "Upstream ages a half from the born_timestamp the client stamped (SendMessageActivity keeps it as "
+        "BORN_TIMESTAMP, ProducerProcessor sends it as the born time, TransactionalMessageServiceImpl.check "
+        "ages from it); the official Python client stamps whole seconds, so a first check can come up to "
+        "one second before send + transaction timeout",
+        rocketmq="txmq serve ages a half from the client's born_timestamp, as upstream",
+        strict="txmq serve ages a half from its own clock at receipt, so a client's clock (skewed, or "
+        "truncated) never shortens the time a producer has to end its transaction",
+        figure="checks_early_by_born_truncation"),
+)

@@ -22,10 +22,9 @@ from txmq.catalogue import (
     STORE_ABSENT_EVENTS,
     STRICT,
     TRACE,
-    UPSTREAM_FACTS,
     Invariant,
 )
-from txmq.catalogue_outcomes import OUTCOMES
+from txmq.catalogue_outcomes import OUTCOMES, UPSTREAM_FACTS
 
 _LAYER_HEADINGS = ((SPEC, "spec"), (TRACE, "trace validation"), (MODEL, "model tests"), (SPARK, "Spark"),
                    (AUDIT, "audit"))

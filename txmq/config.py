@@ -62,6 +62,7 @@ class BrokerConfig(DataClassJsonMixin):
     segment_size: int = 64 * 1024 * 1024
     queue_file_entries: int = DEFAULT_ENTRIES_PER_FILE
     reject_transaction_message: bool = False
+    timer_precision_ms: int = 1_000  # MessageStoreConfig.timerPrecisionMs: the delay timer's step
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -73,7 +74,7 @@ class BrokerConfig(DataClassJsonMixin):
             "transaction_timeout_ms": 0, "check_interval_ms": 1, "check_max": 1, "file_reserved_time_ms": 1,
             "op_batch_max_chars": 1, "op_batch_interval_ms": 1, "op_buffer_capacity": 1,
             "half_cache_capacity": 1, "offset_persist_interval_ms": 1, "clean_resource_interval_ms": 1,
-            "segment_size": MIN_SEGMENT_SIZE, "queue_file_entries": 1,
+            "timer_precision_ms": 1, "segment_size": MIN_SEGMENT_SIZE, "queue_file_entries": 1,
         }
         for name, low in minimum.items():
             if getattr(self, name) < low:

@@ -14,6 +14,7 @@ from txmq.store.offsets import OffsetStore
 from txmq.trace import schema as ev
 from txmq.trace.schema import body_crc
 from txmq.trace.sinks import TraceSink
+from txmq.transaction.constants import PROPERTY_SHARDING_KEY
 from txmq.transaction.views import client_view
 
 log = logging.getLogger("txmq.broker")
@@ -44,9 +45,12 @@ class Deliveries:
         return PullResult([ext for ext in found if ext is not None], end, start != offset)
 
     def one(self, store: Store, consumer_group: str, topic: str, queue_id: int, queue_offset: int,
-            attempt: int | None, accept: Callable[[MessageExt], bool] | None = None) -> MessageExt | None:
+            attempt: int | None, accept: Callable[[MessageExt], bool] | None = None, orderly: bool = False
+            ) -> MessageExt | None:
         """The message at one position, traced with its pop ``attempt`` (None for a pull), or None:
-        retention deleted it, or ``accept`` (a tag filter) refused it, and then it was not delivered."""
+        retention deleted it, or ``accept`` (a tag filter) refused it, and then it was not delivered. An
+        ``orderly`` delivery (a FIFO consumer group) carries the message's group: the trace's
+        ``MessageGroupOrder`` judges those."""
         message = store.get_by_queue_offset(topic, queue_id, queue_offset)
         if message is None:
             return None
@@ -58,6 +62,7 @@ class Deliveries:
                 ev.DELIVER, self._clock.now_ms(), txn=ext.transaction_id, consumer_group=consumer_group,
                 topic=topic, queue_id=queue_id, queue_offset=queue_offset,
                 commitlog_offset=message.commitlog_offset, body_crc=body_crc(message.body), attempt=attempt,
+                message_group=message.properties.get(PROPERTY_SHARDING_KEY) if orderly else None,
             )
         return ext
 

@@ -29,8 +29,9 @@ class LocalTransactionState(enum.Enum):
 class Message:
     """What a producer sends.
 
-    ``delay_level`` is kept for API fidelity only: txmq has no scheduled delivery, and a transactional send
-    clears it, as the Java client does (``DefaultMQProducerImpl.sendMessageInTransaction``).
+    ``delay_level`` (1..18 of upstream's ``messageDelayLevel``) makes a plain send visible only after its
+    level's delay (``txmq.transaction.timer``); a transactional send clears it, as the Java client does
+    (``DefaultMQProducerImpl.sendMessageInTransaction``).
     """
 
     topic: str

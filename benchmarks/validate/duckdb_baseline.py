@@ -141,7 +141,7 @@ _OPS_SQL = """
 GROUP_CHECKS = ("DuplicateConsumptionExplained", "GroupSkipsNothing", "DeadLetterOnlyAtMax")
 
 # Per queue position, in the order of QUEUE_CHECKS, then DELIVERs of nothing put (NoUncommittedVisible's).
-QUEUE_CHECKS = ("QueueContiguity", "DeliveryIntegrity")
+QUEUE_CHECKS = ("QueueContiguity", "DeliveryIntegrity", "NotBeforeDeliveryTime", "MessageGroupOrder")
 _QUEUES_SQL = """
     WITH positions AS (
       SELECT topic, queue_id, queue_offset, count(*) AS reals, arg_min(seq, seq) AS r_seq,
@@ -158,11 +158,21 @@ _QUEUES_SQL = """
       SELECT d.*, p.r_seq, p.r_txn, p.r_crc,
         lag(d.queue_offset) OVER (PARTITION BY consumer_group, d.topic, d.queue_id ORDER BY d_seq)
           > d.queue_offset AS out_of_order
-      FROM deliveries d LEFT JOIN positions p USING (topic, queue_id, queue_offset))
+      FROM deliveries d LEFT JOIN positions p USING (topic, queue_id, queue_offset)),
+    due AS (SELECT topic, queue_id, queue_offset, arg_min(deliver_ms, seq) AS due_ms FROM ev
+            WHERE event IN ('REAL_PUT', 'PLAIN_PUT') GROUP BY ALL),
+    early AS (SELECT count(*) AS n FROM ev d JOIN due USING (topic, queue_id, queue_offset)
+              WHERE d.event = 'DELIVER' AND d.ts < due.due_ms),
+    back AS (SELECT count(*) FILTER (WHERE queue_offset < before AND attempt > 1) AS n FROM (
+               SELECT queue_offset, attempt, max(queue_offset) OVER (PARTITION BY consumer_group, topic,
+                 queue_id, message_group ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                 AS before
+               FROM ev WHERE event = 'DELIVER' AND message_group IS NOT NULL))
     SELECT (SELECT n FROM gaps),
       count(*) FILTER (WHERE (r_seq IS NOT NULL AND (d_txn != r_txn OR d_txn_max != r_txn
              OR d_crc IS DISTINCT FROM r_crc OR d_crc_max IS DISTINCT FROM r_crc))
              OR coalesce(out_of_order, false)),
+      (SELECT n FROM early), (SELECT n FROM back),
       count(*) FILTER (WHERE r_seq IS NULL OR r_seq > d_seq)
     FROM joined"""
 

@@ -156,6 +156,24 @@ def dead_letter_at_first_failure(t: Trace) -> None:
           txn="t1", result="DLQ", attempt=1)
 
 
+def delivered_before_its_time(t: Trace) -> None:
+    """t1 was delayed until 5 s after cg1 got it."""
+    t.find(S.REAL_PUT, "t1")["deliver_ms"] = t.find(S.DELIVER, "t1")["ts"] + 5_000
+
+
+def delivered_within_the_timer_precision(t: Trace) -> None:
+    """t1 was delayed until 0.5 s after cg1 got it: rocketmq mode's timer rounds down to 1 s."""
+    t.find(S.REAL_PUT, "t1")["deliver_ms"] = t.find(S.DELIVER, "t1")["ts"] + 500
+
+
+def message_group_out_of_order(t: Trace) -> None:
+    """cg1 consumes FIFO: t1 and t3 are of message group g, and t1 comes again after t3 was delivered."""
+    t.find(S.DELIVER, "t1")["message_group"] = "g"
+    t.find(S.DELIVER, "t3")["message_group"] = "g"
+    t.add(S.DELIVER, 6_300, txn="t1", consumer_group=GROUP, topic=TOPIC, queue_id=0, queue_offset=0,
+          commitlog_offset=500, body_crc=11, attempt=2, message_group="g")
+
+
 INJECTIONS = [
     ("NoUncommittedVisible", commit_before_end),
     ("NoUncommittedVisible", deliver_unput_position),
@@ -179,6 +197,8 @@ INJECTIONS = [
     ("DuplicateConsumptionExplained", duplicate_without_owner_change),
     ("GroupSkipsNothing", commit_past_unconsumed),
     ("DeadLetterOnlyAtMax", dead_letter_at_first_failure),
+    ("NotBeforeDeliveryTime", delivered_before_its_time),
+    ("MessageGroupOrder", message_group_out_of_order),
 ]
 
 
@@ -188,4 +208,5 @@ STRICT_ONLY = [
     ("DiscardOnlyAtMax", real_after_discard),
     ("OpRefersToHalf", op_names_half_twice),
     ("NoCheckAfterDurableOp", check_after_op),
+    ("NotBeforeDeliveryTime", delivered_within_the_timer_precision),
 ]

@@ -26,6 +26,7 @@ from txmq import catalogue
 from txmq.checks.check_bound import check_counts
 from txmq.checks.consumer_groups import judge_trace_groups
 from txmq.checks.durable_op import checks_after_durable_op
+from txmq.checks.message_timing import deliveries_before_their_time, message_groups_out_of_order
 from txmq.protocol import MessageExt
 from txmq.trace import schema as ev
 from txmq.transaction.resolution import TransactionState
@@ -68,6 +69,7 @@ class Observation:
     states: Mapping[str, TransactionState] | None = None
     queue_ends: Mapping[QueueKey, int] | None = None
     max_reconsume_times: int = 16  # the consumer-group judge: failures before the DLQ
+    timer_precision_ms: int = 1_000  # how early rocketmq mode's timer may put a delayed message
 
 
 def _local_actions(events: Iterable[Event]) -> dict[str, set[str]]:
@@ -327,6 +329,14 @@ def QueueContiguity(obs: Observation, strict: bool = True) -> list[str]:
         problems += [f"{topic}/{q} ends at {end} but has {count[(topic, q)]} REAL_PUTs"
                      for (topic, q), end in obs.queue_ends.items() if end != count[(topic, q)]]
     return problems
+
+
+def NotBeforeDeliveryTime(obs: Observation, strict: bool = True) -> list[str]:
+    return deliveries_before_their_time(obs.events, 0 if strict else obs.timer_precision_ms)
+
+
+def MessageGroupOrder(obs: Observation, strict: bool = True) -> list[str]:
+    return message_groups_out_of_order(obs.events)
 
 
 def _groups(obs: Observation, name: str) -> list[str]:

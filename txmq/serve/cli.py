@@ -25,13 +25,12 @@ from txmq.sim.cli import pairs
 DEFAULT_PORT = 8081  # upstream proxy's grpcServerPort
 
 
-def _topic(text: str) -> tuple[str, int | None]:
-    name, sep, count = text.partition(":")
-    if not sep:
-        return name, None
-    if not count.isdigit() or int(count) < 1:
-        raise ConfigError(f"--topic {text}: write NAME or NAME:QUEUES with QUEUES a positive integer")
-    return name, int(count)
+def _group(text: str) -> str:
+    """``--group NAME:FIFO``: a consumer group that consumes orderly."""
+    name, _, kind = text.partition(":")
+    if kind.upper() != "FIFO" or not name:
+        raise ConfigError(f"--group {text}: write NAME:FIFO (a consumer group that consumes orderly)")
+    return name
 
 
 def _endpoint(text: str) -> tuple[str, int]:
@@ -46,6 +45,7 @@ def _serve(args: argparse.Namespace) -> int:
     from txmq.serve.admin_http import LOOPBACK
     from txmq.serve.config import ServeConfig
     from txmq.serve.server import ServeSession
+    from txmq.serve.types import parse_topic
 
     settings = pairs(args.broker_settings, "--broker")
     settings["mode"] = args.mode
@@ -53,10 +53,12 @@ def _serve(args: argparse.Namespace) -> int:
     broker_config = BrokerConfig.from_mapping(settings)
     config = ServeConfig.from_mapping(pairs(args.proxy_settings, "--proxy"))
     topics: dict[str, int] = {}
+    types: dict[str, str] = {}
     for text in args.topics or []:
-        name, count = _topic(text)
+        name, kind, topics[name] = parse_topic(text, config.queues_per_topic)
         validate_topic(name)
-        topics[name] = count or config.queues_per_topic
+        if kind:
+            types[name] = kind
     if not topics:
         raise ConfigError("declare the topics to serve with --topic NAME (repeatable): upstream too needs "
                           "topics created before clients use them")
@@ -81,9 +83,11 @@ def _serve(args: argparse.Namespace) -> int:
         session = ServeSession(Path(args.store), broker_config, config, topics, host=args.host,
                                port=args.port, trace=trace, advertise=advertise,
                                remoting_port=args.remoting, manual_clock=args.clock == "manual",
-                               admin_port=admin).start()
+                               admin_port=admin, topic_types=types,
+                               fifo_groups=frozenset(_group(g) for g in args.groups or [])).start()
+        named = (f"{name} ({types[name]})" if name in types else name for name in sorted(topics))
         print(f"txmq serve: listening on {args.host}:{session.port} (mode {broker_config.mode}, flush "
-              f"{broker_config.flush}, topics {', '.join(sorted(topics))})", flush=True)
+              f"{broker_config.flush}, topics {', '.join(named)})", flush=True)
         if session.remoting is not None:
             print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
         if session.admin is not None:
@@ -110,8 +114,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("serve", help="serve the broker over RocketMQ 5.x's gRPC protocol",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", required=True, help="the broker's store directory (created if new)")
-    parser.add_argument("--topic", dest="topics", action="append", metavar="NAME[:QUEUES]",
-                        help="a topic to serve, with its queue count (default 4); repeatable")
+    parser.add_argument("--topic", dest="topics", action="append", metavar="NAME[:TYPE][:QUEUES]",
+                        help="a topic to serve, with its message type (NORMAL, FIFO, DELAY, TRANSACTION or "
+                             "MIXED; none: NORMAL and TRANSACTION) and queue count (default 4); repeatable")
+    parser.add_argument("--group", dest="groups", action="append", metavar="NAME:FIFO",
+                        help="a consumer group that consumes orderly (upstream's consumeMessageOrderly): at "
+                             "most one message of a message group in flight; repeatable")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port to listen on; 0 picks a free one (default {DEFAULT_PORT})")

@@ -184,9 +184,10 @@ RETRY_SCHEDULE_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240
 
 
 def merged_settings(settings: Any, max_body_size: int, consumer_attempts: int, long_polling_ms: int,
-                    batch_size: int) -> Any:
+                    batch_size: int, fifo: bool = False) -> Any:
     """The Settings the server answers with: the client's, overlaid with the server's limits
-    (``GrpcClientSettingsManager.mergeProducerData`` / ``mergeSubscriptionData``)."""
+    (``GrpcClientSettingsManager.mergeProducerData`` / ``mergeSubscriptionData``); ``fifo``: the group
+    consumes orderly (``setFifo(groupConfig.isConsumeMessageOrderly())``)."""
     merged = pb.Settings()
     merged.CopyFrom(settings)
     if merged.HasField("publishing"):
@@ -199,7 +200,7 @@ def merged_settings(settings: Any, max_body_size: int, consumer_attempts: int, l
     elif merged.HasField("subscription"):
         merged.subscription.receive_batch_size = batch_size
         merged.subscription.long_polling_timeout.FromMilliseconds(long_polling_ms)
-        merged.subscription.fifo = False
+        merged.subscription.fifo = fifo
         merged.backoff_policy.max_attempts = consumer_attempts
         for ms in RETRY_SCHEDULE_MS:
             merged.backoff_policy.customized_backoff.next.add().FromMilliseconds(ms)

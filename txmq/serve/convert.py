@@ -25,7 +25,9 @@ from txmq.transaction.constants import (
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_SHARDING_KEY,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET,
     PROPERTY_UNIQ_KEY,
@@ -47,9 +49,10 @@ _SYSTEM_PROPERTIES = RESERVED_PROPERTIES | {PROPERTY_CHECK_IMMUNITY_TIME_IN_SECO
 _HIDDEN_FROM_CONSUMERS = frozenset({
     PROPERTY_DELAY, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_PRODUCER_GROUP, PROPERTY_UNIQ_KEY, PROPERTY_TAGS, PROPERTY_KEYS,
-    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, PROPERTY_CLUSTER,
+    PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, PROPERTY_CLUSTER, PROPERTY_SHARDING_KEY,
+    PROPERTY_TIMER_DELIVER_MS,
 }) | TXMQ_PROPERTIES
-SERVED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.TRANSACTION)
+MAX_MESSAGE_GROUP_SIZE = 64  # ProxyConfig.maxMessageGroupSize
 
 
 def _has_control(text: str) -> bool:
@@ -57,15 +60,17 @@ def _has_control(text: str) -> bool:
     return any(unicodedata.category(c) == "Cc" for c in text)
 
 
-def message_type(proto: Any) -> int:
-    """The message's type, NORMAL when unset; FIFO, DELAY and the rest are refused as upstream refuses a
-    type its topic does not accept (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE)."""
-    kind = proto.system_properties.message_type or pb.MessageType.NORMAL
-    if kind not in SERVED_TYPES:
-        raise ServeError("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE",
-                         "txmq topics accept NORMAL and TRANSACTION messages, "
-                         f"not {pb.MessageType.Name(kind)}")
-    return kind
+def delivery_ms(proto: Any) -> int | None:
+    """A DELAY message's delivery time (``SendMessageActivity.fillDelayMessageProperty``), else None."""
+    system = proto.system_properties
+    return int(system.delivery_timestamp.ToMilliseconds()) if system.HasField("delivery_timestamp") else None
+
+
+def _validate_message_group(group: str) -> None:
+    """``SendMessageActivity.validateMessageGroup``."""
+    if group and (not group.strip() or len(group.encode()) >= MAX_MESSAGE_GROUP_SIZE or _has_control(group)):
+        raise ServeError("ILLEGAL_MESSAGE_GROUP", "message group cannot be blank, contain a control "
+                                                  f"character or reach {MAX_MESSAGE_GROUP_SIZE} bytes")
 
 
 def _body(proto: Any, config: ServeConfig) -> bytes:
@@ -116,13 +121,13 @@ def _properties(proto: Any) -> tuple[dict[str, str], str | None, str | None]:
 def inbound(proto: Any, config: ServeConfig) -> tuple[Message, str, bool]:
     """A sent message as txmq's ``Message``, its message id (txmq's unique key and, for a transactional
     message, the transaction id), and whether it is transactional."""
-    kind = message_type(proto)
+    _validate_message_group(proto.system_properties.message_group)
     body = _body(proto, config)
     user, tag, keys = _properties(proto)
     message_id = proto.system_properties.message_id
     if not message_id.strip():
         raise ServeError("ILLEGAL_MESSAGE_ID", "message id cannot be empty")
-    transactional = kind == pb.MessageType.TRANSACTION
+    transactional = proto.system_properties.message_type == pb.MessageType.TRANSACTION
     if transactional and proto.system_properties.HasField("orphaned_transaction_recovery_duration"):
         seconds = proto.system_properties.orphaned_transaction_recovery_duration.seconds
         if seconds > MAX_TRANSACTION_RECOVERY_S:  # validateTransactionRecoverySecond
@@ -147,8 +152,7 @@ def outbound(ext: MessageExt, store_host: str, receipt_handle: str | None = None
         message_id=props.get(PROPERTY_UNIQ_KEY, ""),
         body_digest=pb.Digest(type=pb.DigestType.MD5, checksum=hashlib.md5(ext.body).hexdigest().upper()),
         body_encoding=pb.Encoding.IDENTITY,
-        message_type=(pb.MessageType.TRANSACTION if props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
-                      else pb.MessageType.NORMAL),
+        message_type=_stored_type(props),
         born_timestamp=_timestamp(ext.born_timestamp),
         store_timestamp=_timestamp(ext.store_timestamp),
         store_host=store_host,
@@ -160,12 +164,27 @@ def outbound(ext: MessageExt, store_host: str, receipt_handle: str | None = None
         system.tag = props[PROPERTY_TAGS]
     if props.get(PROPERTY_KEYS):
         system.keys.extend(props[PROPERTY_KEYS].split(KEY_SEPARATOR))
+    if props.get(PROPERTY_SHARDING_KEY):
+        system.message_group = props[PROPERTY_SHARDING_KEY]
+    if props.get(PROPERTY_TIMER_DELIVER_MS):
+        system.delivery_timestamp.FromMilliseconds(int(props[PROPERTY_TIMER_DELIVER_MS]))
     if receipt_handle is not None:
         system.receipt_handle = receipt_handle
     if invisible_ms is not None:
         system.invisible_duration.FromMilliseconds(invisible_ms)
     return pb.Message(topic=pb.Resource(name=ext.topic), user_properties=user_properties(props),
                       system_properties=system, body=ext.body)
+
+
+def _stored_type(props: dict[str, str]) -> int:
+    """A stored message's type as ``GrpcConverter.buildMessage`` reports it."""
+    if props.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+        return pb.MessageType.TRANSACTION
+    if props.get(PROPERTY_TIMER_DELIVER_MS):
+        return pb.MessageType.DELAY
+    if props.get(PROPERTY_SHARDING_KEY):
+        return pb.MessageType.FIFO
+    return pb.MessageType.NORMAL
 
 
 def user_properties(props: dict[str, str]) -> dict[str, str]:

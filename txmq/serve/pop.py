@@ -33,7 +33,13 @@ from txmq.protocol import Message, MessageExt
 from txmq.serve.convert import user_properties
 from txmq.serve.errors import ServeError
 from txmq.serve.requests import DLQ_PREFIX
-from txmq.transaction.constants import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, RESERVED_PROPERTIES
+from txmq.transaction.constants import (
+    PROPERTY_KEYS,
+    PROPERTY_SHARDING_KEY,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    RESERVED_PROPERTIES,
+)
 
 HANDLE_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR
 NORMAL_TOPIC_TYPE = "0"  # ReceiptHandle.NORMAL_TOPIC
@@ -120,18 +126,23 @@ class PopService:
     # ------------------------------------------------------------------ receiving
     def receive(self, group: str, topic: str, queue_ids: list[int], max_messages: int, invisible_ms: int,
                 wait_s: float, accept: Callable[[MessageExt], bool] | None = None,
-                max_attempts: int | None = None) -> list[Popped]:
+                max_attempts: int | None = None, orderly: bool = False) -> list[Popped]:
         """Up to ``max_messages`` messages, waiting at most ``wait_s`` for the first one (a long poll).
 
         A message due for an attempt beyond ``max_attempts`` goes to the dead-letter callback instead and
         counts as consumed: upstream's proxy forwards it (``PopMessageResultFilterImpl``: TO_DLQ).
 
         The poll ends on the wall clock, as the client's deadline does, whatever the broker's clock says (a
-        manual one moves only when a test moves it, and then calls ``notify``)."""
+        manual one moves only when a test moves it, and then calls ``notify``).
+
+        ``orderly`` (a FIFO consumer group, upstream's orderly pop): at most one message of a message group
+        is in flight; a queue whose next message belongs to a group with one in flight gives nothing more
+        until it is acked, so no message overtakes an earlier one of its group."""
         deadline = time.monotonic() + wait_s
         with self._cond:
             while True:
-                popped = self._pop(group, topic, queue_ids, max_messages, invisible_ms, accept, max_attempts)
+                popped = self._pop(group, topic, queue_ids, max_messages, invisible_ms, accept, max_attempts,
+                                   orderly)
                 left = deadline - time.monotonic()
                 if popped or left <= 0 or self._closed:
                     return popped
@@ -163,7 +174,8 @@ class PopService:
         return min(times) if times else None
 
     def _pop(self, group: str, topic: str, queue_ids: list[int], max_messages: int, invisible_ms: int,
-             accept: Callable[[MessageExt], bool] | None, max_attempts: int | None) -> list[Popped]:
+             accept: Callable[[MessageExt], bool] | None, max_attempts: int | None, orderly: bool
+             ) -> list[Popped]:
         out: list[Popped] = []
         now = self._now()
         for queue_id in queue_ids:
@@ -179,33 +191,44 @@ class PopService:
                     self._acked(group, topic, queue_id, state, offset)
                     continue
                 attempt = flight.attempt + 1
-                again = self._hand_out(group, topic, queue_id, state, offset, attempt, invisible_ms, now)
+                again = self._hand_out(group, topic, queue_id, state, offset, attempt, invisible_ms, now,
+                                       orderly=orderly)
                 if again is None:  # retention deleted it while it was in flight: nothing left to redeliver
                     del state.inflight[offset]
                     self._acked(group, topic, queue_id, state, offset)
                 else:
                     out.append(again)
             end = self.broker.max_offset(topic, queue_id)
+            busy = {_message_group(d.message) for d in state.inflight.values()} if orderly else set()
             while state.next_new < end and len(out) < max_messages:
                 offset = state.next_new
+                if busy and self._message_group_at(topic, queue_id, offset) in busy - {None}:
+                    break  # orderly: its group has a message in flight; nothing overtakes it
                 state.next_new += 1
-                popped = self._hand_out(group, topic, queue_id, state, offset, 1, invisible_ms, now, accept)
+                popped = self._hand_out(group, topic, queue_id, state, offset, 1, invisible_ms, now, accept,
+                                        orderly)
                 if popped is None:  # filtered out or expired: consumed without a delivery (upstream skips it)
                     self._acked(group, topic, queue_id, state, offset)
                 else:
                     out.append(popped)
+                    if orderly:
+                        busy.add(_message_group(popped.message))
         return out
 
     def _hand_out(self, group: str, topic: str, queue_id: int, state: _QueueState, offset: int, attempt: int,
-                  invisible_ms: int, now: int, accept: Callable[[MessageExt], bool] | None = None
-                  ) -> Popped | None:
-        ext = self.broker.deliver(group, topic, queue_id, offset, attempt, accept)
+                  invisible_ms: int, now: int, accept: Callable[[MessageExt], bool] | None = None,
+                  orderly: bool = False) -> Popped | None:
+        ext = self.broker.deliver(group, topic, queue_id, offset, attempt, accept, orderly)
         if ext is None:  # refused by ``accept``, or deleted by retention
             return None
         handle = ReceiptHandle(now, invisible_ms, self.broker_name, queue_id, offset, ext.commitlog_offset)
         text = handle.encode()
         state.inflight[offset] = _InFlight(text, attempt, now + invisible_ms, ext)
         return Popped(ext, text, attempt, invisible_ms)
+
+    def _message_group_at(self, topic: str, queue_id: int, offset: int) -> str | None:
+        found = self.broker.admin.read(topic, queue_id, offset, 1)
+        return _message_group(found[0]) if found else None
 
     # ------------------------------------------------------------------ acking
     def ack(self, group: str, topic: str, handle_text: str) -> None:
@@ -261,6 +284,11 @@ class PopService:
             state.committed += 1
         if state.committed != before:
             self.broker.commit_consumer_offset(group, topic, queue_id, state.committed)
+
+
+def _message_group(ext: MessageExt) -> str | None:
+    """A FIFO message's group (``__SHARDINGKEY``), None for other messages."""
+    return ext.properties.get(PROPERTY_SHARDING_KEY)
 
 
 def dead_letter(broker: Broker, group: str, ext: MessageExt) -> None:

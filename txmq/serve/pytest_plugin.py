@@ -68,7 +68,8 @@ def judge_session(trace: Path) -> dict[str, list[str]]:
     header, events = read_events(trace)
     config, strict = header.config, header.mode == "strict"
     rows = list(events)
-    observed = Observation(rows, int(config["check_max"]), int(config["transaction_timeout_ms"]))
+    observed = Observation(rows, int(config["check_max"]), int(config["transaction_timeout_ms"]),
+                           timer_precision_ms=int(config.get("timer_precision_ms", 1_000)))
     return {**check(observed, strict), **outcomes_shown(rows, strict)[1]}
 
 

@@ -26,10 +26,15 @@ _SYSTEM_GROUP_PREFIX = CHECKPOINT_GROUP[: len("CID_RMQ_SYS_")]  # MixAll.isSysCo
 
 
 class TopicTable:
-    """The topics this server serves and their queue counts; a dead-letter topic has one queue."""
+    """The topics this server serves, their queue counts and message types (``txmq.serve.types``; none
+    given: UNTYPED), and the consumer groups that consume orderly (upstream's subscription group attribute
+    ``consumeMessageOrderly``); a dead-letter topic has one queue."""
 
-    def __init__(self, declared: dict[str, int]) -> None:
+    def __init__(self, declared: dict[str, int], types: dict[str, str] | None = None,
+                 fifo_groups: frozenset[str] = frozenset()) -> None:
         self.declared = dict(declared)
+        self.types = dict(types or {})
+        self.fifo_groups = fifo_groups
         self._reported: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
@@ -44,6 +49,10 @@ class TopicTable:
         name = shlex.quote(topic) if topic.isprintable() else repr(topic)  # one line, whatever it holds
         print(f"txmq serve: a {front_end} client asked for topic {name}, which is not served: start txmq "
               f"serve with --topic {name}", file=sys.stderr, flush=True)
+
+    def type_of(self, topic: str) -> str:
+        """A served topic's message type (UNTYPED for one declared without)."""
+        return self.types.get(topic, "")
 
     def queues(self, topic: str) -> int:
         """Queue count of a served topic; TOPIC_NOT_FOUND otherwise (``TopicRouteHelper``)."""

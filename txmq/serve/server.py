@@ -54,11 +54,15 @@ class ServeSession:
     def __init__(self, store: Path, broker_config: BrokerConfig, config: ServeConfig, topics: dict[str, int],
                  host: str = "127.0.0.1", port: int = 8081, trace: Path | None = None,
                  advertise: tuple[str, int] | None = None, remoting_port: int | None = None,
-                 manual_clock: bool = False, admin_port: int | None = None) -> None:
+                 manual_clock: bool = False, admin_port: int | None = None,
+                 topic_types: dict[str, str] | None = None,
+                 fifo_groups: frozenset[str] = frozenset()) -> None:
         self.store = store
         self.broker_config = broker_config
         self.config = config
         self.topics = topics
+        self.topic_types = dict(topic_types or {})  # txmq.serve.types; a topic without one is UNTYPED
+        self.fifo_groups = fifo_groups
         self.host = host
         self.requested_port = port
         self.trace = trace
@@ -120,8 +124,8 @@ class ServeSession:
         gate = (None if self.broker_config.strict
                 else HeartbeatGate(broker, period, threaded=not self.manual_clock))
         pop = PopService(broker, BROKER_NAME, partial(dead_letter, broker))
-        self.context = ServeContext(broker=broker, config=cfg, topics=TopicTable(self.topics), pop=pop,
-                                    transactions=index,
+        table = TopicTable(self.topics, self.topic_types, self.fifo_groups)
+        self.context = ServeContext(broker=broker, config=cfg, topics=table, pop=pop, transactions=index,
                                     clients=ClientRegistry(broker, gate or ImmediateRegistration(broker)),
                                     host=host, port=port, client_clock=not self.manual_clock)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
@@ -141,6 +145,8 @@ class ServeSession:
         config: dict[str, object] = dict(self.broker_config.as_dict())
         config["serve"] = self.config.as_dict()
         config["topics"] = dict(self.topics)
+        config["topic_types"] = dict(self.topic_types)
+        config["fifo_groups"] = sorted(self.fifo_groups)
         return config
 
     def stop(self) -> None:

@@ -24,7 +24,7 @@ from rocketmq.grpc_protocol import service_pb2_grpc
 from txmq.protocol import EndTransactionRequest, LocalTransactionState
 from txmq.serve.clients import TelemetryStream, merged_settings
 from txmq.serve.context import BROKER_NAME, ServeContext
-from txmq.serve.convert import SERVED_TYPES, inbound, outbound
+from txmq.serve.convert import delivery_ms, inbound, outbound
 from txmq.serve.errors import ServeError
 from txmq.serve.pop import Popped, dead_letter
 from txmq.serve.requests import (
@@ -35,6 +35,7 @@ from txmq.serve.requests import (
     validate_topic_and_group,
     validate_topic_name,
 )
+from txmq.serve.types import accepted_protos, check_type, fifo_queue, message_type
 
 CLIENT_ID = "x-mq-client-id"
 CLIENT_VERSION = "x-mq-client-version"
@@ -94,13 +95,14 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
 
     # ------------------------------------------------------------------ route and clients
     def QueryRoute(self, request: Any, context: grpc.ServicerContext) -> Any:
-        """``RouteActivity.queryRoute``: every queue read-write, accepting NORMAL and TRANSACTION."""
+        """``RouteActivity.queryRoute``: every queue read-write, accepting the topic's message types
+        (``RouteActivity.parseTopicMessageType``; NORMAL and TRANSACTION for a topic declared without)."""
         def work(_: str) -> Any:
             validate_topic_name(request.topic.name)
             count = self.ctx.topics.queues(request.topic.name)
+            types = accepted_protos(self.ctx.topics.type_of(request.topic.name))
             queues = [pb.MessageQueue(topic=request.topic, id=i, permission=pb.Permission.READ_WRITE,
-                                      broker=self._broker(),
-                                      accept_message_types=SERVED_TYPES)
+                                      broker=self._broker(), accept_message_types=types)
                       for i in range(count)]
             return spb.QueryRouteResponse(status=status("OK"), message_queues=queues)
         return self._answer(spb.QueryRouteResponse, context, work)
@@ -178,8 +180,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             return spb.TelemetryCommand(status=status(exc.code, exc.message))
         self.ctx.clients.update(client_id, settings, stream)
         cfg = self.ctx.config
+        fifo = settings.subscription.group.name in self.ctx.topics.fifo_groups
         merged = merged_settings(settings, cfg.max_message_size, cfg.max_delivery_attempts,
-                                 cfg.max_long_polling_ms, cfg.receive_batch_size)
+                                 cfg.max_long_polling_ms, cfg.receive_batch_size, fifo)
         return spb.TelemetryCommand(status=status("OK"), settings=merged)
 
     # ------------------------------------------------------------------ producing
@@ -196,6 +199,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             for proto in request.messages:
                 if proto.topic != topic:
                     raise ServeError("MESSAGE_CORRUPTED", "topic in message is not same")
+                check_type(topic.name, self.ctx.topics.type_of(topic.name), message_type(proto))
                 entries.append(self._send_one(proto, client_id, queues))
             codes = {e.status.code for e in entries}
             code = pb.Code.Name(codes.pop()) if len(codes) == 1 else "MULTIPLE_RESULTS"
@@ -206,14 +210,15 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         """Store one message. Every send answers ``transaction_id`` = the message id, a normal one too: the
         broker's ``SendMessageProcessor`` sets it to the message's unique key whatever its type."""
         message, message_id, transactional = inbound(proto, self.ctx.config)
-        message.queue_id = next(self._next_queue) % queues
+        group = proto.system_properties.message_group or None
+        message.queue_id = fifo_queue(group, queues) if group else next(self._next_queue) % queues
         broker = self.ctx.broker
         if transactional:
             topic = message.topic
             sent = broker.send_half(message, topic, client_id, message_id, self._born_ms(proto))
             self.ctx.transactions.add(topic, message_id, sent.queue_offset, sent.commitlog_offset)
         else:
-            sent = broker.send_message(message, message_id)
+            sent = broker.send_message(message, message_id, delivery_ms(proto), group)
             self.ctx.pop.notify()
         return spb.SendResultEntry(status=status("OK"), message_id=message_id, transaction_id=message_id,
                                    offset=sent.queue_offset)
@@ -328,7 +333,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
         attempts = settings.backoff_policy.max_attempts if settings is not None else 0
         return self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
-                                    attempts or cfg.max_delivery_attempts)
+                                    attempts or cfg.max_delivery_attempts,
+                                    orderly=group in self.ctx.topics.fifo_groups)
 
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""

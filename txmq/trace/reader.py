@@ -35,6 +35,7 @@ from txmq.trace.schema import (
     EVENTS,
     FORMAT_NAME,
     FORMAT_VERSION,
+    LATER_COLUMNS,
     REQUIRED_COLUMNS,
     TraceHeader,
 )
@@ -196,8 +197,10 @@ def _bad_value(name: str, value: Any) -> bool:
 def _check_row(row: dict[str, Any], path: Path, where: str) -> dict[str, Any]:
     """The row if it has exactly the trace columns, each of its type, and a known event name."""
     if row.keys() != set(COLUMN_NAMES):
-        wrong = sorted(set(COLUMN_NAMES) ^ row.keys())
-        raise TraceFormatError(f"{path}: {where} lacks or adds columns: {', '.join(wrong)}")
+        wrong = sorted((set(COLUMN_NAMES) ^ row.keys()) - set(LATER_COLUMNS))
+        if wrong:
+            raise TraceFormatError(f"{path}: {where} lacks or adds columns: {', '.join(wrong)}")
+        row.update((name, None) for name in LATER_COLUMNS if name not in row)
     for name in COLUMN_NAMES:
         if _bad_value(name, row[name]):
             raise TraceFormatError(f"{path}: {where}: column {name} cannot hold {row[name]!r}")
@@ -217,9 +220,11 @@ def _ndjson_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     parquet = pq.ParquetFile(path, page_checksum_verification=True)
-    found = parquet.schema_arrow
-    if found.remove_metadata() != ARROW_SCHEMA:
+    found = parquet.schema_arrow.remove_metadata()
+    earlier = pa.schema([f for f in ARROW_SCHEMA if f.name not in LATER_COLUMNS])
+    if found not in (ARROW_SCHEMA, earlier):
         raise TraceFormatError(f"{path}: columns differ from trace format v{FORMAT_VERSION}: {found.names}")
+    later = dict.fromkeys(LATER_COLUMNS) if found == earlier else {}
     number = 0
     for batch in parquet.iter_batches():
         for row in batch.to_pylist():
@@ -230,7 +235,7 @@ def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
                 raise TraceFormatError(f"{path}: {where} lacks one of {', '.join(REQUIRED_COLUMNS)}")
             if row["event"] not in EVENTS:
                 raise TraceFormatError(f"{path}: {where}: unknown event {row['event']!r}")
-            yield row
+            yield row | later if later else row
 
 
 def read_events(path: str | Path) -> tuple[TraceHeader, Iterator[dict[str, Any]]]:

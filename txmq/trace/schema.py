@@ -11,7 +11,9 @@ end of each check run, the checkpoint a ``RESTART`` resumed from, producer regis
 plain messages (``PLAIN_PUT``), the ``attempt`` of a pop delivery, and a half's producer-side born time
 and check-immunity property (``born_ts``, ``immunity`` on ``HALF_PUT``), on which its checks depend.
 ``EXPIRE`` marks a retention pass that deleted commit-log segments, so that a validator excuses what
-expired instead of calling it lost.
+expired instead of calling it lost. A delayed message's PLAIN_PUTs (into the timer topic when sent, into its
+real topic when its time came) carry its delivery time (``deliver_ms``), and a FIFO message's PLAIN_PUT and
+DELIVER its message group (``message_group``).
 """
 
 from __future__ import annotations
@@ -114,8 +116,13 @@ COLUMNS: dict[str, pa.DataType] = {
     "attempt": pa.int32(),
     "born_ts": pa.int64(),
     "immunity": pa.string(),
+    "deliver_ms": pa.int64(),
+    "message_group": pa.string(),
 }
 COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
+# Columns added within version 2 (delayed and FIFO messages): a trace written before them lacks them, and
+# readers take them as null there.
+LATER_COLUMNS = ("deliver_ms", "message_group")
 ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])
 # Columns every row must carry (the rest are null where not applicable).
 REQUIRED_COLUMNS = ("seq", "ts", "event")

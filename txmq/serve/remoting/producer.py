@@ -38,8 +38,11 @@ from txmq.store.message import (
     TRANSACTION_ROLLBACK,
 )
 from txmq.transaction.constants import (
+    PROPERTY_DELAY,
     PROPERTY_KEYS,
+    PROPERTY_SHARDING_KEY,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_KEY,
     RESERVED_PROPERTIES,
@@ -216,7 +219,9 @@ def _store(ctx: RemotingContext, conn: Connection, group: str, topic: str, queue
     try:
         if transactional:
             return broker.send_half(message, group, conn.name, uniq)
-        return broker.send_message(message, uniq)
+        message.delay_level = header_int(props, PROPERTY_DELAY, 0)
+        deliver = header_int(props, PROPERTY_TIMER_DELIVER_MS, 0) or None
+        return broker.send_message(message, uniq, deliver, props.get(PROPERTY_SHARDING_KEY))
     except TxmqError as exc:
         raise Refusal(codes.MESSAGE_ILLEGAL, str(exc)) from None
 

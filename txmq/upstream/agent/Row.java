@@ -10,7 +10,8 @@ final class Row {
     static final String[] COLUMNS = {
         "seq", "ts", "event", "txn", "producer_group", "producer", "half_offset", "prev_half_offset",
         "commitlog_offset", "topic", "queue_id", "queue_offset", "action", "from_check", "result", "check_count",
-        "op_offset", "half_offsets", "consumer_group", "body_crc", "attempt", "born_ts", "immunity",
+        "op_offset", "half_offsets", "consumer_group", "body_crc", "attempt", "born_ts", "immunity", "deliver_ms",
+        "message_group",
     };
     private final Object[] values = new Object[COLUMNS.length];
 
