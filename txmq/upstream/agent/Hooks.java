@@ -121,6 +121,13 @@ public final class Hooks {
         }
     }
 
+    /** Where the commit log ends as traced so far: every record below it had its put traced. */
+    static long tracedEnd() {
+        synchronized (Trace.LOCK) {
+            return logEnd;
+        }
+    }
+
     /** TransactionalMessageBridge.fetchConsumeOffset's rule: the committed offset, else the queue's start. */
     private static long checkpoint(String topic) {
         long offset = broker.getConsumerOffsetManager().queryOffset(TRANS_GROUP, topic, 0);
