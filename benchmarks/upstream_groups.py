@@ -14,12 +14,16 @@ leaves cleanly at a half, c1 crashes at three quarters (``txmq.audit.members.CHU
 (``txmq.checks.seen_consumptions``): a retry (reconsume count > 0), a producer send retry (another
 position), after its first consumer crashed (CRASH), after a membership change (REBALANCE), else
 unexplained. A JVM whose first request timed out on a loaded machine (``Exception in thread "main"``) is
-started again. Not a test: a measurement for the issue's note.
+started again. With ``--trace DIR`` both brokers are traced (upstream's by txmq's agent, ``txmq upstream
+--trace``; txmq's by ``txmq serve --trace``) into ``DIR/<side>.ndjson``, next to each side's member
+records (``DIR/<side>-c*.out``) and membership changes (``DIR/<side>-changes.json``), for
+``benchmarks.group_traces`` to read. Not a test: a measurement for the issue's note.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -92,8 +96,10 @@ class Jvms:
                 self.kill(name)
 
 
-def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) -> tuple[Counter[str], str]:
-    """The schedule against the name server at ``namesrv``; duplicates per cause and a summary line."""
+def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int,
+                 keep: Path | None = None) -> tuple[Counter[str], str]:
+    """The schedule against the name server at ``namesrv``; duplicates per cause and a summary line. With
+    ``keep`` (a file prefix), the members' records and the changes are copied there."""
     jvms = Jvms(home, namesrv, work)
 
     def member(name: str, *go: str) -> None:
@@ -127,6 +133,10 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
             (work / f"{name}.go").touch()
             (work / f"{name}.stop").touch()
         jvms.stop_all(60)
+    if keep is not None:
+        for out in sorted(work.glob("c*.out")):
+            shutil.copy(out, f"{keep}-{out.name}")
+        Path(f"{keep}-changes.json").write_text(json.dumps([[c.t, c.kind, c.member] for c in changes]))
     seen = []
     for out in sorted(work.glob("c*.out")):  # one machine, one wall clock: the stamps order the records
         for line in out.read_text().splitlines():
@@ -140,15 +150,20 @@ def run_schedule(home: Path, namesrv: str, work: Path, rate: int, seconds: int) 
 
 
 @contextmanager
-def upstream_broker(home: Path, work: Path) -> Iterator[str]:
-    with UpstreamCluster(home, work / "cluster") as cluster:
+def upstream_broker(home: Path, work: Path, trace: Path | None = None) -> Iterator[str]:
+    """Upstream's name server and broker; with ``trace``, the broker traced there (the group named in the
+    header's consumer_groups, so that its deliveries are owed)."""
+    if trace is not None:
+        groups = f"-Dtxmq.trace.groups={GROUP}={TOPIC}"
+        os.environ["JAVA_OPT_EXT"] = f"{os.environ.get('JAVA_OPT_EXT', '')} {groups}"
+    with UpstreamCluster(home, work / "cluster", trace=trace) as cluster:
         cluster.create_topic(TOPIC, "NORMAL", queues=QUEUES)
         yield cluster.namesrv_addr
 
 
 @contextmanager
 def txmq_broker(work: Path, settings: dict[str, object] | None = None,
-                topics: dict[str, int] | None = None) -> Iterator[str]:
+                topics: dict[str, int] | None = None, trace: Path | None = None) -> Iterator[str]:
     """``txmq serve --remoting`` in rocketmq mode with broker ``settings`` added (txmq's BrokerConfig
     fields); its remoting address, which is also its name server's."""
     from txmq.config import BrokerConfig
@@ -157,7 +172,7 @@ def txmq_broker(work: Path, settings: dict[str, object] | None = None,
 
     config = BrokerConfig.from_mapping({"mode": "rocketmq", **(settings or {})})
     session = ServeSession(work / "store", config, ServeConfig(), topics or {TOPIC: QUEUES}, port=0,
-                           remoting_port=0).start()
+                           remoting_port=0, trace=trace).start()
     try:
         assert session.remoting is not None
         yield f"127.0.0.1:{session.remoting.port}"
@@ -170,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=25, help="messages a second (default 25)")
     parser.add_argument("--seconds", type=int, default=40, help="seconds of sending (default 40)")
     parser.add_argument("--only", choices=("upstream", "txmq"), help="one side only")
+    parser.add_argument("--trace", type=Path, metavar="DIR", help="trace both brokers into DIR")
     args = parser.parse_args(argv)
     home = rocketmq_home()
     for side in ("upstream", "txmq"):
@@ -177,9 +193,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         with tempfile.TemporaryDirectory(prefix=f"txmq-groups-{side}-") as tmp:
             print(f"{side}: starting", file=sys.stderr)
-            broker = upstream_broker(home, Path(tmp)) if side == "upstream" else txmq_broker(Path(tmp))
+            trace = keep = None
+            if args.trace is not None:
+                args.trace.mkdir(parents=True, exist_ok=True)
+                trace, keep = (args.trace / f"{side}.ndjson").resolve(), args.trace / side
+            broker = (upstream_broker(home, Path(tmp), trace) if side == "upstream"
+                      else txmq_broker(Path(tmp), trace=trace))
             with broker as namesrv:
-                duplicates, summary = run_schedule(home, namesrv, Path(tmp), args.rate, args.seconds)
+                duplicates, summary = run_schedule(home, namesrv, Path(tmp), args.rate, args.seconds, keep)
         print(f"{side:8}: " + ", ".join(f"{c} {duplicates[c]}" for c in (*CAUSES_SEEN, "UNEXPLAINED"))
               + f" ({summary})", flush=True)
     return 0

@@ -234,11 +234,18 @@ class Broker(BrokerCore):
             self._context()  # a crashed broker's table holds offsets the crash has already lost
             return self._offsets.get(group, topic, queue_id)
 
-    def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        """Remember a consumer group's progress (durable at the next ``persist_offsets``)."""
+    def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int,
+                               member: str | None = None) -> None:
+        """Remember a consumer group's progress (durable at the next ``persist_offsets``). A commit a
+        member's request carries to a front end (``member``: who sent it) is traced as OFFSET_COMMIT, as
+        upstream's ``ConsumerOffsetManager.commitOffset`` is by its trace agent; an in-process member
+        (``txmq.client.offsets``) traces its own."""
         with self._lock:
             self._context()
             self._offsets.set(group, topic, queue_id, offset)
+            if member is not None and self._trace.enabled:
+                self._emit(ev.OFFSET_COMMIT, consumer_group=group, producer=member, topic=topic,
+                           queue_id=queue_id, queue_offset=offset)
 
     # ----------------------------------------------------------------- admin
     def discarded_messages(self) -> list[MessageExt]:

@@ -56,20 +56,23 @@ class GroupJudge:
         self.retried: Counter[tuple[str, str]] = Counter()
         self.puts: list[tuple[str, int, int]] = []
         self.finished = False
+        self.judged: set[str] = set()  # groups whose members' own steps (ALLOCATE, CONSUME) are traced
 
     def q(self, e: Mapping[str, Any]) -> _QueueState:
         return self.queues.setdefault((e["consumer_group"], e["topic"], e["queue_id"]), _QueueState())
 
     def event(self, e: Mapping[str, Any]) -> None:
         kind = e["event"]
+        if kind in (ev.ALLOCATE, ev.CONSUME):
+            self.judged.add(e["consumer_group"])
         if kind == ev.ALLOCATE:
             self.allocate(e)
         elif kind == ev.MEMBER and e["result"] != "JOIN":
             self.crashed.update({e["producer"]: e["seq"]} if e["result"] == "CRASH" else {})
             for state in self.queues.values():
                 state.holders.pop(e["producer"], None)
-        elif kind == ev.OFFSET_COMMIT:
-            self.commit(e)
+        elif kind == ev.OFFSET_COMMIT and e["consumer_group"] in self.judged:
+            self.commit(e)  # (a broker's record of a commit, with no member's steps, judges nothing)
         elif kind == ev.CONSUME:
             self.consume(e)
         elif kind == ev.RETRY:
@@ -150,8 +153,9 @@ class GroupJudge:
 
     def end(self) -> GroupVerdict:
         """In a finished trace, every put of a topic a group reads, from where it began, was consumed (a
-        group judged by its members' events: one with none, a plain pull consumer, is not)."""
-        members = {group for group, _, _ in self.queues}
+        group judged by its members' events: one with none, a plain pull consumer or a group whose offset
+        commits only its broker traced, is not)."""
+        members = self.judged
         if self.finished:
             for group, topics in sorted(self.groups.items()):
                 if group not in members:

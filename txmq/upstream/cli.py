@@ -69,8 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="use ports BASE..BASE+6: name server BASE, broker BASE+3 (and BASE+1, BASE+4), "
                              "proxy remoting BASE+5, proxy gRPC BASE+6 (default: a free block)")
     parser.add_argument("--trace", metavar="FILE.ndjson",
-                        help="trace the broker's transactional steps into FILE (trace format v2, mode "
-                             "rocketmq) with txmq's agent, compiled with javac at first use "
+                        help="trace the broker's transactional and consumer steps into FILE (trace format "
+                             "v2, mode rocketmq) with txmq's agent, compiled with javac at first use "
                              "(docs/upstream.md); a trace without END (the broker was killed) goes on with "
                              "CRASH and RESTART")
     parser.set_defaults(handler=_run)

@@ -103,7 +103,7 @@ def pull(ctx: RemotingContext, hold: PullHold, conn: Connection, cmd: Command) -
     sysflag = header_int(ext, "sysFlag", 0)
     commit = header_int(ext, "commitOffset", -1)
     if sysflag & FLAG_COMMIT_OFFSET and commit >= 0:
-        ctx.serve.broker.commit_consumer_offset(group, topic, queue_id, commit)
+        ctx.serve.broker.commit_consumer_offset(group, topic, queue_id, commit, conn.name)
     suspend = sysflag & FLAG_SUSPEND
     answer = pull_once(ctx, cmd, final=not suspend)
     if answer is None:
@@ -161,7 +161,8 @@ def update_offset(ctx: RemotingContext, conn: Connection, cmd: Command) -> Comma
     """``ConsumerManageProcessor.updateConsumerOffset`` (usually one-way)."""
     ext = cmd.ext
     ctx.serve.broker.commit_consumer_offset(ext.get("consumerGroup", ""), ext.get("topic", ""),
-                                            header_int(ext, "queueId"), header_int(ext, "commitOffset"))
+                                            header_int(ext, "queueId"), header_int(ext, "commitOffset"),
+                                            conn.name)
     return None if cmd.oneway else cmd.response(codes.SUCCESS)
 
 

@@ -25,6 +25,7 @@ import javassist.LoaderClassPath;
  */
 public final class Agent {
     private static final String H = "txmq.agent.Hooks.";
+    private static final String C = "txmq.agent.ConsumerHooks.";
     /** class, method, parameter count, code inserted before, code inserted after (null: none). */
     static final String[][] TARGETS = {
         // CommitLog.asyncPutMessage calls it for every appended record, inside putMessageLock.
@@ -59,6 +60,13 @@ public final class Agent {
             H + "checkpointMoved();", null},
         {"org.apache.rocketmq.broker.BrokerController", "start", "0", H + "brokerStart(this);", null},
         {"org.apache.rocketmq.broker.BrokerController", "shutdown", "0", null, H + "brokerShutdown();"},
+        // The consumer side (ConsumerHooks): deliveries of pulls and pops, and the offsets groups commit.
+        {"org.apache.rocketmq.broker.processor.DefaultPullMessageResultHandler", "handle", "11",
+            C + "pulled($1, $3, $4);", null},
+        {"org.apache.rocketmq.broker.processor.PopMessageProcessor", "readGetMessageResult", "4",
+            C + "popped($1, $2);", null},
+        {"org.apache.rocketmq.broker.offset.ConsumerOffsetManager", "commitOffset", "5",
+            C + "committed($1, $2, $3, $4, $5);", null},
     };
     /** "class.method" -> null once instrumented, else why not. */
     private static final Map<String, String> STATUS = new LinkedHashMap<>();

@@ -78,6 +78,12 @@ public final class Hooks {
         return text.startsWith("/") ? text.substring(1) : text;
     }
 
+    /** Whether a record of {@code topic}, other than the transaction's own topics, is an application
+     * message: traced as PLAIN_PUT or REAL_PUT, and as DELIVER when a group reads it. */
+    static boolean application(String topic) {
+        return topic != null && !topic.startsWith("rmq_sys_") && !SYSTEM.contains(topic);
+    }
+
     private static Integer count(MessageExt msg) {
         String times = msg.getProperty("TRANSACTION_CHECK_TIMES");
         return times == null ? 0 : Integer.valueOf(times);
@@ -112,6 +118,13 @@ public final class Hooks {
             }
         } catch (Throwable e) {
             failed("BrokerController.start", e);
+        }
+    }
+
+    /** Where the commit log ends as traced so far: every record below it had its put traced. */
+    static long tracedEnd() {
+        synchronized (Trace.LOCK) {
+            return logEnd;
         }
     }
 
@@ -153,7 +166,7 @@ public final class Hooks {
                     op(msg, at, offset);
                 } else if (CHECK_MAX.equals(topic)) {
                     discard(msg, at);
-                } else if (!topic.startsWith("rmq_sys_") && !SYSTEM.contains(topic)) {
+                } else if (application(topic)) {
                     stored(msg, at, offset);
                 }
             }
