@@ -10,10 +10,11 @@ import copy
 from pathlib import Path
 
 import pytest
-from test_conformance_trace import DOCTORINGS, SPEC, _ndjson, broker_trace, renumber
+from test_conformance_trace import DOCTORINGS, SPEC, _ndjson, broker_trace, first, renumber
 from tlc_tools import count_tlc, needs_tlc
 
 from txmq.tla import trace_validation
+from txmq.tla.trace_input import ClockBackwardsError
 from txmq.tla.trace_stream import validate_file
 from txmq.tla.trace_validation import validate
 from txmq.trace.reader import read_events, read_header
@@ -49,3 +50,14 @@ def test_the_file_gets_the_verdict_of_its_events(name: str, monkeypatch: pytest.
         assert outcome.first_unexplained == whole.first_unexplained
     assert streamed.steps == len(whole.steps)
     assert streamed.from_events == sum(step.source is not None for step in whole.steps)
+
+
+def test_a_trace_refused_before_tlc_is_refused_from_the_file(tmp_path: Path) -> None:
+    """The steps are made in a process of their own: what it refuses (here a clock going backwards, which
+    has its own exit code) is raised here as it is, naming its event."""
+    config, events = broker_trace("strict", tmp_path)
+    at = first(events, "CHECKPOINT")
+    events[at]["ts"] = events[0]["ts"] - 1
+    path = _ndjson(tmp_path / "backwards.ndjson", events)
+    with pytest.raises(ClockBackwardsError, match=f"seq {at} .*clock went backwards"):
+        validate_file(path, read_header(path), spec_dir=SPEC)

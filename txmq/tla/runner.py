@@ -110,15 +110,22 @@ def tlc_command(
     coverage: bool = False,
     features: TlcFeatures | None = None,
     simulate_depth: int | None = None,
+    heap_mb: int | None = None,
 ) -> list[str]:
     """The command line for one run (``-deadlock`` turns deadlock checking *off*). With
     ``simulate_depth``, TLC follows one behaviour of at most that many states instead of model-checking,
-    and prints an error trace through the VIEW."""
+    and prints an error trace through the VIEW. With ``heap_mb``, the JVM's heap is bounded to that
+    (its default is a quarter of the machine's memory)."""
     known = features or probe(java, jar)
     # A simulation keeps every state of its behaviour, so nearly everything it allocates survives, and
     # the parallel collector's copying cost more than it saved. Measured here on 28,000 steps of a trace
     # (3,875 slots), CPU s: parallel 29.1 and 29.9, serial 20.6 and 17.8.
     command = [java, "-XX:+UseSerialGC" if simulate_depth is not None else "-XX:+UseParallelGC"]
+    if heap_mb is not None:
+        # The heap grows to heap_mb and no further, an eighth of it the young generation: in a simulation
+        # every state survives, so the old generation is where they are kept. Class metadata is bounded
+        # too (TLC's take about 40 MB).
+        command += [f"-Xmx{heap_mb}m", f"-Xmn{heap_mb // 8}m", "-XX:MaxMetaspaceSize=256m"]
     command += [
         # Only the quick (C1) compiler: C2's compile work did not pay back in CPU time. Measured here with
         # TLC 2.15 (CPU seconds, one worker, C2 -> C1): a 1,738-state model 13.4 -> 7.4, a

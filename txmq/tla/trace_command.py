@@ -16,6 +16,7 @@ from txmq.tla.suite import default_spec_dir
 from txmq.tla.trace_input import Step
 from txmq.tla.trace_stream import validate_file
 from txmq.tla.trace_validation import expected_cost, memory_at_hand, memory_warning
+from txmq.tla.trace_windows import HEAP_ENV, tlc_heap_mb, window_steps
 from txmq.trace.reader import check_complete, read_header
 
 
@@ -39,6 +40,9 @@ def _validate_command(args: argparse.Namespace) -> int:
     print(describe_tlc(), flush=True)
     print(f"  read {events:,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
           flush=True)
+    heap = tlc_heap_mb()  # a wrong TXMQ_TLC_HEAP_MB is said before the trace is walked
+    print(f"  TLC's heap: {heap:,} MB ({HEAP_ENV} to change it), windows of up to "
+          f"{window_steps(heap):,} steps", file=sys.stderr, flush=True)
     warning = memory_warning(events, memory_at_hand())
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)

@@ -13,6 +13,13 @@ file is read again where a list would have been kept:
 4. the spill read again, slotted again the same way, and handed to TLC a window at a time
    (``trace_validation.judge_windows``).
 
+Passes 1 to 3 run in a Python process of their own (``python -m txmq.tla.trace_stream``), which hands
+back the trace's constants and the slots' look-ahead (a pickle) and ends before TLC starts: what the walk
+held (the look-ahead, the builder's maps of every transaction and message) is given back to the
+machine whole, where in this process most of it stayed as the allocator's free space, interleaved with
+the constants it keeps. So the memory of this process while TLC runs is its constants', and the walk's
+peak and TLC's heap do not add up.
+
 A rejection names its event as ``validate`` does: the steps keep its seq, and the event is read again
 from the file. The verdict is the same as ``validate``'s: the steps are made by the same code in the
 same order.
@@ -21,20 +28,24 @@ same order.
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
+from txmq import proc
+from txmq.errors import TraceError
 from txmq.tla.parser import TlcResult
 from txmq.tla.trace_input import HALF_APPENDS, SpecInput, Step, action_counts, compact_event
 from txmq.tla.trace_lookahead import Lookahead
 from txmq.tla.trace_slots import Ahead, slot_stream
 from txmq.tla.trace_steps import walk
 from txmq.tla.trace_validation import Progress, judge_windows, unexplained
-from txmq.trace.reader import TraceHeader, read_events
+from txmq.trace.reader import TraceHeader, read_events, read_header
 
 # Steps pickled together in the spill: one pickle per step cost more than its step.
 _SPILL_BATCH = 4_096
@@ -100,18 +111,44 @@ def _slotted(spill: IO[bytes], ahead: Ahead, spec: SpecInput) -> tuple[int, int,
     return steps, from_events, kinds
 
 
+def _prepare(path: Path, spill_path: Path) -> tuple[SpecInput, Ahead, int, int, Counter[str]]:
+    """Passes 1 to 3: the steps spilled to ``spill_path``, the trace's constants, the slots' look-ahead,
+    and how many steps there are, how many an event stands for, and how many of each kind."""
+    header = read_header(path)
+    made, spec = walk(header.mode, header.config, Lookahead.of(_events(path)), _events(path))
+    ahead = Ahead()
+    with spill_path.open("w+b") as spill:
+        _spill(made, spill, ahead)
+        total, from_events, kinds = _slotted(spill, ahead, spec)
+    return spec, ahead, total, from_events, kinds
+
+
+def _prepared(path: Path, spill_path: Path) -> tuple[SpecInput, Ahead, int, int, Counter[str]]:
+    """``_prepare`` in a child process (see the module's docstring), which dies with this one; a
+    ``TraceError`` it raises (an event the spec does not model...) is raised here."""
+    out = spill_path.with_suffix(".prepared")
+    done = proc.run([sys.executable, "-m", "txmq.tla.trace_stream", str(path), str(spill_path), str(out)],
+                    stdin=subprocess.DEVNULL)
+    if done.returncode != 0 or not out.is_file():
+        raise TraceError(f"{path}: the steps of the trace could not be made (exit {done.returncode})")
+    with out.open("rb") as prepared:
+        outcome = pickle.load(prepared)
+    if isinstance(outcome, TraceError):
+        raise outcome
+    return cast(tuple[SpecInput, Ahead, int, int, Counter[str]], outcome)
+
+
 def validate_file(path: Path, header: TraceHeader, *, spec_dir: Path, jar: Path | None = None,
                   unknown_answer: str = "UNKNOWN", progress: Progress | None = None) -> FileVerdict:
     """Check the complete trace ``path`` (its header read already) against the spec, as ``validate``
     would, holding a window of steps at a time."""
-    made, spec = walk(header.mode, header.config, Lookahead.of(_events(path)), _events(path))
-    ahead = Ahead()
-    with tempfile.TemporaryFile(prefix="txmq-steps-") as spill:
-        _spill(made, spill, ahead)
-        total, from_events, kinds = _slotted(spill, ahead, spec)
-        stream, _ = slot_stream(_unspill(spill), ahead, spec)
-        found = judge_windows(header.mode, header.config, stream, total, spec, spec_dir=spec_dir, jar=jar,
-                              unknown_answer=unknown_answer, progress=progress)
+    with tempfile.TemporaryDirectory(prefix="txmq-steps-") as tmp:
+        spill_path = Path(tmp) / "steps"
+        spec, ahead, total, from_events, kinds = _prepared(path, spill_path)
+        with spill_path.open("rb") as spill:
+            stream, _ = slot_stream(_unspill(spill), ahead, spec)
+            found = judge_windows(header.mode, header.config, stream, total, spec, spec_dir=spec_dir,
+                                  jar=jar, unknown_answer=unknown_answer, progress=progress)
     verdict = FileVerdict(found.accepted, found.explained, total, from_events, action_counts(kinds),
                           found.result, found.condition, found.expected, found.state)
     if not found.accepted:
@@ -122,3 +159,20 @@ def validate_file(path: Path, header: TraceHeader, *, spec_dir: Path, jar: Path 
             bad = Step(bad.kind, bad.fields, compact_event(event))
         verdict.first_unexplained = bad
     return verdict
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m txmq.tla.trace_stream TRACE SPILL OUT``: ``_prepare``, its outcome (or the
+    ``TraceError`` it raised) pickled to OUT."""
+    path, spill_path, out = (Path(arg) for arg in argv)
+    try:
+        outcome: object = _prepare(path, spill_path)
+    except TraceError as error:
+        outcome = error
+    with out.open("wb") as prepared:
+        pickle.dump(outcome, prepared, pickle.HIGHEST_PROTOCOL)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

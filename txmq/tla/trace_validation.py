@@ -41,7 +41,12 @@ from txmq.tla.tla_values import failure_report
 from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event
 from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
 from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_windows import end_state, explained_before_stop, spans
+from txmq.tla.trace_windows import (
+    end_state,
+    explained_before_stop,
+    spans,
+    tlc_heap_mb,
+)
 from txmq.trace.reader import require_events_complete
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
@@ -109,7 +114,7 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
     states = work / "states"
     # The behaviour's states: the initial one and one per step (TLC adds the stutter after the last).
     command = tlc_command(java, jar, work / f"{MODULE_NAME}.tla", work / f"{MODULE_NAME}.cfg", states,
-                          workers="1", check_deadlock=True, simulate_depth=steps + 1)
+                          workers="1", check_deadlock=True, simulate_depth=steps + 1, heap_mb=tlc_heap_mb())
     lines: list[str] = []
     started = time.monotonic()
     with proc.popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -252,7 +257,8 @@ def expected_cost(steps: int) -> str:
 # the look-ahead and the constants of its transactions (``trace_stream`` keeps no event and no step).
 # Measured with the Python side alone, heavy-fault strict traces: 270 MB for the 68,127 events of 10,000
 # transactions, 389 MB for the 692,457 of 100,000 (it held 1.21 GB when it kept the events and steps).
-# TLC's heap comes on top, in a process of its own.
+# That peak is the walk's, in a process of its own (trace_stream), which ends before TLC starts; TLC's
+# heap, bounded (trace_windows.TLC_HEAP_MB), comes on top of what this process keeps while TLC runs.
 BASE_BYTES = 250_000_000
 BYTES_PER_EVENT = 200
 

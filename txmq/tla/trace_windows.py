@@ -18,39 +18,63 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
+from txmq.errors import ConfigError
 from txmq.tla.parser import TlcResult
 
 # What a state of the behaviour keeps, at most, in TLC's heap. Measured here (TLC 2.15, simulation): the
 # 100,000 states of a window of a 100,000-transaction trace (8,387 slots in chunks of 92, 141,303 half
 # records in chunks of 376) kept 1.3 GB, 13 KB a state; twice that leaves room for a longer trace's
-# longer chunks. A window's states get half of TLC's default heap (a quarter of the machine's memory).
+# longer chunks.
 BYTES_PER_STEP = 26_000
-# A window is never longer than this: its states, TLC's and this process's memory stay under 4 GB. Each
-# window costs a JVM start and a parse of the spec and of the state it starts in (9 s for a 100,000-
-# transaction trace), so longer windows cost less time, but hold more memory.
+# TLC's heap for a window (-Xmx), in MB, unless TXMQ_TLC_HEAP_MB says otherwise. The JVM's default is a
+# quarter of the machine's memory (6 GB on a 24 GB machine), and a simulation keeps every state of its
+# behaviour, so TLC grew as far as that let it (2.1 GB early in a 10^6-transaction trace): the heap is
+# bounded here, and a window is as long as its states fit in it.
+TLC_HEAP_MB = 1_536
+HEAP_ENV = "TXMQ_TLC_HEAP_MB"
+# What the heap holds besides the window's states: the spec and the window's module parsed, most of which
+# is the state it starts in, and the young generation where new states are made (an eighth of the heap).
+HEAP_RESERVE_MB = 512
+# A window is never longer than this: each window costs a JVM start and a parse of the spec and of the
+# state it starts in (9 s for a 100,000-transaction trace), so longer windows cost less time, but hold
+# more memory.
 MAX_WINDOW = 100_000
 # ... and never shorter than this.
 MIN_WINDOW = 2_000
+_LEAST_HEAP_MB = HEAP_RESERVE_MB + 64  # the reserve, and the states of a short window
 
 
-def window_steps(memory_bytes: int) -> int:
-    """The steps of a window on a machine of ``memory_bytes`` (see BYTES_PER_STEP)."""
-    return max(MIN_WINDOW, min(MAX_WINDOW, memory_bytes // 4 // 2 // BYTES_PER_STEP))
+def tlc_heap_mb(environ: Mapping[str, str] | None = None) -> int:
+    """TLC's heap for a window, in MB: ``TXMQ_TLC_HEAP_MB`` if set, else ``TLC_HEAP_MB``."""
+    env = os.environ if environ is None else environ
+    given = env.get(HEAP_ENV, "").strip()
+    if not given:
+        return TLC_HEAP_MB
+    if not given.isdigit() or int(given) < _LEAST_HEAP_MB:
+        raise ConfigError(f"{HEAP_ENV}={given!r}: TLC's heap in MB, a whole number of at least "
+                          f"{_LEAST_HEAP_MB}")
+    return int(given)
 
 
-WINDOW_STEPS = window_steps(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+def window_steps(heap_mb: int) -> int:
+    """The steps of a window whose states get what a heap of ``heap_mb`` MB leaves them (see
+    BYTES_PER_STEP and HEAP_RESERVE_MB)."""
+    return max(MIN_WINDOW, min(MAX_WINDOW, (heap_mb - HEAP_RESERVE_MB) * 2**20 // BYTES_PER_STEP))
+
 
 # <<"txmq-window-end", "[...]">>: the state as a TLA+ string, its quotes and backslashes escaped.
 _END_PRINTED = re.compile(r'<<"txmq-window-end", "((?:[^"\\]|\\.)*)">>')
 _ESCAPED = re.compile(r"\\(.)")
 _ITEM_END = re.compile(r'"(?:[^"\\]|\\.)*"|,')
+_ZEROS = re.compile(r'"(?:[^"\\]|\\.)*"|<<0(?:, 0)+>>')  # a string (left as it is), or zeros
 
 
 def spans(steps: int) -> list[tuple[int, int]]:
     """The windows of a trace of ``steps`` steps: ``(first, end)`` step indexes, end excluded, in order,
     of about equal length."""
-    count = max(1, -(-steps // WINDOW_STEPS))
+    count = max(1, -(-steps // window_steps(tlc_heap_mb())))
     cuts = [steps * k // count for k in range(count + 1)]
     return [(cuts[k], cuts[k + 1]) for k in range(count)]
 
@@ -64,6 +88,11 @@ def end_state(output: str) -> str | None:
     if printed is None:
         return None
     text = _ESCAPED.sub(r"\1", printed.group(1))
+    # A sequence of zeros, most of them chunks of buried half records (TxMQTrace.tla's Gone), as the
+    # function it is: a 10^6-transaction trace's end state held 1.14 million of them, each an item for
+    # SANY to parse and keep in the next window's module (3.4 MB of 10.6).
+    text = _ZEROS.sub(lambda m: m.group(0) if m.group(0).startswith('"')
+                      else f"[i \\in 1..{m.group(0).count('0')} |-> 0]", text)
     # SANY's cost grows with the square of a line's length (``trace_module._sequence``): a line per item.
     return _ITEM_END.sub(lambda m: m.group(0) if m.group(0) != "," else ",\n", text)
 
