@@ -61,6 +61,14 @@ class TraceInput:
         return list(self.header.config.get("absent_events") or [])
 
     @property
+    def rows_estimate(self) -> int:
+        """About how many events the trace has, from the Parquet footer, or from an NDJSON file's size
+        (at about 300 bytes a line): what sizes the job's shuffles before any scan."""
+        if self.kind == "parquet":
+            return int(pq.ParquetFile(self.path).metadata.num_rows)
+        return self.path.stat().st_size // 300
+
+    @property
     def consumer_groups(self) -> dict[str, list[str]]:
         return {g: list(t) for g, t in (self.header.config.get("consumer_groups") or {}).items()}
 

@@ -29,7 +29,7 @@ from spark_validation.catalogue import CHECK_IDS
 from spark_validation.errors import SparkFailedError
 from spark_validation.inputs import TraceInput, load_events, open_trace
 from spark_validation.report import Report, check_result, outcome_result
-from spark_validation.session import start_session
+from spark_validation.session import size_shuffles, start_session
 from spark_validation.stats import TraceStats, collect_stats
 from spark_validation.tally import Tally
 from txmq.errors import TxmqError
@@ -162,6 +162,7 @@ def validate(
     progress(f"{trace.path} ({trace.kind}, mode {trace.mode}): header and columns ok; starting Spark")
     t0 = time.perf_counter()
     spark = start_session(master)
+    size_shuffles(spark, trace.rows_estimate)
     session_s = time.perf_counter() - t0
     progress(f"Spark {spark.version} on {spark.sparkContext.master} ({session_s:.1f} s)")
     t1 = time.perf_counter()

@@ -13,6 +13,7 @@ fails the run (``report.OutcomeResult``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -36,14 +37,15 @@ def judged(events: list[Mapping[str, Any]]) -> Iterator[tuple[str, str]]:
 def _tally(table: Any, limit: int) -> dict[str, tuple[int, list[str]]]:
     """Per outcome shown: (transactions showing it, the smallest ``limit`` lines), from an Arrow table of
     rows (txn, events)."""
-    shown: dict[str, set[str]] = {}
+    shown: Counter[str] = Counter()
     lines: dict[str, list[str]] = {}
     for batch in table.to_batches():
-        for row in batch.to_pylist():
-            for name, line in judged(row["events"]):
-                shown.setdefault(name, set()).add(row["txn"])
+        for row in batch.to_pylist():  # one row per transaction: counted once per outcome it shows
+            found = list(judged(row["events"]))
+            shown.update({name for name, _ in found})
+            for name, line in found:
                 lines[name] = sorted([*lines.get(name, []), line])[:limit]
-    return {name: (len(txns), lines[name]) for name, txns in shown.items()}
+    return {name: (count, lines[name]) for name, count in shown.items()}
 
 
 def run(events: Any, absent: list[str], limit: int) -> dict[str, tuple[int, list[str]] | None]:

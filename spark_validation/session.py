@@ -194,6 +194,20 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
     if gateway is not None and getattr(gateway, "proc", None) is not None:
         proc.adopt(gateway.proc)
     spark.sparkContext.setLogLevel("ERROR")
-    # Shuffle partitions near the core count (2-4x): 200 is 2-3x slower here. It is a runtime setting.
-    spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * spark.sparkContext.defaultParallelism)))
+    size_shuffles(spark, 0)
     return spark
+
+
+# Rows per shuffle partition beyond which a trace gets more partitions than 2x the cores: 10^7
+# transactions' 52 million events over 4 partitions would be 13 million rows to aggregate or sort in a
+# task's share of a 2 GB heap; a partition per 2 million rows keeps a task near what 10^6 transactions
+# give it (4 partitions of 5.3 million events), where the job was measured. Not yet measured at 10^7.
+ROWS_PER_SHUFFLE_PARTITION = 2_000_000
+
+
+def size_shuffles(spark: Any, rows: int) -> None:
+    """Shuffle partitions for a trace of about ``rows`` events: near the core count (2x) for up to a few
+    million (200 was 2-3x slower on 10^6 transactions), one per ROWS_PER_SHUFFLE_PARTITION beyond (AQE
+    coalesces the small ones). A runtime setting: each trace of a session gets its own."""
+    cores = max(2, 2 * spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(cores, -(-rows // ROWS_PER_SHUFFLE_PARTITION))))

@@ -1,9 +1,15 @@
-"""The vectorised synthetic trace generator: a clean strict-mode trace of n transactions in seconds.
+"""The vectorised synthetic trace generator: a clean strict-mode trace of n transactions in seconds, in
+bounded memory.
 
-Each outcome of the mix is one batch of numpy appends for all its transactions at once; the rows are
-then put in trace order, given the offsets a broker would have assigned (half copies, real queue
-positions, Op records of OP_BATCH resolved halves), and written as one Parquet file with the trace
-header. Same n and seed, same file byte for byte.
+The random draws are made once for all transactions, as a few bytes each (outcome, END_TX delay, first
+check time). The trace is then made span of time by span of time (``window_ms``): each outcome adds, in
+one batch of numpy appends, the events of the transactions whose events can fall in the span (births are
+evenly spaced, so those are a slice of each outcome's transactions). A span's rows are put in trace order
+and given the offsets a broker would have assigned (``synthetic_columns``: half copies, real queue
+positions, Op records of OP_BATCH resolved halves, carried from span to span), and written as Parquet row
+groups of ROW_GROUP rows. 10^7 transactions (52 million events) take a few hundred MB where holding the
+whole trace took about 20 GB. Same n and seed, same file byte for byte, whatever the span: the same bytes
+the one-shot generator wrote, which sorted every row at once.
 """
 
 from __future__ import annotations
@@ -15,291 +21,174 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from benchmarks.validate.synthetic_columns import (
+    ACTION_CODES,
+    CHECK_MAX,
+    EVENT_CODES,
+    INTERVAL_MS,
+    TIMEOUT_MS,
+    Offsets,
+)
 from txmq.trace import schema as S
 from txmq.trace.sinks import HEADER_METADATA_KEY
 
-TIMEOUT_MS, INTERVAL_MS, CHECK_MAX = 6000, 30_000, 15
-QUEUES = 4
-OP_BATCH = 100  # halves per Op record
-COMMITLOG_STRIDE = 300  # bytes per record in the commit log
 # Outcome mix: plain commit, rollback, unknown then committed by the first check, unknown until discarded.
 MIX = {"commit": 0.88, "rollback": 0.08, "checked": 0.03, "discarded": 0.01}
-EVENT_CODES = {name: i for i, name in enumerate(S.EVENTS)}
-ACTION_CODES = {S.COMMIT: 0, S.ROLLBACK: 1, S.UNKNOWN: 2}
-
-
-class _Rows:
-    """Column buffers of numpy arrays, one append per (event kind, step) for all transactions at once."""
-
-    def __init__(self) -> None:
-        self.parts: list[dict[str, np.ndarray]] = []
-
-    def add(self, event: str, txn: np.ndarray, ts: np.ndarray, step: int, **cols: np.ndarray | int) -> None:
-        n = len(txn)
-        part = {
-            "event": np.full(n, EVENT_CODES[event], np.int8),
-            "txn": txn,
-            "ts": ts.astype(np.int64),
-            "step": np.full(n, step, np.int64),
-        }
-        for name, value in cols.items():
-            part[name] = np.broadcast_to(np.asarray(value, dtype=np.int64), (n,)).copy()
-        self.parts.append(part)
-
-    def concat(self) -> dict[str, np.ndarray]:
-        names = {k for p in self.parts for k in p}
-        out = {}
-        for name in names:
-            out[name] = np.concatenate(
-                [p.get(name, np.full(len(p["txn"]), -1, np.int64)) for p in self.parts]
-            )
-        return out
+ROW_GROUP = 1_000_000  # rows per Parquet row group
+WINDOW_ROWS = 1_000_000  # about this many rows per span of time
+END_DELAY = 5  # END_TX comes 0 to END_DELAY - 1 ms after the birth
+FIRST_CHECK = TIMEOUT_MS + 1  # the first check comes this many ms after the birth, plus up to INTERVAL_MS - 1
+DELIVERY_MS = 50  # a real message is delivered this many ms after it was put
 
 
 @dataclass(frozen=True)
-class _Interleaved:
-    """The event rows with the Op records slotted in: ``final`` picks, in trace order, from the kept event
-    rows followed by the ``n_ops`` Op records."""
+class Draws:
+    """The random choices of every transaction, and the trace's shape: birth spacing and cut."""
 
-    final: np.ndarray
-    n_ops: int
+    n: int
+    spacing: int
+    outcomes: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # sorted txns of each outcome of MIX
+    end_delay: np.ndarray  # per txn, int8
+    first_check: np.ndarray  # per txn, ms after the birth, int32
 
-    def column(self, values: np.ndarray, fill: int = -1) -> np.ndarray:
-        """An event-row column in trace order, ``fill`` on the Op records."""
-        return np.concatenate([values, np.full(self.n_ops, fill, values.dtype)])[self.final]
+    @property
+    def cut(self) -> int:
+        """The trace ends 10 s after the last birth: some transactions are too young to judge."""
+        return self.n * self.spacing + 10_000
+
+    def end_txs(self) -> int:
+        """How many END_TX rows the trace has (the last one closes the last Op record): every commit's
+        and rollback's, and a checked transaction's when its check comes before the cut."""
+        commit, rollback, checked, _ = self.outcomes
+        checked_at = checked * self.spacing + self.first_check[checked]
+        return len(commit) + len(rollback) + int(np.count_nonzero(checked_at <= self.cut))
 
 
-def _strings(values: list[str], index: np.ndarray, valid: np.ndarray) -> pa.Array:
-    """A string column from a small dictionary, null where not ``valid``."""
-    dictionary = pa.array(values)
-    codes = pa.array(np.where(valid, index, 0).astype(np.int32), mask=~valid)
-    return pa.DictionaryArray.from_arrays(codes, dictionary).cast(pa.string())
-
-
-def _int(values: np.ndarray, valid: np.ndarray, typ: pa.DataType | None = None) -> pa.Array:
-    return pa.array(values, mask=~valid).cast(typ or pa.int64())
-
-
-def generate(n: int, seed: int, path: Path) -> None:
-    """Write a clean strict-mode trace of ``n`` transactions, born evenly over at least 600 s (so that
-    some reach the check max) and cut 10 s after the last birth (so that some are too young to judge)."""
+def draw(n: int, seed: int) -> Draws:
+    """The draws, in the order the one-shot generator made them (same seed, same trace)."""
     rng = np.random.default_rng(seed)
+    kinds = rng.choice(len(MIX), size=n, p=list(MIX.values())).astype(np.int8)
+    end_delay = rng.integers(0, END_DELAY, n).astype(np.int8)
+    first_check = (FIRST_CHECK + rng.integers(0, INTERVAL_MS, n)).astype(np.int32)
+    commit, rollback, checked, discarded = (np.flatnonzero(kinds == k) for k in range(len(MIX)))
+    return Draws(n, max(1, 600_000 // n), (commit, rollback, checked, discarded), end_delay, first_check)
+
+
+class _Span:
+    """The rows of one span of time [t0, t1) as column buffers of numpy arrays, one append per (event
+    kind, step) for the transactions of an outcome."""
+
+    def __init__(self, draws: Draws, t0: int, t1: int) -> None:
+        self.draws, self.t0, self.t1 = draws, t0, t1
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def near(self, txns: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """The transactions of ``txns`` (sorted) whose event ``lo`` to ``hi`` ms after their birth may
+        fall in the span."""
+        s = self.draws.spacing
+        first, last = -((hi - self.t0) // s), (self.t1 - 1 - lo) // s
+        return txns[np.searchsorted(txns, first) : np.searchsorted(txns, last, side="right")]
+
+    def add(self, event: str, txn: np.ndarray, ts: np.ndarray, step: int, **cols: int) -> None:
+        """The event of each of ``txn`` at its ``ts``, those in the span; ``step`` orders a transaction's
+        events that share a ts."""
+        inside = (ts >= self.t0) & (ts < self.t1)
+        txn, n = txn[inside], int(np.count_nonzero(inside))
+        part = {
+            "event": np.full(n, EVENT_CODES[event], np.int8),
+            "txn": txn,
+            "ts": ts[inside].astype(np.int64),
+            "step": np.full(n, step, np.int64),
+        }
+        part |= {name: np.full(n, value, np.int64) for name, value in cols.items()}
+        self.parts.append(part)
+
+    def in_trace_order(self) -> dict[str, np.ndarray]:
+        """The rows ordered by ts, then transaction, then step (a unique key: any span gives the order
+        of the whole trace); a column an event does not carry is -1."""
+        names = {k for p in self.parts for k in p}
+        cols = {name: np.concatenate([p.get(name, np.full(len(p["txn"]), -1, np.int64)) for p in self.parts])
+                for name in names}
+        order = np.lexsort((cols["step"], cols["txn"], cols["ts"]))
+        return {k: v[order] for k, v in cols.items()}
+
+
+def span_rows(draws: Draws, t0: int, t1: int) -> dict[str, np.ndarray]:
+    """Every event (not OP_PUT) of the span [t0, t1), in trace order."""
+    w, a, s = _Span(draws, t0, t1), ACTION_CODES, draws.spacing
+    commit, rollback, checked, discarded = draws.outcomes
+    every = np.arange(max(0, -(-t0 // s)), min(draws.n, (t1 - 1) // s + 1), dtype=np.int64)
+    for txns, action in ((commit, S.COMMIT), (rollback, S.ROLLBACK)):
+        born = w.near(txns, 0, 0)
+        w.add(S.LOCAL_TX, born, born * s, 0, action=a[action], from_check=0)
+    w.add(S.HALF_PUT, every, every * s, 1)
+    for txns, action, real in ((commit, S.COMMIT, True), (rollback, S.ROLLBACK, False)):
+        ended = w.near(txns, 0, END_DELAY - 1)
+        at = ended * s + draws.end_delay[ended]
+        w.add(S.END_TX, ended, at, 2, action=a[action], from_check=0, result=0)
+        if real:
+            w.add(S.REAL_PUT, ended, at, 3)
+    unknown = np.concatenate([w.near(checked, 0, 0), w.near(discarded, 0, 0)])
+    w.add(S.LOCAL_TX, unknown, unknown * s, 2, action=a[S.UNKNOWN], from_check=0)
+    late = FIRST_CHECK + INTERVAL_MS - 1
+    ck = w.near(checked, FIRST_CHECK, late)
+    fc = ck * s + draws.first_check[ck]
+    w.add(S.HALF_RENEW, ck, fc, 4, check_count=1)
+    w.add(S.CHECK, ck, fc, 5, check_count=1)
+    w.add(S.LOCAL_TX, ck, fc, 6, action=a[S.COMMIT], from_check=1, check_count=1)
+    w.add(S.END_TX, ck, fc, 7, action=a[S.COMMIT], from_check=1, result=0)
+    w.add(S.REAL_PUT, ck, fc, 8)
+    for k in range(1, CHECK_MAX + 2):
+        after = (k - 1) * INTERVAL_MS
+        ds = w.near(discarded, FIRST_CHECK + after, late + after)
+        at = ds * s + draws.first_check[ds] + after
+        if k <= CHECK_MAX:
+            w.add(S.HALF_RENEW, ds, at, 3 * k + 1, check_count=k)
+            w.add(S.CHECK, ds, at, 3 * k + 2, check_count=k)
+            w.add(S.LOCAL_TX, ds, at, 3 * k + 3, action=a[S.UNKNOWN], from_check=1, check_count=k)
+        else:
+            w.add(S.DISCARD, ds, at, 60, check_count=CHECK_MAX)
+    delivered = w.near(commit, DELIVERY_MS, DELIVERY_MS + END_DELAY - 1)
+    ck = w.near(checked, FIRST_CHECK + DELIVERY_MS, late + DELIVERY_MS)
+    reals = np.concatenate([delivered, ck])
+    real_ts = np.concatenate([delivered * s + draws.end_delay[delivered], ck * s + draws.first_check[ck]])
+    w.add(S.DELIVER, reals, real_ts + DELIVERY_MS, 61)
+    return w.in_trace_order()
+
+
+def generate(n: int, seed: int, path: Path, window_ms: int | None = None, row_group: int = ROW_GROUP) -> None:
+    """Write a clean strict-mode trace of ``n`` transactions, born evenly over at least 600 s (so that
+    some reach the check max) and cut 10 s after the last birth (so that some are too young to judge);
+    made ``window_ms`` of trace time at a time (default: about WINDOW_ROWS rows)."""
     print(f"generating {n:,} synthetic transactions, seed {seed} -> {path}", file=sys.stderr)
-    spacing = max(1, 600_000 // n)
-    cols = _in_trace_order(_event_rows(n, spacing, rng), cut=n * spacing + 10_000)
-    ev, tx = cols["event"], cols["txn"]
-    current, prev = _half_offsets(ev, tx)
-    qoff, keep = _queue_offsets(ev, tx, n)
-    batches, op_after = _op_batches(ev, current)
-    rows = _interleave(keep, op_after)
-    table = _table(n, cols | {"current": current, "prev": prev, "qoff": qoff}, rows, batches, op_after)
+    draws = draw(n, seed)
+    window = window_ms or max(1, WINDOW_ROWS * draws.spacing // 5)
+    offsets = Offsets(draws.n, draws.end_txs())
     meta = {HEADER_METADATA_KEY: json.dumps(_header(seed).to_dict(), sort_keys=True).encode()}
-    table = pa.concat_tables([table.cast(S.ARROW_SCHEMA), _end_row(table, len(batches))])
-    pq.write_table(table.replace_schema_metadata(meta), path, compression="zstd", row_group_size=1_000_000)
+    with pq.ParquetWriter(path, S.ARROW_SCHEMA.with_metadata(meta), compression="zstd") as writer:
+        pending: list[pa.Table] = []
+        for t0 in range(0, draws.cut + 1, window):
+            rows = span_rows(draws, t0, min(t0 + window, draws.cut + 1))
+            if len(rows["txn"]):
+                pending = _write_full(writer, [*pending, offsets.table(rows)], row_group)
+        # The last row group holds the rest and the END marker as two chunks, as the one-shot generator
+        # wrote it (a chunk boundary may move a page boundary).
+        rest = pa.concat_tables(pending).combine_chunks() if pending else offsets.end_row().slice(0, 0)
+        writer.write_table(pa.concat_tables([rest, offsets.end_row()]), row_group_size=row_group)
 
 
-def _end_row(table: pa.Table, n_ops: int) -> pa.Table:
-    """The ``END`` marker of a clean shutdown (trace format v2), after the last event: nothing buffered
-    (strict mode), the half queue's and the Op queue's next offsets, the end of the commit log."""
-    seq = table.num_rows
-    halves = pc.max(table["half_offset"]).as_py()
-    end = {"seq": seq, "ts": pc.max(table["ts"]).as_py(), "event": S.END, "half_offsets": [],
-           "queue_offset": -1 if halves is None else halves + 1, "op_offset": n_ops,
-           "commitlog_offset": seq * COMMITLOG_STRIDE}
-    return pa.Table.from_pylist([end], schema=S.ARROW_SCHEMA)
-
-
-def _event_rows(n: int, spacing: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Every transaction's events (not OP_PUT), outcome by outcome, unordered; ``step`` orders a
-    transaction's events that share a ts."""
-    txn = np.arange(n, dtype=np.int64)
-    born = txn * spacing
-    kinds = rng.choice(len(MIX), size=n, p=list(MIX.values()))
-    commit, rollback, checked, discarded = (txn[kinds == k] for k in range(4))
-    r = _Rows()
-    a = ACTION_CODES
-    r.add(S.LOCAL_TX, commit, born[commit], 0, action=a[S.COMMIT], from_check=0)
-    r.add(S.LOCAL_TX, rollback, born[rollback], 0, action=a[S.ROLLBACK], from_check=0)
-    r.add(S.HALF_PUT, txn, born, 1)
-    end = born + rng.integers(0, 5, n)
-    r.add(S.END_TX, commit, end[commit], 2, action=a[S.COMMIT], from_check=0, result=0)
-    r.add(S.REAL_PUT, commit, end[commit], 3)
-    r.add(S.END_TX, rollback, end[rollback], 2, action=a[S.ROLLBACK], from_check=0, result=0)
-    unknown = np.concatenate([checked, discarded])
-    r.add(S.LOCAL_TX, unknown, born[unknown], 2, action=a[S.UNKNOWN], from_check=0)
-    first_check = born + TIMEOUT_MS + 1 + rng.integers(0, INTERVAL_MS, n)
-    fc = first_check[checked]
-    r.add(S.HALF_RENEW, checked, fc, 4, check_count=1)
-    r.add(S.CHECK, checked, fc, 5, check_count=1)
-    r.add(S.LOCAL_TX, checked, fc, 6, action=a[S.COMMIT], from_check=1, check_count=1)
-    r.add(S.END_TX, checked, fc, 7, action=a[S.COMMIT], from_check=1, result=0)
-    r.add(S.REAL_PUT, checked, fc, 8)
-    for k in range(1, CHECK_MAX + 1):
-        at = first_check[discarded] + (k - 1) * INTERVAL_MS
-        r.add(S.HALF_RENEW, discarded, at, 3 * k + 1, check_count=k)
-        r.add(S.CHECK, discarded, at, 3 * k + 2, check_count=k)
-        r.add(S.LOCAL_TX, discarded, at, 3 * k + 3, action=a[S.UNKNOWN], from_check=1, check_count=k)
-    r.add(S.DISCARD, discarded, first_check[discarded] + CHECK_MAX * INTERVAL_MS, 60, check_count=CHECK_MAX)
-    reals = np.concatenate([commit, checked])
-    real_ts = np.concatenate([end[commit], fc])
-    r.add(S.DELIVER, reals, real_ts + 50, 61)
-    return r.concat()
-
-
-def _in_trace_order(cols: dict[str, np.ndarray], cut: int) -> dict[str, np.ndarray]:
-    """The rows at or before ``cut``, ordered by ts, then transaction, then step."""
-    keep = cols["ts"] <= cut
-    cols = {k: v[keep] for k, v in cols.items()}
-    order = np.lexsort((cols["step"], cols["txn"], cols["ts"]))
-    return {k: v[order] for k, v in cols.items()}
-
-
-def _half_offsets(ev: np.ndarray, tx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Half offsets in seq order; every other event of a txn refers to its latest copy. Returns each row's
-    current copy and the copy before it (what a HALF_RENEW renewed)."""
-    is_copy = (ev == EVENT_CODES[S.HALF_PUT]) | (ev == EVENT_CODES[S.HALF_RENEW])
-    copy_off = np.cumsum(is_copy) - 1
-    by_txn = np.lexsort((np.arange(len(tx)), tx))
-    latest = np.where(is_copy[by_txn], copy_off[by_txn], -1)
-    # forward fill within each transaction: the last copy at or before each event
-    idx = np.where(latest >= 0, np.arange(len(latest)), 0)
-    np.maximum.accumulate(idx, out=idx)
-    current = np.empty(len(tx), np.int64)
-    current[by_txn] = latest[idx]
-    prev_sorted = np.full(len(tx), -1, np.int64)
-    prev_sorted[1:] = latest[idx][:-1]
-    prev = np.empty(len(tx), np.int64)
-    prev[by_txn] = prev_sorted
-    return current, prev
-
-
-def _queue_offsets(ev: np.ndarray, tx: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Real queue offsets per queue in seq order; DELIVER takes its txn's REAL_PUT offset. Returns the
-    offsets and which rows to keep (not a DELIVER whose REAL_PUT was cut)."""
-    queue = tx % QUEUES
-    is_real = ev == EVENT_CODES[S.REAL_PUT]
-    qoff = np.full(len(tx), -1, np.int64)
-    for q in range(QUEUES):
-        m = is_real & (queue == q)
-        qoff[m] = np.arange(m.sum())
-    txn_qoff = np.full(n, -1, np.int64)
-    txn_qoff[tx[is_real]] = qoff[is_real]
-    is_deliver = ev == EVENT_CODES[S.DELIVER]
-    qoff[is_deliver] = txn_qoff[tx[is_deliver]]
-    keep = ~is_deliver | (qoff >= 0)
-    return qoff, keep
-
-
-def _op_batches(ev: np.ndarray, current: np.ndarray) -> tuple[list[np.ndarray], list[int]]:
-    """Op records: resolved halves in END_TX order, OP_BATCH per record, right after the batch's last
-    END_TX. Returns each record's half offsets and the row it follows."""
-    is_ok_end = ev == EVENT_CODES[S.END_TX]
-    ends = np.flatnonzero(is_ok_end)
-    batches = [current[ends[i : i + OP_BATCH]] for i in range(0, len(ends), OP_BATCH)]
-    op_after = [ends[min(i + OP_BATCH, len(ends)) - 1] for i in range(0, len(ends), OP_BATCH)]
-    return batches, op_after
-
-
-def _interleave(keep: np.ndarray, op_after: list[int]) -> _Interleaved:
-    """Each Op record right after the row it follows; the event rows not in ``keep`` left out."""
-    n_ops = len(op_after)
-    position = np.concatenate([np.arange(len(keep)) * 2, np.asarray(op_after, np.int64) * 2 + 1])
-    final = np.argsort(position, kind="stable")
-    keep_all = np.concatenate([keep, np.ones(n_ops, bool)])[final]
-    return _Interleaved(final[keep_all], n_ops)
-
-
-def _table(
-    n: int, cols: dict[str, np.ndarray], rows: _Interleaved, batches: list[np.ndarray], op_after: list[int]
-) -> pa.Table:
-    """The trace's columns in schema order, null wherever an event does not carry the value."""
-    column = rows.column
-    event = column(cols["event"].astype(np.int64), EVENT_CODES[S.OP_PUT])
-    txn_col = column(cols["txn"])
-    ts_col = np.concatenate([cols["ts"], cols["ts"][np.asarray(op_after, np.int64)]])[rows.final]
-    has_txn = event != EVENT_CODES[S.OP_PUT]
-    ids = pa.array([f"t{i:07d}" for i in range(n)])
-    e_is = {name: event == code for name, code in EVENT_CODES.items()}
-    answer = e_is[S.LOCAL_TX] & (column(cols["from_check"]) == 1)
-    half_ref = (
-        e_is[S.HALF_PUT]
-        | e_is[S.HALF_RENEW]
-        | e_is[S.CHECK]
-        | e_is[S.END_TX]
-        | e_is[S.REAL_PUT]
-        | e_is[S.DISCARD]
-        | answer
-    )
-    queue_ev = e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]
-    placement = {
-        "seq": pa.array(np.arange(len(event), dtype=np.int64)),
-        "ts": pa.array(ts_col),
-        "event": _strings(list(S.EVENTS), event, np.ones(len(event), bool)),
-        "txn": ids.take(pa.array(np.where(has_txn, txn_col, 0), mask=~has_txn)),
-        "producer_group": _strings(["pg"], np.zeros(len(event), np.int64), has_txn & ~e_is[S.DELIVER]),
-        "producer": _strings(
-            ["p1"],
-            np.zeros(len(event), np.int64),
-            e_is[S.LOCAL_TX] | e_is[S.HALF_PUT] | e_is[S.END_TX] | e_is[S.CHECK],
-        ),
-        "half_offset": _int(column(cols["current"]), half_ref),
-        "prev_half_offset": _int(column(cols["prev"]), e_is[S.HALF_RENEW]),
-        "commitlog_offset": _int(np.arange(len(event), dtype=np.int64) * COMMITLOG_STRIDE, ~e_is[S.LOCAL_TX]),
-        "topic": _strings(
-            ["T", "TRANS_CHECK_MAX_TIME_TOPIC"],
-            e_is[S.DISCARD].astype(np.int64),
-            queue_ev | e_is[S.DISCARD],
-        ),
-        "queue_id": _int(
-            np.where(e_is[S.OP_PUT], 0, txn_col % QUEUES), queue_ev | e_is[S.OP_PUT], pa.int32()
-        ),
-        "queue_offset": _int(column(cols["qoff"]), e_is[S.REAL_PUT] | e_is[S.DELIVER]),
-    }
-    producer_side = {  # trace v2: the producer's born time (no clock skew here), no check immunity
-        "born_ts": _int(ts_col, e_is[S.HALF_PUT]),
-        "immunity": pa.nulls(len(event), pa.string()),
-    }
-    return pa.table(placement | _outcome_columns(cols, rows, e_is, answer, txn_col, batches) | producer_side)
-
-
-def _outcome_columns(
-    cols: dict[str, np.ndarray],
-    rows: _Interleaved,
-    e_is: dict[str, np.ndarray],
-    answer: np.ndarray,
-    txn_col: np.ndarray,
-    batches: list[np.ndarray],
-) -> dict[str, pa.Array]:
-    """The columns after ``queue_offset``: what each event decided, counted or covered."""
-    column = rows.column
-    counted = e_is[S.HALF_RENEW] | e_is[S.CHECK] | e_is[S.DISCARD] | answer
-    result_codes = np.select(
-        [e_is[S.END_TX], e_is[S.HALF_RENEW], e_is[S.CHECK], e_is[S.DISCARD]], [0, 1, 2, 3], -1
-    )
-    op_lists = iter(batches)
-    half_offsets = [next(op_lists).tolist() if is_op else None for is_op in e_is[S.OP_PUT]]
-    crc = (txn_col * 2654435761) % (2**31)
-    rows_n = len(txn_col)
-    return {
-        "action": _strings(
-            [S.COMMIT, S.ROLLBACK, S.UNKNOWN], column(cols["action"]).clip(0), column(cols["action"]) >= 0
-        ),
-        "from_check": pa.array(column(cols["from_check"]) == 1, mask=column(cols["from_check"]) < 0),
-        "result": _strings(
-            [S.OK, S.RENEW_FOR_CHECK, S.CHECK_SENT, S.DISCARD_CHECK_MAX],
-            result_codes.clip(0),
-            result_codes >= 0,
-        ),
-        "check_count": _int(column(cols["check_count"]), counted, pa.int32()),
-        "op_offset": _int(np.cumsum(e_is[S.OP_PUT]) - 1, e_is[S.OP_PUT]),
-        "half_offsets": pa.array(half_offsets, pa.list_(pa.int64())),
-        "consumer_group": _strings(["cg1"], np.zeros(rows_n, np.int64), e_is[S.DELIVER]),
-        "body_crc": _int(crc, e_is[S.HALF_PUT] | e_is[S.REAL_PUT] | e_is[S.DELIVER]),
-        "attempt": pa.nulls(rows_n, pa.int32()),  # pull deliveries only
-    }
+def _write_full(writer: pq.ParquetWriter, pending: list[pa.Table], row_group: int) -> list[pa.Table]:
+    """Write the full row groups of ``pending`` (each as one contiguous chunk); what is left over."""
+    rows = sum(t.num_rows for t in pending)
+    if rows <= row_group:
+        return pending
+    table = pa.concat_tables(pending)
+    full = (rows - 1) // row_group * row_group  # at least one row stays for the last row group
+    for start in range(0, full, row_group):
+        writer.write_table(table.slice(start, row_group).combine_chunks(), row_group_size=row_group)
+    return [table.slice(full)]
 
 
 def _header(seed: int) -> S.TraceHeader:
