@@ -57,8 +57,11 @@ def answer(name: str, put_status: PutStatus | None = None) -> EndTransactionResu
     if name == ev.STORE_ERROR:
         code, remark = _STORE_ANSWERS[put_status or PutStatus.UNKNOWN_ERROR]
         return EndTransactionResult(name, code, remark)
-    code_, remark_ = _ANSWERS[name]
-    return EndTransactionResult(name, code_, remark_)
+    return _RESULTS[name]
+
+
+# One immutable answer per name, made once: every END_TRANSACTION returns one.
+_RESULTS = {name: EndTransactionResult(name, code, remark) for name, (code, remark) in _ANSWERS.items()}
 
 
 class EndTransactionProcessor:
