@@ -380,6 +380,5 @@ def test_id_filter_holds_what_it_took_in() -> None:
     absent = sum(known.may_hold(f"PG1-p1-{i}") for i in range(10_000))
     assert absent < 500  # sized at 16 bits an id: a few per cent of absent ids pass
     assert not known.full and known.added == len(ids)
-    for i in range(known.capacity):
-        known.add(f"more-{i}")
-    assert known.full
+    known.add_all(f"more-{i}" for i in range(known.capacity))
+    assert known.full and all(known.may_hold(f"more-{i}") for i in range(known.capacity))

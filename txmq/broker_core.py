@@ -116,7 +116,8 @@ class BrokerCore:
         self._timer = Timer(store, self._offsets, self._trace, self._stats, cfg.timer_precision_ms)
         self._check = CheckService(ctx)
         now = self._clock.now_ms()
-        self._next_run = {service.method: now + service.interval_ms(cfg) for service in TIMED_SERVICES}
+        self._next_run = {service.method: now + service.interval_ms(cfg) for service in TIMED_SERVICES
+                          if not service.self_scheduled}
         self._ctx = ctx
 
     def _context(self) -> TransactionContext:
@@ -293,9 +294,15 @@ class BrokerCore:
         return self._next_run[service.method]
 
     def next_due_ms(self) -> int:
-        """When ``tick`` next has something to do."""
+        """When ``tick`` next has something to do: the earliest ``_due_ms``, which a manual-clock driver
+        asks before every step it takes, so it reads the times directly (the self-scheduled Op batch
+        thread's, and the others' in ``_next_run``)."""
         with self._lock:
-            return min(self._due_ms(service) for service in TIMED_SERVICES)
+            due = self._context().ops.next_tick_ms
+            for at in self._next_run.values():
+                if at < due:
+                    due = at
+            return due
 
     def trace_config(self) -> dict[str, Any]:
         """The settings a trace header carries."""

@@ -21,8 +21,10 @@ class LocalTransactionState(enum.Enum):
 
     @property
     def action(self) -> str:
-        """The trace's spelling: COMMIT, ROLLBACK or UNKNOWN."""
-        return self.value
+        """The trace's spelling: COMMIT, ROLLBACK or UNKNOWN (``_value_``: ``value`` goes through enum's
+        descriptor, a tenth of a microsecond a read, and every END_TX and LOCAL_TX reads it)."""
+        action: str = self._value_
+        return action
 
 
 @dataclass

@@ -95,8 +95,11 @@ class CheckService:
         read_half = partial(ctx.store.get_by_queue_offset, HALF_TOPIC, queue_id)
         i = half_start
         end = ctx.store.max_queue_offset(HALF_TOPIC, queue_id)  # later records are the run's own copies
+        moment = Moment(start, start)
         while i < end:
-            decision = decide(i, read_half, ops, ctx.resolution, Moment(start, clock.now_ms()), self.rules)
+            if moment.now_ms != clock.now_ms():  # a manual clock stands still during a run: one Moment
+                moment = Moment(start, clock.now_ms())
+            decision = decide(i, read_half, ops, ctx.resolution, moment, self.rules)
             if isinstance(decision, ReadOps):
                 self._read_ops(queue_id, ops, report)
                 if ops.drained and pause is not None and not ctx.config.strict:

@@ -57,8 +57,11 @@ def answer(name: str, put_status: PutStatus | None = None) -> EndTransactionResu
     if name == ev.STORE_ERROR:
         code, remark = _STORE_ANSWERS[put_status or PutStatus.UNKNOWN_ERROR]
         return EndTransactionResult(name, code, remark)
-    code_, remark_ = _ANSWERS[name]
-    return EndTransactionResult(name, code_, remark_)
+    return _RESULTS[name]
+
+
+# One immutable answer per name, made once: every END_TRANSACTION returns one.
+_RESULTS = {name: EndTransactionResult(name, code, remark) for name, (code, remark) in _ANSWERS.items()}
 
 
 class EndTransactionProcessor:
@@ -76,6 +79,7 @@ class EndTransactionProcessor:
         put_status = None
         commit = request.state is LocalTransactionState.COMMIT_MESSAGE
         real = None
+        end = -1  # where the durable record lies (strict's index remembers it for trimming)
         if half is not None and (commit or ctx.resolution is not None):
             # Write the durable record (real message, or strict's rollback marker) before tracing the
             # answer: a refused put is STORE_ERROR, and then no Op is written, so the half stays pending
@@ -85,8 +89,9 @@ class EndTransactionProcessor:
             if not put.ok:
                 log.warning("END_TRANSACTION for half %d not applied: %s", half.queue_offset, put.reason)
                 name, put_status, half = ev.STORE_ERROR, put.status, None
-            elif commit:
-                real = record
+            else:
+                end = put.commitlog_offset + 1
+                real = record if commit else None
         now = ctx.clock.now_ms()
         trace = ctx.trace
         if trace.enabled:
@@ -97,11 +102,13 @@ class EndTransactionProcessor:
                 from_check=request.from_transaction_check, result=name,
             )
         if half is not None:
-            self._resolve(half, real, now)
+            self._resolve(half, real, now, end)
         return answer(name, put_status)
 
-    def _resolve(self, half: StoredMessage, real: StoredMessage | None, now: int) -> None:
-        """After a commit's real message (``real``) or a rollback: trace, resolve (strict), queue the Op."""
+    def _resolve(self, half: StoredMessage, real: StoredMessage | None, now: int, end: int) -> None:
+        """After a commit's real message (``real``) or a rollback: trace, resolve (strict), queue the Op.
+        ``end`` is a position inside the durable record just written, which is all the index's trimming
+        needs of it (as its replay, ``apply_record``); asking the store where the log ends costs its lock."""
         ctx = self.ctx
         txn = half.properties[PROPERTY_TRANSACTION_ID]
         if real is not None and ctx.trace.enabled:
@@ -112,7 +119,7 @@ class EndTransactionProcessor:
             )
         if ctx.resolution is not None:
             state = TransactionState.COMMITTED if real is not None else TransactionState.ROLLED_BACK
-            ctx.resolution.resolve(txn, state)
+            ctx.resolution.resolve(txn, state, end)
         ctx.ops.queue(half.queue_id, half.queue_offset)
 
     def _take_half(self, request: EndTransactionRequest) -> StoredMessage | None:

@@ -46,8 +46,9 @@ class HalfLog:
             self._cache.put(half)
         if self._resolution is not None:
             txn = half.properties.get(PROPERTY_TRANSACTION_ID)
-            if txn is not None:
-                self._resolution.half_written(txn, half.queue_offset, PROPERTY_RESUMED in half.properties)
+            if txn is not None:  # the record ends after its first byte: all trimming asks (apply_record)
+                self._resolution.half_written(txn, half.queue_offset, PROPERTY_RESUMED in half.properties,
+                                              half.commitlog_offset + 1)
         return half
 
     def lookup(self, commitlog_offset: int) -> StoredMessage | None:

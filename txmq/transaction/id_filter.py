@@ -30,17 +30,20 @@ class IdFilter:
         self._mask = bits - 1
         self._bits = bytearray(bits >> 3)
         self.added = 0
-        for txn in ids:
-            self.add(txn)
+        self.add_all(ids)
 
-    def add(self, txn: str) -> None:
-        """Remember that the table holds ``txn``."""
-        h = hash(txn)
+    def add_all(self, ids: Iterable[str]) -> None:
+        """Remember that the table holds every id of ``ids``. One loop over them all rather than a call
+        per id: a rebuild takes in every id of the table, a million at 10^6 transactions."""
         bits, mask = self._bits, self._mask
-        a, b = h & mask, (h >> 32) & mask
-        bits[a >> 3] |= 1 << (a & 7)
-        bits[b >> 3] |= 1 << (b & 7)
-        self.added += 1
+        added = 0
+        for txn in ids:
+            h = hash(txn)
+            a, b = h & mask, (h >> 32) & mask
+            bits[a >> 3] |= 1 << (a & 7)
+            bits[b >> 3] |= 1 << (b & 7)
+            added += 1
+        self.added += added
 
     def may_hold(self, txn: str) -> bool:
         """False when the table certainly lacks ``txn``; True when it may hold it."""

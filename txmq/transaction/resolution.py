@@ -241,8 +241,7 @@ class ResolutionIndex:
             raise
         self._read = (None, None)  # the table changes
         known = self._known
-        for txn in self._dirty:
-            known.add(txn)
+        known.add_all(self._dirty)
         if known.full:
             self._known = self._filter_table()
         self._dirty.clear()
