@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,21 @@ def test_a_store_path_that_is_a_file(tmp_path: Path) -> None:
     store.write_text("notes", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a directory"):
         simulate(Workload(transactions=50), seed=1, store_dir=store)
+
+
+def test_a_special_output_file_is_written_into_not_replaced(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``-o /dev/null`` (here a named pipe, which behaves the same): the finished trace is copied into it;
+    renaming the temporary file over it, as for a regular file, replaced the device with a file."""
+    pipe = tmp_path / "t.ndjson"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    code, err = _simulate(capsys, "-o", str(pipe))
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    lines = received[0].decode().splitlines()
+    assert json.loads(lines[0])["format"] and json.loads(lines[-1])["event"] == "END"
+    assert list(tmp_path.iterdir()) == [pipe]
