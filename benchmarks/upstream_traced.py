@@ -143,8 +143,8 @@ def validations(trace: Path, judges: Sequence[str]) -> dict[str, Any]:
         output = row.pop("output")
         if judge == "tlc":
             row["steps"] = tlc_steps(row["verdict"])
-        elif not row["accepted"]:
-            row["verdict"] = " / ".join(output.strip().splitlines()[-6:])[:600]
+        if not row["accepted"]:  # the event refused and the condition come before the last line
+            row["verdict"] = " / ".join(output.strip().splitlines()[-6:])[:1200]
         row["load"] = round(os.getloadavg()[0], 1)
         rows[judge] = row
         print(json.dumps({"judge": judge, **row}), flush=True)
