@@ -72,13 +72,13 @@ def _sample_tree(root: int, peak: list[int], done: threading.Event) -> None:
         peak[0] = max(peak[0], _tree_rss(root))
 
 
-def _validate(trace: Path) -> dict[str, Any]:
-    """One validation in a child process: its verdict, and the CPU, wall time and peak memory of it and
-    the TLC it starts, from ``wait4`` (the child's own usage with its waited-for descendants': the peak is
-    this validation's, where RUSAGE_CHILDREN's would be the largest of every run so far)."""
+def measured(argv: list[str]) -> dict[str, Any]:
+    """One command in a child process: whether it exited 0, its last output line, and the CPU, wall time
+    and peak memory of it and the processes it starts (TLC, Spark's JVM), from ``wait4`` (the child's own
+    usage with its waited-for descendants': the peak is this command's, where RUSAGE_CHILDREN's would be
+    the largest of every run so far)."""
     started = time.monotonic()
-    child = proc.popen([TXMQ, "spec", "validate-trace", str(trace)],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = proc.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert child.stdout is not None
     peak, done = [0], threading.Event()
     sampler = threading.Thread(target=_sample_tree, args=(child.pid, peak, done), daemon=True)
@@ -89,13 +89,24 @@ def _validate(trace: Path) -> dict[str, Any]:
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
     wall = time.monotonic() - started
-    verdict = (output.strip().splitlines() or ["(no output)"])[-1]
-    counted = re.search(r"; ([\d,]+) steps", verdict)  # "accepted: ... (strict; 11,728 steps (...)"
-    steps = int(counted.group(1).replace(",", "")) if counted else None
-    return {"accepted": child.returncode == 0, "verdict": verdict[:200], "steps": steps,
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+    lines = output.strip().splitlines() or ["(no output)"]
+    return {"accepted": child.returncode == 0, "exit": child.returncode, "verdict": lines[-1][:200],
+            "output": output, "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
             "wall_s": round(wall, 1), "peak_tree_rss_mb": round(peak[0] / 2**20),
             "peak_rss_mb": round(usage.ru_maxrss / 1024)}
+
+
+def tlc_steps(verdict: str) -> int | None:
+    """The steps TLC followed, from validate-trace's verdict ("accepted: ... (strict; 11,728 steps ...")."""
+    counted = re.search(r"; ([\d,]+) steps", verdict)
+    return int(counted.group(1).replace(",", "")) if counted else None
+
+
+def _validate(trace: Path) -> dict[str, Any]:
+    """One ``txmq spec validate-trace`` of ``trace``, measured."""
+    row = measured([TXMQ, "spec", "validate-trace", str(trace)])
+    del row["output"], row["exit"]
+    return {**row, "steps": tlc_steps(row["verdict"])}
 
 
 def main(argv: list[str] | None = None) -> int:

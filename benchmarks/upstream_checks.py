@@ -109,15 +109,22 @@ def parse(lines: Sequence[str], windows: int) -> Side:
     return side
 
 
+def start_benchmark(home: Path, namesrv: str, work: Path,
+                    parameters: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Upstream's benchmark with ``parameters`` against ``namesrv``, in a session of its own (so that
+    ``os.killpg`` ends it), its output in ``work/benchmark.out``."""
+    java = [shutil.which("java") or "java", "-Xmx256m", "-cp", f"{home}/conf:{home}/lib/*", BENCHMARK,
+            "-n", namesrv, *parameters]
+    env = dict(os.environ, NAMESRV_ADDR=namesrv, RMQ_LOG_DIR=str(work / "rmqlogs"))
+    with (work / "benchmark.out").open("wb") as log:
+        return popen(java, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def run_benchmark(home: Path, namesrv: str, work: Path, seconds: int) -> Side:
     """Upstream's benchmark against ``namesrv`` for about ``seconds``, killed at the end."""
     windows = max(1, round(seconds / WINDOW_S))
-    java = [shutil.which("java") or "java", "-Xmx256m", "-cp", f"{home}/conf:{home}/lib/*", BENCHMARK,
-            "-n", namesrv, *PARAMETERS]
     out = work / "benchmark.out"
-    env = dict(os.environ, NAMESRV_ADDR=namesrv, RMQ_LOG_DIR=str(work / "rmqlogs"))
-    with out.open("wb") as log:
-        bench = popen(java, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    bench = start_benchmark(home, namesrv, work, PARAMETERS)
     needed = (windows - 1) * WINDOW_S + 1
     deadline = time.monotonic() + windows * WINDOW_S + 120
     try:

@@ -16,6 +16,11 @@ from typing import Any
 
 from txmq.errors import ExitCode, TraceError
 from txmq.trace.schema import COLUMN_NAMES
+from txmq.transaction.end_transaction import rejection_threshold_ms
+from txmq.transaction.immunity import scanner_immunity_ms
+
+# TLC's integers are 32-bit: times are taken relative to the trace's first event, and must fit.
+TLC_INT_MAX = 2**31 - 1
 
 # The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
 # CHECKPOINT, DELIVER and FINISH check the state without a step of their own; RESET starts the next
@@ -28,6 +33,17 @@ ACTION_OF = {
     "REAL": None, "CHECK": None, "CHECKPOINT": None, "PLAIN": None, "DELIVER": None, "FINISH": None,
     "RESET": None, "OPEN": None, "FLOOR": None, "LOSE": "Lose", "RETIRE": None, "READ": "ReadOps",
 }
+
+
+
+def half_immunity(value: str | None, timeout_ms: int) -> tuple[bool, int, int]:
+    """A half's immunity (its ``CHECK_IMMUNITY_TIME_IN_SECONDS``) as the scanner and END_TRANSACTION read
+    it (the broker's own parsers); a half END_TRANSACTION never refuses gets TLC's largest integer."""
+    if value is None:
+        return (False, 0, 0)
+    end = rejection_threshold_ms(value, timeout_ms) if value else TLC_INT_MAX
+    return (True, scanner_immunity_ms(value, timeout_ms), min(end, TLC_INT_MAX))
+
 
 # The step kinds that append a half record.
 HALF_APPENDS = ("SEND", "RESEND", "RESUME", "RENEW", "IMMUNITY")

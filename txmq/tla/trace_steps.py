@@ -26,27 +26,24 @@ from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
+from txmq.tla.trace_copies import Copies
 from txmq.tla.trace_decisions import ACTS as _ACTS
 from txmq.tla.trace_decisions import Decisions
 from txmq.tla.trace_input import (
     EXECUTOR,
     HALF_APPENDS,
     NO_PRODUCER,
+    TLC_INT_MAX,
     ClockBackwardsError,
     MessageFields,
     SpecInput,
     Step,
+    half_immunity,
     unmodelled,
 )
 from txmq.tla.trace_lookahead import Lookahead, end_key
 from txmq.tla.trace_slots import slotted
 from txmq.trace import schema as ev
-from txmq.transaction.end_transaction import rejection_threshold_ms
-from txmq.transaction.immunity import scanner_immunity_ms
-
-# TLC's integers are 32-bit: times are taken relative to the trace's first event, and must fit.
-_TLC_INT_MAX = 2**31 - 1
-_NO_REJECTION = _TLC_INT_MAX  # END_TRANSACTION's immunity threshold of a half it never refuses
 
 
 class _Builder:
@@ -62,7 +59,8 @@ class _Builder:
         self.spec = SpecInput(base_ts=ahead.base_ts,
                               subscribed={str(g): [str(t) for t in ts] for g, ts in subscribed.items()})
         self.steps: list[Step] = []  # the steps of the event being walked
-        self.txn_ids: dict[str, int] = {}
+        self.txn_ids: dict[str, int] = {}  # each transaction id's first spec transaction
+        self.copies = Copies()  # and the others' (a client's send retry: trace_copies)
         self.now = 0
         self.halves = 0  # the half queue's length
         self.cursor = 0  # records examined by the check service
@@ -75,6 +73,7 @@ class _Builder:
         self.plain_ordinal: dict[int, int] = {}
         self.up: set[str] = set()  # producers registered now (their last PRODUCER event is UP)
         self.early: set[str] = set()  # producers started before their PRODUCER UP, for a send before it
+        self.unregistered: set[str] = set()  # started for a send, by a connection that never registers
         self.index = 0  # the event being walked: its position, the events either side of it
         self.previous: Mapping[str, Any] | None = None
         self.next: Mapping[str, Any] | None = None
@@ -87,7 +86,7 @@ class _Builder:
     def ts(self, e: Mapping[str, Any]) -> int:
         """The event's time on the spec's clock (the spec compares it with its clock, or ticks to it)."""
         value = int(e["ts"]) - self.spec.base_ts
-        if abs(value) > _TLC_INT_MAX:
+        if abs(value) > TLC_INT_MAX:
             raise unmodelled(e, "the trace spans more time than TLC's integers hold (about 24 days)")
         return value
 
@@ -108,9 +107,9 @@ class _Builder:
         if t is None:
             if not create:
                 raise unmodelled(e, f"transaction {key} has no HALF_PUT before this event")
-            t = self.txn_ids[key] = len(self.txn_ids) + 1
+            t = self.txn_ids[key] = len(self.spec.txns) + 1
             self.spec.txns.append(key)
-        return t
+        return self.copies.find(e, t)
 
     def producer(self, e: Mapping[str, Any]) -> str:
         key = e.get("producer")
@@ -127,16 +126,19 @@ class _Builder:
         self.add("UP", source, p=name)
 
     def registered_before_send(self, e: Mapping[str, Any]) -> None:
-        """A producer may send before its registration is traced (``txmq serve`` registers a producer when
-        its Telemetry settings arrive, which a client may send after its first message): if its next
-        PRODUCER event is UP, it starts here, and that event is taken as this start."""
+        """A producer may send before its registration is traced (``txmq serve`` registers one when its
+        Telemetry settings arrive, maybe after its first message): if its next PRODUCER event is UP, it
+        starts here, and that event is this start. With none, it sent over a connection that never
+        registered (upstream registers at a heartbeat; a 4.x client may send over a connection that
+        closes first): it starts here and goes down after the send, unreachable by checks."""
         key = e.get("producer") or ""
         if key in self.up or key in self.early:
             return
         later = [r for r in self.ahead.registrations.get(key, []) if r.index > self.index]
-        if later and later[0].result == ev.PRODUCER_UP:
-            self.early.add(key)
-            self.start(None, key, later[0].group)
+        if later and later[0].result != ev.PRODUCER_UP:
+            return
+        (self.early if later else self.unregistered).add(key)
+        self.start(None, key, later[0].group if later else e.get("producer_group") or "")
 
     def skip_to(self, examined: int) -> None:
         """SKIP steps until ``examined`` records were examined."""
@@ -197,16 +199,19 @@ class _Builder:
             self.start(e, key, e.get("producer_group") or "")
         else:
             self.up.discard(key)
-            p = self.producer(e)
-            # its own END_TX messages that arrive later were sent before it went down
-            for seq, end in self.ahead.own_ends.get(key, {}).values():
-                if seq > int(e["seq"]) and end not in self.in_flight:
-                    t = self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0]})
-                    self.decisions.before_own_end(t, _ACTS[end[2]])
-                    self.add("PEND", None, t=t)
-                    self.in_flight.add(end)
-            self.spec.budgets["MaxProducerCrash"] += 1
-            self.add("DOWN", e, p=p)
+            self.down(e, key)
+
+    def down(self, e: Mapping[str, Any], key: str, only: str | None = None) -> None:
+        """Producer ``key`` goes down at ``e``; its own END_TX (of ``only``) that come later were sent."""
+        p = self.producer(e)
+        for txn, (seq, end) in self.ahead.own_ends.get(key, {}).items():
+            if seq > int(e["seq"]) and end not in self.in_flight and only in (None, txn):
+                t = self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0], "half_offset": end[1]})
+                self.decisions.before_own_end(t, _ACTS[end[2]])
+                self.add("PEND", None, t=t)
+                self.in_flight.add(end)
+        self.spec.budgets["MaxProducerCrash"] += 1
+        self.add("DOWN", e if e["event"] == ev.PRODUCER else None, p=p)
 
     def on_half_put(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
@@ -217,26 +222,24 @@ class _Builder:
         born = int(e["born_ts"] if e.get("born_ts") is not None else e["ts"]) - self.spec.base_ts
         skew = born - self.now
         offset = self.half_appended(e)
+        if known and (self.spec.owner[t - 1] != p or self.spec.skew[t - 1] != skew):  # trace_copies
+            t, known = len(self.spec.txns) + 1, False
+            self.copies.split_off(e, t)
+            self.spec.txns.append(f"{e['txn']}@{e['half_offset']}")
+        if known and self.local.get(t) != "unknown":
+            raise unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry, "
+                                 "before its local transaction decided")
         if not known:
             self.spec.owner.append(p)
             self.spec.skew.append(skew)
-            self.spec.immunity.append(self.immunity(e.get("immunity")))
+            self.spec.immunity.append(half_immunity(e.get("immunity"), self.timeout))
             self.spec.half_messages.append(MessageFields.of(e))
             self.local[t] = "unknown"
-            self.add("SEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
-            return
-        if self.local.get(t) != "unknown" or self.spec.owner[t - 1] != p or self.spec.skew[t - 1] != skew:
-            raise unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry: "
-                                 "by the same producer, before its local transaction decided, same clock")
-        self.spec.budgets["MaxRetry"] += 1
-        self.add("RESEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
-
-    def immunity(self, value: str | None) -> tuple[bool, int, int]:
-        """The half's immunity as the scanner and END_TRANSACTION read it (the broker's own parsers)."""
-        if value is None:
-            return (False, 0, 0)
-        end = rejection_threshold_ms(value, self.timeout) if value else _NO_REJECTION
-        return (True, scanner_immunity_ms(value, self.timeout), min(end, _TLC_INT_MAX))
+        self.spec.budgets["MaxRetry"] += known
+        self.add("RESEND" if known else "SEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
+        if e.get("producer") in self.unregistered:
+            self.unregistered.discard(e["producer"])
+            self.down(e, e["producer"], only=e.get("txn"))
 
     def on_local_tx(self, e: Mapping[str, Any]) -> None:
         if self.decisions.from_end_tx:

@@ -52,6 +52,9 @@ public final class Hooks {
     private static final ThreadLocal<Object[]> DISCARD = new ThreadLocal<>();
     private static final ThreadLocal<Row> CHECK = new ThreadLocal<>();
     private static final ThreadLocal<Boolean> REGISTER = new ThreadLocal<>();
+    /** Closed channels still in the producer table: traced DOWN already, or registered after they closed
+     * (never a check's recipient, so neither UP nor DOWN); their removal is not traced. */
+    private static final Set<List<Object>> CLOSED_AT_REGISTER = ConcurrentHashMap.newKeySet();  // group, channel
     /** The check thread's last half-queue read and whether it moved a checkpoint since its last CHECKPOINT. */
     private static final ThreadLocal<long[]> SCAN = ThreadLocal.withInitial(() -> new long[] {-1, 0});
 
@@ -361,11 +364,27 @@ public final class Hooks {
         }
     }
 
-    /** sendCheckMessage (after): ProducerManager.getAvailableChannel found no channel of the group. */
+    /**
+     * sendCheckMessage (after): ProducerManager.getAvailableChannel found no channel of the group. It skips
+     * a closed channel whose removal (doChannelCloseEvent, on the Netty event thread) has not run yet: such
+     * a channel is traced DOWN here, before the check, and its removal later is not traced again.
+     */
     public static void checkEnd() {
         Row check = CHECK.get();
         CHECK.remove();
-        if (check != null) {
+        if (check == null) {
+            return;
+        }
+        synchronized (Trace.LOCK) {
+            String group = (String) check.get("producer_group");
+            Map<Channel, ClientChannelInfo> channels = broker == null || group == null ? null
+                    : broker.getProducerManager().getGroupChannelTable().get(group);
+            for (Channel channel : channels == null ? new ArrayList<Channel>() : new ArrayList<>(channels.keySet())) {
+                if (!channel.isActive() && CLOSED_AT_REGISTER.add(Arrays.asList(group, channel))) {
+                    Trace.emit(new Row("PRODUCER").set("producer_group", group)
+                            .set("producer", address(channel.remoteAddress())).set("result", "DOWN"));
+                }
+            }
             Trace.emit(check.set("result", "NO_PRODUCER"));
         }
     }
@@ -407,12 +426,22 @@ public final class Hooks {
         REGISTER.set(!INNER_PRODUCER.equals(group) && (channels == null || !channels.containsKey(info.getChannel())));
     }
 
-    /** ProducerManager.registerProducer (after): a new channel of the group was added, PRODUCER UP. */
+    /**
+     * ProducerManager.registerProducer (after): a new channel of the group was added, PRODUCER UP. A
+     * heartbeat handled after its connection closed (the heartbeat pool runs it after the close event,
+     * whose doChannelCloseEvent found nothing to remove) registers a closed channel, which stays in the
+     * table until scanNotActiveChannel expires it; getAvailableChannel never picks an inactive channel, so
+     * it is no recipient of a check: neither its UP nor its removal is traced.
+     */
     public static void registerEnd(ProducerManager manager, String group, ClientChannelInfo info) {
         boolean fresh = Boolean.TRUE.equals(REGISTER.get());
         REGISTER.remove();
         Map<Channel, ClientChannelInfo> channels = manager.getGroupChannelTable().get(group);
         if (fresh && channels != null && channels.containsKey(info.getChannel())) {
+            if (!info.getChannel().isActive()) {
+                CLOSED_AT_REGISTER.add(Arrays.asList(group, info.getChannel()));
+                return;
+            }
             Trace.emit(new Row("PRODUCER").set("producer_group", group)
                     .set("producer", address(info.getChannel().remoteAddress())).set("result", "UP"));
         }
@@ -421,6 +450,9 @@ public final class Hooks {
     /** ProducerManager.callProducerChangeListener: CLIENT_UNREGISTER is a producer's channel leaving. */
     public static void producerChange(ProducerGroupEvent event, String group, ClientChannelInfo info) {
         if (event == ProducerGroupEvent.CLIENT_UNREGISTER && info != null && !INNER_PRODUCER.equals(group)) {
+            if (CLOSED_AT_REGISTER.remove(Arrays.asList(group, info.getChannel()))) {
+                return;
+            }
             Trace.emit(new Row("PRODUCER").set("producer_group", group)
                     .set("producer", address(info.getChannel().remoteAddress())).set("result", "DOWN"));
         }
