@@ -38,7 +38,7 @@ from txmq.tla.trace_input import (
     Step,
     unmodelled,
 )
-from txmq.tla.trace_lookahead import Lookahead, end_key
+from txmq.tla.trace_lookahead import Lookahead, end_key, producer_key
 from txmq.tla.trace_slots import slotted
 from txmq.trace import schema as ev
 from txmq.transaction.end_transaction import rejection_threshold_ms
@@ -113,10 +113,10 @@ class _Builder:
         return t
 
     def producer(self, e: Mapping[str, Any]) -> str:
-        key = e.get("producer")
-        name = self.spec.producers.get(key or "")
+        name = self.spec.producers.get(producer_key(e))
         if name is None:
-            raise unmodelled(e, f"producer {key!r} never registered (no PRODUCER UP before this event)")
+            raise unmodelled(e, f"producer {e.get('producer')!r} of group {e.get('producer_group')!r} never "
+                                 "registered (no PRODUCER UP before this event)")
         return name
 
     def start(self, source: Mapping[str, Any] | None, key: str, group: str) -> None:
@@ -130,7 +130,7 @@ class _Builder:
         """A producer may send before its registration is traced (``txmq serve`` registers a producer when
         its Telemetry settings arrive, which a client may send after its first message): if its next
         PRODUCER event is UP, it starts here, and that event is taken as this start."""
-        key = e.get("producer") or ""
+        key = producer_key(e)
         if key in self.up or key in self.early:
             return
         later = [r for r in self.ahead.registrations.get(key, []) if r.index > self.index]
@@ -186,7 +186,7 @@ class _Builder:
 
     def on_producer(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
-        key = e.get("producer") or ""
+        key = producer_key(e)
         if e["result"] == ev.PRODUCER_UP:
             self.up.add(key)
             if key in self.early:  # started already, just before the send that came first

@@ -52,6 +52,8 @@ public final class Hooks {
     private static final ThreadLocal<Object[]> DISCARD = new ThreadLocal<>();
     private static final ThreadLocal<Row> CHECK = new ThreadLocal<>();
     private static final ThreadLocal<Boolean> REGISTER = new ThreadLocal<>();
+    /** "group/address" of each producer channel traced UP and not DOWN since (written under Trace.LOCK). */
+    private static final Set<String> TRACED_UP = new HashSet<>();
     /** The check thread's last half-queue read and whether it moved a checkpoint since its last CHECKPOINT. */
     private static final ThreadLocal<long[]> SCAN = ThreadLocal.withInitial(() -> new long[] {-1, 0});
 
@@ -344,7 +346,12 @@ public final class Hooks {
         Row check = CHECK.get();
         CHECK.remove();
         if (check != null) {
-            Trace.emit(check.set("producer", address(channel.remoteAddress())).set("result", "SENT"));
+            String group = (String) check.get("producer_group");
+            String producer = address(channel.remoteAddress());
+            synchronized (Trace.LOCK) {
+                producerUp(group, producer);  // the check may pick a channel before registerEnd traced it
+                Trace.emit(check.set("producer", producer).set("result", "SENT"));
+            }
         }
     }
 
@@ -400,16 +407,34 @@ public final class Hooks {
         REGISTER.remove();
         Map<Channel, ClientChannelInfo> channels = manager.getGroupChannelTable().get(group);
         if (fresh && channels != null && channels.containsKey(info.getChannel())) {
-            Trace.emit(new Row("PRODUCER").set("producer_group", group)
-                    .set("producer", address(info.getChannel().remoteAddress())).set("result", "UP"));
+            synchronized (Trace.LOCK) {
+                producerUp(group, address(info.getChannel().remoteAddress()));
+            }
+        }
+    }
+
+    /**
+     * PRODUCER UP of a channel of the group, once. registerProducer puts the channel in the group's table
+     * before its end hook runs, so the check executor may find the channel (getAvailableChannel) and send
+     * it a check first: that check traces the UP before itself, and the end hook then adds nothing.
+     * The caller holds Trace.LOCK, so the set and the trace's order agree.
+     */
+    private static void producerUp(String group, String producer) {
+        if (TRACED_UP.add(group + "/" + producer)) {
+            Trace.emit(new Row("PRODUCER").set("producer_group", group).set("producer", producer)
+                    .set("result", "UP"));
         }
     }
 
     /** ProducerManager.callProducerChangeListener: CLIENT_UNREGISTER is a producer's channel leaving. */
     public static void producerChange(ProducerGroupEvent event, String group, ClientChannelInfo info) {
         if (event == ProducerGroupEvent.CLIENT_UNREGISTER && info != null && !INNER_PRODUCER.equals(group)) {
-            Trace.emit(new Row("PRODUCER").set("producer_group", group)
-                    .set("producer", address(info.getChannel().remoteAddress())).set("result", "DOWN"));
+            String producer = address(info.getChannel().remoteAddress());
+            synchronized (Trace.LOCK) {
+                TRACED_UP.remove(group + "/" + producer);
+                Trace.emit(new Row("PRODUCER").set("producer_group", group).set("producer", producer)
+                        .set("result", "DOWN"));
+            }
         }
     }
 }
