@@ -107,6 +107,11 @@ NoWaitingCheckOfCoveredCopy == \A c \in pending : half[c.off].from \notin covere
 OpsOldestFirst ==
     [][opRecords' # opRecords => opBuf' = SubSeq(opBuf, Len(opBuf) - Len(opBuf') + 1, Len(opBuf))]_vars
 
+\* Rocketmq: the broker restarted after a crash knows no producer until each registers again by its next
+\* heartbeat, so a running owner's transaction is checked and its check goes to nobody (an action
+\* property); crash_forgets_producers must find such a check.
+CheckReachesARunningOwner == [][ScanCheckNobody => ~alive[OwnerOf(Rec.t)]]_vars
+
 \* The CI models reach two broker crashes and two admin resumes (the controls built on strict_two_crashes
 \* and strict_two_resumes must violate these).
 AtMostOneCrash == crashes <= 1

@@ -93,7 +93,9 @@ VARIABLES
     said,         \* [Txns -> SUBSET Actions]: every outcome the producer side stated
     sent,         \* [Txns -> Nat]: offset of the half the owner's last send returned (0: none yet)
     ownEndDone,   \* [Txns -> BOOLEAN]: the owner sent (or, crashing, can no longer send) its END_TX
-    alive,        \* [Producers -> BOOLEAN]: running and registered with the broker
+    alive,        \* [Producers -> BOOLEAN]: running and registered with the broker (but see unregistered)
+    unregistered, \* running producers the broker's producer table lost when it crashed (rocketmq:
+                  \*   ProducerManager is memory); no check reaches one until it registers again
     \* --- broker, durable ---
     half,         \* the half queue: Seq of [t, n (check count), born (producer clock), and two fields the
                   \*   broker never reads: put (the broker's clock at the original's HALF_PUT) and from
@@ -132,7 +134,7 @@ VARIABLES
     \* --- perturbation counters ---
     crashes, pcrashes, losses, dups, retries, storeErrors, resumes
 
-producerVars == <<local, said, sent, ownEndDone, alive>>
+producerVars == <<local, said, sent, ownEndDone, alive, unregistered>>
 durableVars == <<half, latest, covered, opRecords, reals, lives, durable, cursorDurable>>
 volatileVars == <<opBuf, cache, cursor, index, opRead, pending>>
 historyVars == <<ends, delivered, checks, discardLog, opDup>>
@@ -187,8 +189,9 @@ RECURSIVE Lineage(_)
 Lineage(i) == IF HalfAt(half, i).from = 0 THEN {i} ELSE {i} \cup Lineage(HalfAt(half, i).from)
 Resolution(t) == IF Strict THEN Get(index, t) ELSE None
 
-\* Running producers of t's group: the broker may send t's check to any of them (ProducerManager).
-Recipients(t) == {p \in Producers : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
+\* Running producers of t's group in the broker's producer table: the broker may send t's check to any of
+\* them (ProducerManager.getAvailableChannel).
+Recipients(t) == {p \in Producers \ unregistered : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
 
 \* The resolution index as a strict restart rebuilds it from the durable log.
 Rebuilt ==
@@ -221,6 +224,7 @@ Init ==
     /\ sent = AllTxns(0)
     /\ ownEndDone = AllTxns(FALSE)
     /\ alive = [p \in Producers |-> p \in InitiallyUp]
+    /\ unregistered = {}
     /\ half = << >>
     /\ latest = AllTxns(0)
     /\ covered = {}
@@ -261,8 +265,8 @@ SendHalf(t) ==
     /\ sent' = Put(sent, t, HalfLen(half) + 1)
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
-    /\ UNCHANGED <<said, ownEndDone, alive, covered, opRecords, reals, lives, durable, cursorDurable,
-                   opBuf, cursor, index, opRead, pending, now, net, historyVars, budgetVars>>
+    /\ UNCHANGED <<said, ownEndDone, alive, unregistered, covered, opRecords, reals, lives, durable,
+                   cursorDurable, opBuf, cursor, index, opRead, pending, now, net, historyVars, budgetVars>>
 
 (***************************************************************************)
 (* A client send retry (S33): the first attempt timed out at the client   *)
@@ -278,7 +282,7 @@ ResendHalf(t) ==
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ retries' = retries + 1
-    /\ UNCHANGED <<local, said, ownEndDone, alive, covered, opRecords, reals, lives, durable,
+    /\ UNCHANGED <<local, said, ownEndDone, alive, unregistered, covered, opRecords, reals, lives, durable,
                    cursorDurable, opBuf, cursor, index, opRead, pending, now, net, historyVars,
                    crashes, pcrashes, losses, dups, storeErrors, resumes>>
 
@@ -288,7 +292,8 @@ Decide(t) ==
     /\ \E d \in Decisions :
           /\ local' = Put(local, t, d)
           /\ said' = Put(said, t, Get(said, t) \cup {d})
-    /\ UNCHANGED <<sent, ownEndDone, alive, durableVars, volatileVars, now, net, historyVars, budgetVars>>
+    /\ UNCHANGED <<sent, ownEndDone, alive, unregistered, durableVars, volatileVars, now, net, historyVars,
+                   budgetVars>>
 
 (***************************************************************************)
 (* The owner's own one-way END_TRANSACTION for the half its send returned *)
@@ -300,7 +305,8 @@ ProducerEnd(t) ==
     /\ Get(local, t) \in Actions
     /\ net' = net \cup {EndMsg(t, Get(sent, t), Get(local, t), FALSE, OwnerOf(t))}
     /\ ownEndDone' = Put(ownEndDone, t, TRUE)
-    /\ UNCHANGED <<local, said, sent, alive, durableVars, volatileVars, now, historyVars, budgetVars>>
+    /\ UNCHANGED <<local, said, sent, alive, unregistered, durableVars, volatileVars, now, historyVars,
+                   budgetVars>>
 
 (***************************************************************************)
 (* A producer dies (or shuts down): its connection closes and the broker  *)
@@ -312,16 +318,20 @@ ProducerCrash(p) ==
     /\ pcrashes < MaxProducerCrash
     /\ alive[p]
     /\ alive' = [alive EXCEPT ![p] = FALSE]
+    /\ unregistered' = unregistered \ {p}
     /\ ownEndDone' =
            PerTxn([t \in Txns |-> Get(ownEndDone, t) \/ (OwnerOf(t) = p /\ Get(local, t) # None)])
     /\ pcrashes' = pcrashes + 1
     /\ UNCHANGED <<local, said, sent, durableVars, volatileVars, now, net, historyVars,
                    crashes, losses, dups, retries, storeErrors, resumes>>
 
-\* A producer instance starts and registers with the broker (its first heartbeat).
+\* A producer instance starts and registers with the broker (its first heartbeat), or a running one
+\* the broker forgot when it crashed registers again (its next heartbeat: ClientManageProcessor.heartBeat,
+\* ProducerManager.registerProducer).
 ProducerStart(p) ==
-    /\ ~alive[p]
+    /\ ~alive[p] \/ p \in unregistered
     /\ alive' = [alive EXCEPT ![p] = TRUE]
+    /\ unregistered' = unregistered \ {p}
     /\ UNCHANGED <<local, said, sent, ownEndDone, durableVars, volatileVars, now, net, historyVars,
                    budgetVars>>
 
@@ -391,8 +401,8 @@ AnswerCheck(m, rest) ==
              THEN UNCHANGED said /\ net' = rest
              ELSE /\ said' = Put(said, m.t, Get(said, m.t) \cup {ans})
                   /\ net' = rest \cup {EndMsg(m.t, m.off, ans, TRUE, m.p)}
-       /\ UNCHANGED <<local, sent, ownEndDone, alive, durableVars, volatileVars, now, historyVars,
-                      storeErrors>>
+       /\ UNCHANGED <<local, sent, ownEndDone, alive, unregistered, durableVars, volatileVars, now,
+                      historyVars, storeErrors>>
 
 Handle(m, rest) ==
     IF m.type = "end" THEN ApplyEnd(m, rest) ELSE AnswerCheck(m, rest)
@@ -657,6 +667,11 @@ Resume(t) ==
 (* persisted every few seconds (ConsumerOffsetManager), so the restart    *)
 (* resumes from a checkpoint persisted at some moment since the last      *)
 (* restart: c, anywhere from the one restored then to the current one.    *)
+(* Rocketmq: the producer table is memory too (ProducerManager's          *)
+(* groupChannelTable; the killed broker's connections are gone), so the   *)
+(* restarted broker knows no producer until each registers again by its  *)
+(* next heartbeat (ProducerStart); the producers themselves run on.       *)
+(* Strict keeps its table (txmq's broker object survives its crash).      *)
 (***************************************************************************)
 CrashRestart(c) ==
     /\ crashes < MaxCrash
@@ -669,8 +684,9 @@ CrashRestart(c) ==
     /\ index' = Rebuilt
     /\ opRead' = {}
     /\ pending' = {}   \* the executor's queue is memory
-    /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, reals, lives, durable, now, net,
-                   historyVars, pcrashes, losses, dups, retries, storeErrors, resumes>>
+    /\ unregistered' = IF Strict THEN unregistered ELSE {p \in Producers : alive[p]}
+    /\ UNCHANGED <<local, said, sent, ownEndDone, alive, half, latest, covered, opRecords, reals, lives,
+                   durable, now, net, historyVars, pcrashes, losses, dups, retries, storeErrors, resumes>>
 
 -----------------------------------------------------------------------------
 (* The specification *)
@@ -724,6 +740,7 @@ TypeOK ==
     /\ said \in [Txns -> SUBSET Actions]
     /\ ownEndDone \in [Txns -> BOOLEAN]
     /\ alive \in [Producers -> BOOLEAN]
+    /\ unregistered \subseteq {p \in Producers : alive[p]}
     /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat /\ half[i].from \in 0..(i - 1)
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
     /\ covered \subseteq Nat

@@ -199,8 +199,8 @@ FreeSlot(t) ==
     /\ discardLog' = Fresh(discardLog, t, << >>) /\ occupant' = Fresh(occupant, t, Vacant)
     /\ recs' = Fresh(recs, t, << >>)
     /\ half' = BuryBelowFloor(half, Get(recs, t))
-    /\ UNCHANGED <<alive, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead, pending, now, net,
-                   opDup, budgetVars, floor>>
+    /\ UNCHANGED <<alive, unregistered, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead,
+                   pending, now, net, opDup, budgetVars, floor>>
 
 \* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
 Open ==
@@ -237,7 +237,7 @@ Reset ==
     /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
     /\ pending' = {}
-    /\ UNCHANGED <<alive, budgetVars>>
+    /\ UNCHANGED <<alive, unregistered, budgetVars>>
 
 -----------------------------------------------------------------------------
 (* The steps.  Each kind has its conditions (CondsOf), checked before    *)
@@ -420,6 +420,7 @@ Act ==
 \* Every variable: the state a window ends in, which the next one starts in (WindowInit, below).
 WindowEnd ==
     [local |-> local, said |-> said, sent |-> sent, ownEndDone |-> ownEndDone, alive |-> alive,
+     unregistered |-> unregistered,
      half |-> half, latest |-> latest, covered |-> covered, opRecords |-> opRecords, reals |-> reals,
      lives |-> lives, durable |-> durable, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
      cache |-> cache, cursor |-> cursor, index |-> index, opRead |-> opRead, pending |-> pending, now |-> now,
@@ -506,7 +507,7 @@ TraceView == ti
 
 WindowInit ==
     /\ local = Start.local /\ said = Start.said /\ sent = Start.sent /\ ownEndDone = Start.ownEndDone
-    /\ alive = Start.alive /\ half = Start.half /\ latest = Start.latest /\ covered = Start.covered
+    /\ alive = Start.alive /\ unregistered = Start.unregistered /\ half = Start.half /\ latest = Start.latest /\ covered = Start.covered
     /\ opRecords = Start.opRecords /\ reals = Start.reals /\ lives = Start.lives /\ durable = Start.durable
     /\ cursorDurable = Start.cursorDurable /\ opBuf = Start.opBuf /\ cache = Start.cache
     /\ cursor = Start.cursor /\ index = Start.index /\ opRead = Start.opRead /\ pending = Start.pending

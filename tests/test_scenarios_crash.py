@@ -20,7 +20,8 @@ INTERVAL = 30_000
 
 
 def crash_with_buffered_ops(env: Env) -> tuple[str, str]:
-    """S31's set-up: one commit and one rollback whose Op entries are still buffered, then a crash."""
+    """S31's set-up: one commit and one rollback whose Op entries are still buffered, then a crash, and
+    the producer's next heartbeat (a restarted rocketmq broker knows no producer until then)."""
     listener = ScriptedListener(UNKNOW)
     producer = env.producer("G", listener)
     committed = send(producer, b"c", COMMIT)
@@ -28,6 +29,7 @@ def crash_with_buffered_ops(env: Env) -> tuple[str, str]:
     listener.answers = {committed.msg_id: COMMIT, rolled_back.msg_id: ROLLBACK}
     env.broker.crash()
     env.broker.restart()
+    producer.heartbeat()
     return committed.msg_id, rolled_back.msg_id
 
 
@@ -126,9 +128,36 @@ def test_end_transaction_lost_while_the_broker_is_down(make_env: EnvFactory, mod
     producer.end_transaction(result, COMMIT)  # one-way: silently lost
 
     env.broker.restart()
+    producer.heartbeat()
     assert env.visible() == []
     listener.default = COMMIT
     env.run_check(TIMEOUT + 1)
+    assert env.bodies() == [b"x"]
+
+
+def test_a_restarted_broker_checks_nobody_until_the_producer_s_heartbeat_in_rocketmq_mode(
+        make_env: EnvFactory, mode: str) -> None:
+    """Upstream's producer table is memory (``ProducerManager.groupChannelTable``): the restarted broker
+    finds no channel for the group (``AbstractTransactionalMessageCheckListener.sendCheckMessage``) until
+    the producer's next heartbeat registers it (``ProducerManager.registerProducer``); the check counts
+    all the same. Strict keeps its table across the crash, and a heartbeat of a known producer changes
+    nothing."""
+    env = make_env(mode)
+    producer = env.producer("G", ScriptedListener(COMMIT))
+    producer.send_half(Message("T", b"x"))
+    env.broker.crash()
+    env.broker.restart()
+
+    env.run_check(TIMEOUT + 1)
+    producer.heartbeat()
+    env.run_check(INTERVAL)
+
+    checks = [(e["result"], e["check_count"]) for e in env.events(ev.CHECK)]
+    ups = [e["producer"] for e in env.events(ev.PRODUCER)]
+    if mode == "rocketmq":
+        assert checks == [(ev.CHECK_NO_PRODUCER, 1), (ev.CHECK_SENT, 2)] and ups == [producer.producer_id] * 2
+    else:
+        assert checks == [(ev.CHECK_SENT, 1)] and ups == [producer.producer_id]
     assert env.bodies() == [b"x"]
 
 

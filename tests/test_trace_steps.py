@@ -99,3 +99,22 @@ def test_a_local_tx_in_a_trace_that_declares_it_absent_is_refused() -> None:
     rows.insert(3, _row(3, ev.LOCAL_TX, "A", half_offset=0, action=ev.COMMIT, from_check=False))
     with pytest.raises(UnmodelledTraceError, match="LOCAL_TX in absent_events"):
         build_steps("rocketmq", _NO_LOCAL_TX, rows)
+
+
+def test_one_connection_in_two_producer_groups_is_a_producer_of_each() -> None:
+    """Upstream's ProducerManager registers a client's one channel in each group its heartbeat names (the
+    C++ client of ``txmq audit --protocol remoting`` has four groups on one connection): the spec has a
+    producer per group and connection, and a check of group h goes to h's, not to the one registered
+    last. Keyed by the connection alone, g's producer took group h, and a check of g named a producer of
+    h (refused: CheckRecipientIsInRecipients)."""
+    def row(seq: int, event: str, group: str, txn: str | None = None, **fields: Any) -> dict[str, Any]:
+        return {**_row(seq, event, txn, **fields), "producer_group": group}
+
+    trace = [row(0, ev.PRODUCER, "g", result=ev.PRODUCER_UP), row(1, ev.PRODUCER, "h", result=ev.PRODUCER_UP),
+             row(2, ev.HALF_PUT, "g", "A", half_offset=0, commitlog_offset=0),
+             row(3, ev.HALF_RENEW, "g", "A", half_offset=1, prev_half_offset=0, result=ev.RENEW_FOR_CHECK,
+                 check_count=1),
+             row(4, ev.CHECK, "g", "A", half_offset=1, result=ev.CHECK_SENT, check_count=1)]
+    steps, spec = build_steps("rocketmq", _NO_LOCAL_TX, trace)
+    assert spec.producers == {"g/c1": "p1", "h/c1": "p2"} and spec.groups == {"p1": "g", "p2": "h"}
+    assert [s.fields["p"] for s in steps if s.kind == "CHECK"] == ["p1"]

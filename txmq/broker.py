@@ -59,10 +59,13 @@ class Broker(BrokerCore):
 
     # ----------------------------------------------------------------- producer side
     def register_producer(self, group: str, channel: ProducerChannel) -> None:
-        """A producer of ``group`` is online and may receive checks."""
+        """A producer of ``group`` is online and may receive checks (its first heartbeat, or its first
+        since the broker forgot it). A heartbeat of a producer the broker knows changes nothing and is not
+        traced (upstream ``ProducerManager.registerProducer`` adds only a new channel)."""
         with self._lock:
-            self._producers.register(group, channel)
-            self._emit(ev.PRODUCER, producer_group=group, producer=channel.producer_id, result=ev.PRODUCER_UP)
+            if self._producers.register(group, channel):
+                self._emit(ev.PRODUCER, producer_group=group, producer=channel.producer_id,
+                           result=ev.PRODUCER_UP)
 
     def unregister_producer(self, group: str, producer_id: str) -> None:
         """A producer left (shutdown, or a crash that closed its connection)."""

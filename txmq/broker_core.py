@@ -133,7 +133,10 @@ class BrokerCore:
 
     def crash(self) -> None:
         """Die like a killed process: the log keeps what was written; cache, Op buffer, unpersisted
-        checkpoints and consumer offsets are gone."""
+        checkpoints and consumer offsets are gone. In rocketmq mode so is the producer table (upstream's
+        ``ProducerManager`` is memory, and the killed broker's connections are closed): a producer gets
+        checks again once its next heartbeat registers it. Strict keeps its table, as the spec's strict
+        mode does."""
         with self._lock:
             ctx = self._context()
             self._emit(ev.CRASH)
@@ -143,6 +146,8 @@ class BrokerCore:
                 ctx.resolution.close()
             self._cache.clear()
             self._batcher.clear()
+            if not self._config.strict:
+                self._producers.forget_all()
 
     def restart(self) -> None:
         """Recover from disk after ``crash()`` (or ``close()``)."""

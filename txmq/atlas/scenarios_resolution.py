@@ -84,11 +84,13 @@ def _real_after_discard(rig: Rig) -> list[str]:
 
 def crash_loses_buffered_op(rig: Rig) -> None:
     """#2117: a commit whose Op entry is still in the batch buffer (TransactionalOpBatchService), then a
-    crash: after the restart the half is pending, checked, and the COMMIT answer writes it again."""
+    crash: after the restart (and the producer's next heartbeat) the half is pending, checked, and the
+    COMMIT answer writes it again."""
     producer = rig.producer(Answers(COMMIT))
     producer.send_message_in_transaction(Message("T", b"x"), COMMIT)
     rig.broker.crash()
     rig.broker.restart()
+    producer.heartbeat()
     rig.run_check(FIRST_CHECK_MS)
 
 

@@ -30,6 +30,7 @@ from txmq.errors import BrokerUnavailableError, ConfigError
 from txmq.upstream import UpstreamCluster
 
 _PR_SET_PDEATHSIG = 1
+_UPSTREAM_SERVES = b"Ctrl-C stops"  # the line txmq upstream prints once it serves (txmq.upstream.cli)
 
 
 def _exec_dying_with_parent(argv: list[str]) -> None:  # pragma: no cover - runs in the launcher process
@@ -118,7 +119,7 @@ class Launched:
     """The endpoint as a child process started from a command line (``--launch``)."""
 
     def __init__(self, command: str, endpoint: str, history: History, log: Path,
-                 start_timeout_s: float = 60) -> None:
+                 start_timeout_s: float = 180) -> None:
         self.argv = shlex.split(command)
         if not self.argv:
             raise ConfigError("--launch: give the command that starts the endpoint")
@@ -135,8 +136,10 @@ class Launched:
         self._forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-launch")
 
     def start(self) -> None:
-        """Start the command and wait until the endpoint accepts connections."""
+        """Start the command and wait until the endpoint accepts connections (a launched ``txmq
+        upstream``: until it says it serves, see ``_ready``)."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        seen = self.log.stat().st_size if self.log.exists() else 0
         self.proc = self._forker.submit(self._spawn).result()
         self.history.add("nemesis", action="start", pid=self.proc.pid)
         deadline = time.monotonic() + self.start_timeout_s
@@ -144,6 +147,9 @@ class Launched:
             try:
                 wait_reachable(self.endpoint, 0.5)
             except BrokerUnavailableError:
+                continue
+            if not self._ready(seen):
+                time.sleep(0.5)
                 continue
             self.history.add("nemesis", action="up")
             return
@@ -153,6 +159,16 @@ class Launched:
             f"--launch: the endpoint did not come up at {self.endpoint} "
             + (f"(it exited with {code}; see {self.log})" if code is not None else
                f"within {self.start_timeout_s:g} s; see {self.log}"))
+
+    def _ready(self, seen: int) -> bool:
+        """Whether the endpoint serves. ``txmq upstream`` serves once it prints its endpoints (its broker
+        registered and its topics created): its name server, the endpoint of ``--protocol remoting``,
+        accepts connections long before, and a send then finds no route to the topic."""
+        if self.argv[:2] != ["txmq", "upstream"]:
+            return True
+        with open(self.log, "rb") as log:
+            log.seek(seen)
+            return _UPSTREAM_SERVES in log.read()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         with open(self.log, "ab") as log:
@@ -172,8 +188,10 @@ class Launched:
         self.kill()
         self.start()
 
-    def stop(self, timeout_s: float = 30) -> None:
-        """End the endpoint: SIGTERM (a clean shutdown), SIGKILL if it does not end in ``timeout_s``."""
+    def stop(self, timeout_s: float = 120) -> None:
+        """End the endpoint: SIGTERM (a clean shutdown), SIGKILL if it does not end in ``timeout_s``. The
+        grace is long because a traced upstream broker writes its trace's END only once its shutdown is
+        done (``txmq upstream --trace`` waits up to 90 s for it): killed sooner, the trace is cut short."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:

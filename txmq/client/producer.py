@@ -88,6 +88,13 @@ class TransactionProducer:
         self.broker.register_producer(self.group, self)
         return self
 
+    def heartbeat(self) -> None:
+        """Tell the broker again that this producer is online (upstream's client does every 30 s,
+        ``ClientConfig.heartbeatBrokerInterval``): a broker that forgot it in a crash (rocketmq mode)
+        routes checks here again; one that knows it changes nothing."""
+        if self.active:
+            self.broker.register_producer(self.group, self)
+
     def shutdown(self) -> None:
         """Go offline cleanly."""
         self.active = False

@@ -40,6 +40,7 @@ from txmq.transaction.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 COMMIT, ROLLBACK, UNKNOW = (LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE,
                             LocalTransactionState.UNKNOW)
 START_MS = 1_000_000
+HEARTBEAT_MS = 30_000  # how often upstream's client heartbeats each broker (heartbeatBrokerInterval)
 
 
 class LocalTransactions:
@@ -121,6 +122,7 @@ class Simulation:
                              open_store=faulty_opener(self.faults, open_store))
         self.broker.hold_checks()  # rocketmq's check executor sends at times the seed decides (_executor)
         self._check_send_at: int | None = None
+        self._heartbeats: list[tuple[int, TransactionProducer]] = []  # (due, producer) after a crash
         self.network = FaultyNetwork(self.broker, workload, self.rng)
         self.progress = progress
         w = workload
@@ -147,6 +149,11 @@ class Simulation:
         self.clock.advance(self.w.broker_downtime_ms)
         self.network.deliver_due(self.clock.now_ms())  # lost: the broker is down
         self.broker.restart()
+        if not self.broker.config.strict:  # the broker forgot every producer: each is known again at its
+            now = self.clock.now_ms()      # next heartbeat, its own timer's (seeded) phase from now
+            self._heartbeats = sorted(
+                ((now + self.rng.randint(0, HEARTBEAT_MS), p) for g in self.groups for p in self.producers[g]
+                 if p.active), key=lambda due: due[0])
 
     def _advance_to(self, target_ms: int) -> None:
         """Move time to ``target_ms``, running services, late deliveries and polls on the way."""
@@ -160,6 +167,8 @@ class Simulation:
                 due = self._next_poll
             if self._check_send_at is not None and self._check_send_at < due:
                 due = self._check_send_at
+            if self._heartbeats and self._heartbeats[0][0] < due:
+                due = self._heartbeats[0][0]
             if due > target_ms:
                 break
             clock.set(max(due, clock.now_ms()))
@@ -171,6 +180,8 @@ class Simulation:
                 self._poll_all()
                 self._next_poll = now + self.w.poll_interval_ms
             self._executor(now)
+            while self._heartbeats and self._heartbeats[0][0] <= now:
+                self._heartbeats.pop(0)[1].heartbeat()
         clock.set(max(target_ms, clock.now_ms()))
 
     def _executor(self, now: int) -> None:

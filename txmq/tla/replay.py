@@ -149,8 +149,11 @@ class _Replay:
                 broker.persist_offsets()
             broker.crash()
             broker.restart()
-        elif op in ("producer_crash", "producer_restart"):
-            self.channel.active = op == "producer_restart"
+        elif op == "producer_crash":
+            self.channel.active = False
+        elif op == "producer_restart":  # a start, or a heartbeat after the broker forgot the producer
+            self.channel.active = True
+            broker.register_producer(GROUP, self.channel)
         elif op in ("deliver", "deliver_dup", "lose"):
             request = self._take(step["msg"], remove=op != "deliver_dup")
             if request is None:  # this mode's broker never sent it (e.g. strict skipped the check)

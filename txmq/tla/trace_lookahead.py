@@ -24,6 +24,15 @@ def end_key(e: Mapping[str, Any]) -> EndKey:
     return (e.get("txn"), int(e["half_offset"]), e["action"], bool(e["from_check"]), e.get("producer"))
 
 
+def producer_key(e: Mapping[str, Any]) -> str:
+    """A producer as the broker's producer table holds it: its connection in its group ("" when the event
+    names none). One connection can be a producer of several groups (upstream's ``ProducerManager``
+    registers a client's channel in each group its heartbeat names; a 4.x client or the 5.x proxy with
+    several producer groups has one connection), and a check of a group goes to one of that group's."""
+    producer = e.get("producer")
+    return f"{e.get('producer_group') or ''}/{producer}" if producer else ""
+
+
 @dataclass(frozen=True, slots=True)
 class Registration:
     """A PRODUCER event, as a send that comes before it reads it: where it is, what it says."""
@@ -56,9 +65,9 @@ class Lookahead:
                 key = end_key(e)
                 ahead.deliveries_left[key] += 1
                 if not e["from_check"]:
-                    ahead.own_ends.setdefault(e.get("producer") or "", {}).setdefault(e.get("txn") or "",
+                    ahead.own_ends.setdefault(producer_key(e), {}).setdefault(e.get("txn") or "",
                                                                                       (int(e["seq"]), key))
             elif kind == ev.PRODUCER:
-                ahead.registrations.setdefault(e.get("producer") or "", []).append(
+                ahead.registrations.setdefault(producer_key(e), []).append(
                     Registration(index, e["result"], e.get("producer_group") or ""))
         return ahead

@@ -41,7 +41,7 @@ from txmq.tla.trace_input import (
     half_immunity,
     unmodelled,
 )
-from txmq.tla.trace_lookahead import Lookahead, end_key
+from txmq.tla.trace_lookahead import Lookahead, end_key, producer_key
 from txmq.tla.trace_slots import slotted
 from txmq.trace import schema as ev
 
@@ -112,10 +112,10 @@ class _Builder:
         return self.copies.find(e, t)
 
     def producer(self, e: Mapping[str, Any]) -> str:
-        key = e.get("producer")
-        name = self.spec.producers.get(key or "")
+        name = self.spec.producers.get(producer_key(e))
         if name is None:
-            raise unmodelled(e, f"producer {key!r} never registered (no PRODUCER UP before this event)")
+            raise unmodelled(e, f"producer {e.get('producer')!r} of group {e.get('producer_group')!r} never "
+                                 "registered (no PRODUCER UP before this event)")
         return name
 
     def start(self, source: Mapping[str, Any] | None, key: str, group: str) -> None:
@@ -126,12 +126,10 @@ class _Builder:
         self.add("UP", source, p=name)
 
     def registered_before_send(self, e: Mapping[str, Any]) -> None:
-        """A producer may send before its registration is traced (``txmq serve`` registers one when its
-        Telemetry settings arrive, maybe after its first message): if its next PRODUCER event is UP, it
-        starts here, and that event is this start. With none, it sent over a connection that never
-        registered (upstream registers at a heartbeat; a 4.x client may send over a connection that
-        closes first): it starts here and goes down after the send, unreachable by checks."""
-        key = e.get("producer") or ""
+        """A producer sending before its registration is traced (serve registers at Telemetry settings)
+        starts here, and its next PRODUCER UP is this start; with none (a 4.x connection that closed before
+        its first heartbeat), it starts here and goes down after the send, unreachable by checks."""
+        key = producer_key(e)
         if key in self.up or key in self.early:
             return
         later = [r for r in self.ahead.registrations.get(key, []) if r.index > self.index]
@@ -190,7 +188,7 @@ class _Builder:
 
     def on_producer(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
-        key = e.get("producer") or ""
+        key = producer_key(e)
         if e["result"] == ev.PRODUCER_UP:
             self.up.add(key)
             if key in self.early:  # started already, just before the send that came first

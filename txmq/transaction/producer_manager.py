@@ -36,9 +36,18 @@ class ProducerManager:
         self._groups: dict[str, dict[str, ProducerChannel]] = {}
         self._counter = 0
 
-    def register(self, group: str, channel: ProducerChannel) -> None:
-        """A producer of ``group`` is online (upstream: its heartbeat arrived)."""
-        self._groups.setdefault(group, {})[channel.producer_id] = channel
+    def register(self, group: str, channel: ProducerChannel) -> bool:
+        """A producer of ``group`` is online (upstream: its heartbeat arrived); True when the table did not
+        know it (``registerProducer`` adds only a new channel, a known one's heartbeat refreshes it)."""
+        channels = self._groups.setdefault(group, {})
+        new = channels.get(channel.producer_id) is not channel
+        channels[channel.producer_id] = channel
+        return new
+
+    def forget_all(self) -> None:
+        """A killed broker's table is gone (``groupChannelTable`` is memory): a restarted one knows a
+        producer again only at its next heartbeat."""
+        self._groups.clear()
 
     def unregister(self, group: str, producer_id: str) -> bool:
         """A producer went away; False if it was not registered."""

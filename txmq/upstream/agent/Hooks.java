@@ -55,6 +55,8 @@ public final class Hooks {
     /** Closed channels still in the producer table: traced DOWN already, or registered after they closed
      * (never a check's recipient, so neither UP nor DOWN); their removal is not traced. */
     private static final Set<List<Object>> CLOSED_AT_REGISTER = ConcurrentHashMap.newKeySet();  // group, channel
+    /** "group/address" of each producer channel traced UP and not DOWN since (written under Trace.LOCK). */
+    private static final Set<String> TRACED_UP = new HashSet<>();
     /** The check thread's last half-queue read and whether it moved a checkpoint since its last CHECKPOINT. */
     private static final ThreadLocal<long[]> SCAN = ThreadLocal.withInitial(() -> new long[] {-1, 0});
 
@@ -360,7 +362,12 @@ public final class Hooks {
         Row check = CHECK.get();
         CHECK.remove();
         if (check != null) {
-            Trace.emit(check.set("producer", address(channel.remoteAddress())).set("result", "SENT"));
+            String group = (String) check.get("producer_group");
+            String producer = address(channel.remoteAddress());
+            synchronized (Trace.LOCK) {
+                producerUp(group, producer);  // the check may pick a channel before registerEnd traced it
+                Trace.emit(check.set("producer", producer).set("result", "SENT"));
+            }
         }
     }
 
@@ -380,9 +387,11 @@ public final class Hooks {
             Map<Channel, ClientChannelInfo> channels = broker == null || group == null ? null
                     : broker.getProducerManager().getGroupChannelTable().get(group);
             for (Channel channel : channels == null ? new ArrayList<Channel>() : new ArrayList<>(channels.keySet())) {
-                if (!channel.isActive() && CLOSED_AT_REGISTER.add(Arrays.asList(group, channel))) {
-                    Trace.emit(new Row("PRODUCER").set("producer_group", group)
-                            .set("producer", address(channel.remoteAddress())).set("result", "DOWN"));
+                String producer = address(channel.remoteAddress());
+                if (!channel.isActive() && TRACED_UP.remove(group + "/" + producer)) {
+                    CLOSED_AT_REGISTER.add(Arrays.asList(group, channel));
+                    Trace.emit(new Row("PRODUCER").set("producer_group", group).set("producer", producer)
+                            .set("result", "DOWN"));
                 }
             }
             Trace.emit(check.set("result", "NO_PRODUCER"));
@@ -442,8 +451,22 @@ public final class Hooks {
                 CLOSED_AT_REGISTER.add(Arrays.asList(group, info.getChannel()));
                 return;
             }
-            Trace.emit(new Row("PRODUCER").set("producer_group", group)
-                    .set("producer", address(info.getChannel().remoteAddress())).set("result", "UP"));
+            synchronized (Trace.LOCK) {
+                producerUp(group, address(info.getChannel().remoteAddress()));
+            }
+        }
+    }
+
+    /**
+     * PRODUCER UP of a channel of the group, once. registerProducer puts the channel in the group's table
+     * before its end hook runs, so the check executor may find the channel (getAvailableChannel) and send
+     * it a check first: that check traces the UP before itself, and the end hook then adds nothing.
+     * The caller holds Trace.LOCK, so the set and the trace's order agree.
+     */
+    private static void producerUp(String group, String producer) {
+        if (TRACED_UP.add(group + "/" + producer)) {
+            Trace.emit(new Row("PRODUCER").set("producer_group", group).set("producer", producer)
+                    .set("result", "UP"));
         }
     }
 
@@ -453,8 +476,12 @@ public final class Hooks {
             if (CLOSED_AT_REGISTER.remove(Arrays.asList(group, info.getChannel()))) {
                 return;
             }
-            Trace.emit(new Row("PRODUCER").set("producer_group", group)
-                    .set("producer", address(info.getChannel().remoteAddress())).set("result", "DOWN"));
+            String producer = address(info.getChannel().remoteAddress());
+            synchronized (Trace.LOCK) {
+                TRACED_UP.remove(group + "/" + producer);
+                Trace.emit(new Row("PRODUCER").set("producer_group", group).set("producer", producer)
+                        .set("result", "DOWN"));
+            }
         }
     }
 }
