@@ -1,6 +1,6 @@
 package txmq.agent;
 
-import java.util.Collection;
+import java.nio.charset.StandardCharsets;
 
 /**
  * One trace event: the columns of trace format v2 (txmq/trace/schema.py COLUMNS, in that order), every one
@@ -39,37 +39,21 @@ final class Row {
         return null;
     }
 
-    void appendJson(StringBuilder out, long seq, long ts) {
-        values[0] = seq;
-        values[1] = ts;
-        out.append('{');
+    /** Each column's name as it leads its value: {@code {"seq": }, then {@code , "ts": } and so on. */
+    private static final byte[][] KEYS = new byte[COLUMNS.length][];
+
+    static {
         for (int i = 0; i < COLUMNS.length; i++) {
-            if (i > 0) {
-                out.append(", ");
-            }
-            out.append('"').append(COLUMNS[i]).append("\": ");
-            value(out, values[i]);
+            KEYS[i] = ((i == 0 ? "{\"" : ", \"") + COLUMNS[i] + "\": ").getBytes(StandardCharsets.US_ASCII);
         }
-        out.append('}');
     }
 
-    static void value(StringBuilder out, Object value) {
-        if (value == null) {
-            out.append("null");
-        } else if (value instanceof Number || value instanceof Boolean) {
-            out.append(value);
-        } else if (value instanceof Collection) {
-            out.append('[');
-            boolean first = true;
-            for (Object item : (Collection<?>) value) {
-                out.append(first ? "" : ", ");
-                value(out, item);
-                first = false;
-            }
-            out.append(']');
-        } else {
-            string(out, value.toString());
+    void appendJson(Line out, long seq, long ts) {
+        out.ascii(KEYS[0]).number(seq).ascii(KEYS[1]).number(ts);
+        for (int i = 2; i < COLUMNS.length; i++) {
+            out.ascii(KEYS[i]).value(values[i]);
         }
+        out.ascii('}');
     }
 
     static void string(StringBuilder out, String text) {

@@ -23,6 +23,8 @@ final class Trace {
     private static final Pattern TS = Pattern.compile("\"ts\":\\s*(-?\\d+)");
     private static final Pattern EVENT = Pattern.compile("\"event\":\\s*\"(\\w+)\"");
 
+    /** Under LOCK: the lines of the event(s) being written, encoded in place (no String per event). */
+    private static final Line LINE = new Line();
     private static FileOutputStream out;
     private static long seq;
     private static long lastTs;
@@ -90,7 +92,9 @@ final class Trace {
     /** The header line (only for a new trace). */
     static void header(String json) {
         synchronized (LOCK) {
-            write(json + "\n");
+            LINE.reset();
+            LINE.ascii((json + "\n").getBytes(StandardCharsets.UTF_8));
+            write();
         }
     }
 
@@ -102,12 +106,12 @@ final class Trace {
             }
             long now = System.currentTimeMillis();
             lastTs = Math.max(lastTs, now);
-            StringBuilder text = new StringBuilder(512 * rows.length);
+            LINE.reset();
             for (Row row : rows) {
-                row.appendJson(text, seq++, lastTs);
-                text.append('\n');
+                row.appendJson(LINE, seq++, lastTs);
+                LINE.ascii('\n');
             }
-            write(text.toString());
+            write();
         }
     }
 
@@ -125,9 +129,10 @@ final class Trace {
         }
     }
 
-    private static void write(String text) {
+    /** One write(2) of what {@link #LINE} holds (FileOutputStream does not buffer). */
+    private static void write() {
         try {
-            out.write(text.getBytes(StandardCharsets.UTF_8));
+            out.write(LINE.bytes(), 0, LINE.size());
         } catch (IOException e) {
             System.err.println("txmq agent: the trace lost an event: " + e);
         }
