@@ -15,6 +15,8 @@ Commands (``name key=value ...``):
 - ``end action=A [txn=tN]``: the producer sends END_TRANSACTION(``A``) again for transaction ``tN`` (the
   last one sent if not named), with its half's offsets, as a producer retrying its end would;
 - ``producer-down [group=G]``: the group's producer shuts down (unregisters);
+- ``heartbeat [group=G]``: the group's producer sends its heartbeat (registering again with a broker that
+  restarted: a restarted rocketmq broker knows no producer until then);
 - ``answer action=A [group=G]``: what that producer answers checks from now on;
 - ``advance ms=N``: the broker's clock moves on;
 - ``check [after=N]``: advance N ms, then one check run;
@@ -157,6 +159,11 @@ def _producer_down(session: Session, args: dict[str, str]) -> list[str]:
     return []
 
 
+def _heartbeat(session: Session, args: dict[str, str]) -> list[str]:
+    session.producers[args.get("group", "G")].heartbeat()
+    return []
+
+
 def _crash(session: Session, args: dict[str, str]) -> list[str]:
     session.env.broker.crash()
     return []
@@ -196,8 +203,8 @@ def _visible(session: Session, args: dict[str, str]) -> list[str]:
 
 _COMMANDS: dict[str, Callable[[Session, dict[str, str]], list[str]]] = {
     "send": _send, "end": _end, "answer": _answer, "advance": _advance, "check": _check,
-    "flush-ops": _flush_ops, "visible": _visible, "producer-down": _producer_down, "crash": _crash,
-    "restart": _restart,
+    "flush-ops": _flush_ops, "visible": _visible, "producer-down": _producer_down,
+    "heartbeat": _heartbeat, "crash": _crash, "restart": _restart,
 }
 
 
