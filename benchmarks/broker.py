@@ -15,7 +15,7 @@ import argparse
 import tempfile
 import time
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

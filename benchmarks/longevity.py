@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from txmq import proc
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import SystemClock

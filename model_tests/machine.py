@@ -35,7 +35,7 @@ from hypothesis.stateful import (
 )
 
 from model_tests.observe import observe
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.checks.invariants import CATALOGUE, InvariantViolation, Received, assert_holds
 from txmq.checks.model_outcomes import outcomes_shown
 from txmq.client.consumer import PullConsumer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.checks.invariants import Event, Observation, Received
 from txmq.trace import schema as ev
 

@@ -1,12 +1,13 @@
-"""The model tests check exactly the invariants the catalogue (``txmq.catalogue``) places in their layer."""
+"""The model tests check exactly the invariants the catalogue (``txmq.catalogue.invariants``) places in their
+layer."""
 
 from __future__ import annotations
 
 import inspect
 from pathlib import Path
 
-from txmq.catalogue import MODEL, names
-from txmq.catalogue_outcomes import outcome_names
+from txmq.catalogue.invariants import MODEL, names
+from txmq.catalogue.outcomes import outcome_names
 from txmq.checks import invariants, model_outcomes
 from txmq.sim.groups import GroupSimulation, GroupWorkload
 from txmq.trace import schema as ev

@@ -15,7 +15,7 @@ import pytest
 
 from model_tests.machine import CONSUMER_GROUP, GROUP, TOPIC, SharedListener, Txn
 from model_tests.observe import observe
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.checks.invariants import Received, check
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer

@@ -30,7 +30,8 @@ from hypothesis import settings
 
 from model_tests.history import Recorder, save
 from model_tests.observe import observe
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
+from txmq.broker.runtime import BrokerRuntime
 from txmq.checks.invariants import CATALOGUE, check
 from txmq.checks.linearizability import check_history
 from txmq.checks.register import Reply, Resolution, State, Verdict
@@ -38,7 +39,6 @@ from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.config import BrokerConfig
 from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
-from txmq.runtime import BrokerRuntime
 from txmq.trace import schema as ev
 from txmq.trace.sinks import MemorySink
 

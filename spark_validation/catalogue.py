@@ -1,4 +1,5 @@
-"""The checks this validator runs: the catalogue entries (``txmq.catalogue``) whose layers include Spark.
+"""The checks this validator runs: the catalogue entries (``txmq.catalogue.invariants``) whose layers include
+Spark.
 
 Names, kinds and meanings come from the catalogue, so a violation here can be followed to the TLA+
 operator and the model test of the same name; the report prints each check's meaning as the contract of
@@ -8,7 +9,7 @@ liveness, and what a violation count counts.
 
 from __future__ import annotations
 
-from txmq.catalogue import CATALOGUE, SPARK, Invariant, names
+from txmq.catalogue.invariants import CATALOGUE, SPARK, Invariant, names
 
 CHECK_IDS: tuple[str, ...] = names(SPARK)
 BY_ID: dict[str, Invariant] = {cid: CATALOGUE[cid] for cid in CHECK_IDS}

@@ -1,4 +1,4 @@
-"""Pass 6: the catalogue's outcomes (``txmq.catalogue_outcomes``) Spark judges, per transaction, by their
+"""Pass 6: the catalogue's outcomes (``txmq.catalogue.outcomes``) Spark judges, per transaction, by their
 one judge (``txmq.trace.outcomes``), not by a second statement in SQL.
 
 Only a transaction with one of the judges' telling events (``txmq.trace.outcomes.TELLING``: a DISCARD, a
@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from txmq.catalogue import SPARK
-from txmq.catalogue_outcomes import BY_NAME, outcome_names
+from txmq.catalogue.invariants import SPARK
+from txmq.catalogue.outcomes import BY_NAME, outcome_names
 from txmq.trace.outcomes import OUTCOME_JUDGES, TELLING
 
 OUTCOME_IDS: tuple[str, ...] = outcome_names(SPARK)

@@ -13,8 +13,8 @@ from typing import Any
 
 from spark_validation.catalogue import BY_ID, COUNT_UNIT, LIVENESS_HORIZON
 from spark_validation.tally import NAMED_SEP, NOTE_SEP, named_seqs
-from txmq.catalogue import LIVENESS
-from txmq.catalogue_outcomes import BY_NAME as OUTCOME_BY_NAME
+from txmq.catalogue.invariants import LIVENESS
+from txmq.catalogue.outcomes import BY_NAME as OUTCOME_BY_NAME
 from txmq.files import replacing
 
 HOLDS = "holds"

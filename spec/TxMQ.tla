@@ -731,7 +731,7 @@ SpecFairDelivery == Spec /\ WF_vars(DeliverSome)
 
 -----------------------------------------------------------------------------
 (* Invariants (names from the project's invariant catalogue,              *)
-(* txmq/catalogue.py)                                                     *)
+(* txmq/catalogue/invariants.py)                                          *)
 
 OKs(t, act) == {j \in DOMAIN ends[t] : ends[t][j].res = "OK" /\ (act = None \/ ends[t][j].act = act)}
 

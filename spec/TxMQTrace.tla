@@ -4,7 +4,7 @@
 (* is a behaviour of TxMQ.                                                 *)
 (*                                                                         *)
 (* Trace is the broker's trace as a sequence of steps, written by          *)
-(* txmq.tla.trace_steps: one step per trace event, and the steps a trace  *)
+(* txmq.tla.traces.steps: one step per trace event, and the steps a trace *)
 (* does not show put where they must have happened - time passing (TICK),  *)
 (* a producer sending its own END_TX (PEND), a local decision seen only   *)
 (* through a check answer (DECIDE), the check service passing a record by *)
@@ -224,7 +224,7 @@ Passed(i) == i <= floor \/ i \in covered
 \* A lost message, as the step names it (one in flight that no later event delivers).
 LostMsg == [type |-> Ev.type, t |-> Ev.t, off |-> Ev.off, act |-> Ev.act, chk |-> Ev.chk, p |-> Ev.p]
 
-\* Between two traces validated in one run (txmq.tla.trace_batch), the next trace's broker starts on an
+\* Between two traces validated in one run (txmq.tla.traces.batch), the next trace's broker starts on an
 \* empty store at time 0, every slot free.  Its producers and groups have names of their own, still in
 \* their initial state, so nothing of the previous trace can explain a step of the next.
 Reset ==
@@ -489,7 +489,7 @@ TraceInit ==
     /\ floor = 0 /\ recs = AllSlots(<< >>)
 \* Once the last step is explained the trace stutters, so that only a state no step explains has no
 \* successor: TLC (simulating, with deadlock checking) then prints the behaviour through TraceView, whose
-\* last value is the number of steps explained (txmq.tla.trace_validation reads it).
+\* last value is the number of steps explained (txmq.tla.traces.validation reads it).
 TraceNext ==
     \/ ti < Len(Trace) /\ IF AllHold(CondsOf(FALSE)) THEN Explain ELSE Diagnose
     \/ ti = Len(Trace) /\ UNCHANGED traceVars
@@ -499,7 +499,7 @@ TraceNext ==
 TraceView == ti
 
 -----------------------------------------------------------------------------
-(* Windows (txmq.tla.trace_windows): a long trace is explained in pieces, *)
+(* Windows (txmq.tla.traces.windows): a long trace is explained in pieces, *)
 (* one TLC run each.  A window starts in the state the one before it      *)
 (* ended in, as TLC printed it (WindowEnd), and its cursor starts at 0 on *)
 (* its own steps.  Every state of every window is thus reached by steps   *)

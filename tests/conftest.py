@@ -20,7 +20,7 @@ from brokerkit import MODES, START_MS, Env, EnvFactory
 from tlc_tools import TLC_CHECKED, require_tlc
 from upstreamkit import session_cluster, stop_session_cluster
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.store.faults import StoreFaults, faulty_opener

@@ -17,7 +17,7 @@ import random
 import sys
 from pathlib import Path
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

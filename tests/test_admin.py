@@ -7,7 +7,7 @@ import pytest
 from brokerkit import COMMIT, ROLLBACK, UNKNOW, EnvFactory, ScriptedListener, send
 
 import txmq
-from txmq.admin import ScanPosition
+from txmq.broker.admin import ScanPosition
 from txmq.errors import ClientError
 from txmq.protocol import Message
 from txmq.store.message import TRANSACTION_COMMIT
@@ -18,7 +18,7 @@ from txmq.transaction.resolution import TransactionState
 
 def test_package_exports_the_public_api() -> None:
     """The package docstring promises ``from txmq import Broker``."""
-    from txmq.broker import Broker
+    from txmq.broker.facade import Broker
 
     assert txmq.Broker is Broker
     assert {"Broker", "BrokerConfig", "ManualClock", "Message", "TransactionProducer"} <= set(txmq.__all__)

@@ -20,11 +20,11 @@ from txmq.audit.checkers import Expectations, run_checks
 from txmq.audit.report import AUDITED, figures
 from txmq.audit.sightings import SIGHTINGS
 from txmq.audit.workload import Fault
-from txmq.catalogue import CATALOGUE
-from txmq.catalogue_outcomes import OUTCOME_NAMES, OUTCOMES
+from txmq.catalogue.invariants import CATALOGUE
+from txmq.catalogue.outcomes import OUTCOME_NAMES, OUTCOMES
 from txmq.cli import main
 from txmq.config import BrokerConfig
-from txmq.tla.manifest import load_manifest
+from txmq.tla.models.manifest import load_manifest
 from txmq.trace.outcomes import OUTCOME_JUDGES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from txmq.audit.history import History
 from txmq.audit.nemesis import Launched, split_endpoint, wait_reachable
 from txmq.audit.producers import LocalTransactions, check_times
 from txmq.audit.workload import BenchmarkMix, Fate, Fault, Plan, PlannedTx, fault_kinds, make_plan
-from txmq.catalogue import CATALOGUE
+from txmq.catalogue.invariants import CATALOGUE
 from txmq.cli import main
 from txmq.errors import BrokerUnavailableError, ConfigError, TraceError
 

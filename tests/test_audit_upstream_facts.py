@@ -1,5 +1,5 @@
 """The audit and upstream's two facts that are not violations
-(``txmq.catalogue_outcomes.UPSTREAM_FACTS``), on hand-built histories: a check early only by the Python
+(``txmq.catalogue.outcomes.UPSTREAM_FACTS``), on hand-built histories: a check early only by the Python
 client's born-time truncation, and checks lost before the endpoint heard the producer group at its
 transaction heartbeat. Each is a figure; the same
 history without the fact's excuse is a finding."""
@@ -17,7 +17,7 @@ from txmq.audit import checkers, report
 from txmq.audit.blind import downtime_s
 from txmq.audit.checkers import Expectations
 from txmq.audit.workload import Fate, Fault, Plan, PlannedTx
-from txmq.catalogue_outcomes import UPSTREAM_FACTS
+from txmq.catalogue.outcomes import UPSTREAM_FACTS
 
 pytest.importorskip("txmq.audit.driver", reason="the official client is missing: pip install -e '.[serve]'")
 

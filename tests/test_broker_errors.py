@@ -24,7 +24,7 @@ from brokerkit import (
     send,
 )
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.config import BrokerConfig
@@ -191,7 +191,7 @@ def test_store_locked_by_another_broker(make_env: EnvFactory) -> None:
 
 def test_store_locked_by_another_process(tmp_path: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from txmq.broker import Broker; b = Broker(sys.argv[1]); "
+        [sys.executable, "-c", "import sys; from txmq.broker.facade import Broker; b = Broker(sys.argv[1]); "
          "print('open', flush=True); sys.stdin.read(); b.close()", str(tmp_path / "s")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )

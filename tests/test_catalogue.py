@@ -1,4 +1,4 @@
-"""The invariant catalogue (``txmq.catalogue``) against everything that names invariants.
+"""The invariant catalogue (``txmq.catalogue.invariants``) against everything that names invariants.
 
 ``drift`` reads the spec (operator definitions of ``TxMQ.tla``), the TLC model configurations and
 ``models.json`` and lists every disagreement with the catalogue; it must list nothing for the repository
@@ -17,7 +17,7 @@ import pytest
 from benchkit import benchmark_module
 
 from spark_validation.catalogue import CHECK_IDS
-from txmq.catalogue import (
+from txmq.catalogue.invariants import (
     AUDIT,
     BOTH,
     CATALOGUE,
@@ -35,9 +35,9 @@ from txmq.catalogue import (
     Invariant,
     names,
 )
-from txmq.catalogue_page import main, render_markdown
+from txmq.catalogue.page import main, render_markdown
 from txmq.checks import invariants
-from txmq.tla.manifest import load_manifest
+from txmq.tla.models.manifest import load_manifest
 from txmq.tla.runner import config_invariants, config_properties
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,7 +324,7 @@ def test_the_entries_that_give_reasons_give_one_for_every_layer_that_does_not_ch
 def test_docs_page_is_what_the_command_generates() -> None:
     committed = (ROOT / "docs" / "invariants.md").read_text(encoding="utf-8")
     assert committed == render_markdown(), (
-        "docs/invariants.md is stale: run python -m txmq.catalogue_page --markdown > docs/invariants.md")
+        "docs/invariants.md is stale: run python -m txmq.catalogue.page --markdown > docs/invariants.md")
 
 
 def test_the_page_has_a_row_and_a_section_per_invariant() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from brokerkit import COMMIT, ROLLBACK, UNKNOW, EnvFactory, ScriptedListener, send
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.errors import ClientError
 from txmq.protocol import CheckTransactionStateRequest, Message, MessageExt, TransactionSendResult
@@ -54,7 +54,7 @@ def test_default_producer_ids_are_unique(make_env: EnvFactory) -> None:
 # One application run: a default producer commits one transaction, then the process exits.
 APP_RUN = """
 import sys
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.protocol import LocalTransactionState, Message
 from txmq.client.producer import TransactionProducer
 class Commit:

@@ -23,14 +23,14 @@ from test_conformance_trace import SPEC, Listener, renumber
 from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq import proc
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.protocol import LocalTransactionState, Message
-from txmq.tla.trace_batch import BatchTrace, validate_batch
-from txmq.tla.trace_input import coverage
-from txmq.tla.trace_validation import Validation, validate
+from txmq.tla.traces.batch import BatchTrace, validate_batch
+from txmq.tla.traces.spec_input import coverage
+from txmq.tla.traces.validation import Validation, validate
 from txmq.trace.reader import read_events
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.constants import PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS

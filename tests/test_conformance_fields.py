@@ -18,9 +18,9 @@ from test_conformance_trace import Events, broker_trace, first, renumber
 from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.cli import main
-from txmq.tla.trace_input import ClockBackwardsError
-from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_validation import validate
+from txmq.tla.traces.spec_input import ClockBackwardsError
+from txmq.tla.traces.steps import build_steps
+from txmq.tla.traces.validation import validate
 from txmq.trace.reader import IncompleteTraceError
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"

@@ -16,15 +16,15 @@ from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.cli import main
 from txmq.errors import ConfigError
-from txmq.tla.manifest import load_manifest
-from txmq.tla.parser import parse_tlc_output
-from txmq.tla.replay import (
+from txmq.tla.models.manifest import load_manifest
+from txmq.tla.models.replay import (
     counterexample_schedule,
     judge,
     load_schedule,
     save_schedule,
     schedule_from_result,
 )
+from txmq.tla.parser import parse_tlc_output
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 DATA = Path(__file__).parent / "data" / "replay"
@@ -128,8 +128,8 @@ def test_a_check_of_a_half_whose_op_record_the_run_wrote_is_a_behaviour_of_the_s
     half) is a behaviour of the spec, which follows the run's reads (``OP_READ``, the spec's ``ReadOps``).
     Without those events validation gives the check service the whole Op queue and refuses the check:
     the record it examines is covered, so not ``Unsettled``."""
-    from txmq.tla.replay import replay
-    from txmq.tla.trace_validation import validate
+    from txmq.tla.models.replay import replay
+    from txmq.tla.traces.validation import validate
 
     schedule = load_schedule(DATA / "rocketmq_op_written_during_run.json")
     events = replay(schedule, "rocketmq").events

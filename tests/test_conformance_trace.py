@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from tlc_tools import count_tlc, needs_tlc
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.cli import main
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
@@ -28,15 +28,9 @@ from txmq.errors import TraceError
 from txmq.protocol import LocalTransactionState, Message, MessageExt
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
-from txmq.tla.trace_input import UnmodelledTraceError, coverage
-from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_validation import (
-    Validation,
-    expected_cost,
-    expected_seconds,
-    memory_warning,
-    validate,
-)
+from txmq.tla.traces.spec_input import UnmodelledTraceError, coverage
+from txmq.tla.traces.steps import build_steps
+from txmq.tla.traces.validation import Validation, expected_cost, expected_seconds, memory_warning, validate
 from txmq.trace.reader import IncompleteTraceError, read_events, require_events_complete
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import MemorySink

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.allocate import averagely, by_circle
 from txmq.client.group import ConsumeStatus, GroupConsumer
 from txmq.client.member import GroupSettings

@@ -32,7 +32,7 @@ from crash_workload import (
     round_start_ms,
 )
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.checks.invariants import NotBeforeDeliveryTime, Observation
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

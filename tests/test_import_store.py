@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from txmq.catalogue import CATALOGUE, STORE_ABSENT_EVENTS
+from txmq.catalogue.invariants import CATALOGUE, STORE_ABSENT_EVENTS
 from txmq.cli import main
 from txmq.trace import schema as ev
 from txmq.trace.reader import check_complete, read_events, read_header

@@ -24,7 +24,7 @@ from upstreamkit import SESSION_BROKER
 
 from spark_validation.job import DEFAULT_SAMPLES, validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, Report
-from txmq.catalogue import CATALOGUE
+from txmq.catalogue.invariants import CATALOGUE
 from txmq.errors import BrokerUnavailableError, CorruptStoreError
 from txmq.trace.reader import read_events
 from txmq.upstream import UpstreamCluster

@@ -11,7 +11,7 @@ import pytest
 
 from spark_validation.job import validate
 from spark_validation.report import EXPECTED, HOLDS, NOT_JUDGED, VIOLATED, Report
-from txmq.catalogue import CATALOGUE
+from txmq.catalogue.invariants import CATALOGUE
 from txmq.trace.reader import read_events
 from txmq.upstream.import_cli import DEFAULTS, import_store
 from txmq.upstream.storewriter import StoreWriter, append_duplicate_real, synthetic_store

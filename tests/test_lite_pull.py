@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.lite_pull import LitePullConsumer, LitePullSettings
 from txmq.client.membership import GroupDirectory
 from txmq.clock import ManualClock

@@ -16,7 +16,7 @@ from typing import Any
 
 from txmq.atlas.entries import ENTRIES
 from txmq.atlas.rig import rig
-from txmq.catalogue_outcomes import OUTCOME_NAMES
+from txmq.catalogue.outcomes import OUTCOME_NAMES
 from txmq.config import BrokerConfig
 from txmq.sim.runner import simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload

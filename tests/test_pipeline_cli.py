@@ -11,8 +11,8 @@ import pytest
 from tlc_tools import needs_tlc
 
 from txmq.cli import build_parser, main
+from txmq.cli.pipeline import _record_tlc
 from txmq.errors import ConfigError
-from txmq.pipeline import _record_tlc
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,7 +69,7 @@ def test_an_interrupted_run_leaves_the_previous_outputs(tmp_path: Path, monkeypa
     def interrupted_step_3(tlc: dict[str, str]) -> tuple[str, int]:  # the trace is simulated: Ctrl-C in TLC
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("txmq.pipeline._model_check", interrupted_step_3)
+    monkeypatch.setattr("txmq.cli.pipeline._model_check", interrupted_step_3)
     monkeypatch.setattr("txmq.proc._children", weakref.WeakSet())  # spare a Spark session of other tests
     code = _run(out_dir, seed=1)
     assert code == 130 and capsys.readouterr().err.strip().splitlines()[-1] == "txmq: interrupted"
@@ -82,7 +82,7 @@ def test_a_finished_run_replaces_the_whole_set(tmp_path: Path, monkeypatch: pyte
     (out_dir / "report.json").write_bytes(b"a report of another trace")
     (out_dir / "report.png").write_bytes(b"its plot")
     (out_dir / "notes.txt").write_bytes(b"the user's own file")
-    monkeypatch.setattr("txmq.pipeline._model_check", lambda tlc: ("TLA+ model checking: stand-in", 0))
+    monkeypatch.setattr("txmq.cli.pipeline._model_check", lambda tlc: ("TLA+ model checking: stand-in", 0))
     assert _run(out_dir, seed=2) == 0
     assert sorted(_outputs(out_dir)) == ["notes.txt", "trace.parquet"]  # no report of another trace
 
@@ -91,7 +91,7 @@ def test_a_finished_run_replaces_the_whole_set(tmp_path: Path, monkeypatch: pyte
 def test_the_run_has_tlc_validate_a_trace_of_the_same_workload(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "out"
-    monkeypatch.setattr("txmq.pipeline._model_check", lambda tlc: ("TLA+ model checking: stand-in", 0))
+    monkeypatch.setattr("txmq.cli.pipeline._model_check", lambda tlc: ("TLA+ model checking: stand-in", 0))
     assert _run(out_dir, seed=4, tlc_transactions=100) == 0
     summary = capsys.readouterr().out.split("== txmq run summary")[1]
     assert "TLC trace validation: a 100-transaction trace of the same workload is a behaviour of TxMQ" \

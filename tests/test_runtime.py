@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from brokerkit import COMMIT, UNKNOW, ScriptedListener
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
+from txmq.broker.runtime import BrokerRuntime
+from txmq.broker.timed import TIMED_SERVICES
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock, SystemClock
 from txmq.config import BrokerConfig
 from txmq.protocol import Message
-from txmq.runtime import BrokerRuntime
-from txmq.timed import TIMED_SERVICES
 from txmq.trace import schema as ev
 from txmq.trace.schema import TraceHeader
 from txmq.trace.sinks import MemorySink, NdjsonSink

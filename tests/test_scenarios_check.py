@@ -25,8 +25,8 @@ from brokerkit import (
     send,
 )
 
-from txmq.admin import ScanPosition
-from txmq.broker import Broker
+from txmq.broker.admin import ScanPosition
+from txmq.broker.facade import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from servekit import ClientProcess, ServerProcess, wait_for
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.errors import BrokerUnavailableError, ClientError, ConfigError

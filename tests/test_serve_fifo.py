@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.checks.invariants import MessageGroupOrder, Observation
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig

@@ -21,7 +21,7 @@ from servekit import ClientProcess, ServerProcess, wait_for
 from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
 from spark_validation.report import HOLDS, NOT_JUDGED
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
 from txmq.trace import schema as ev

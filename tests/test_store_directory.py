@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError, StoreError, StoreLockedError
 from txmq.store import MessageStore, StoredMessage

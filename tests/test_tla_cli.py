@@ -17,7 +17,7 @@ import pytest
 
 from txmq.cli import main
 from txmq.tla.jar import ENV_VAR
-from txmq.tla.suite import default_spec_dir, run_each
+from txmq.tla.models.suite import default_spec_dir, run_each
 
 DATA = Path(__file__).parent / "data" / "tlc"
 REPO_SPEC = Path(__file__).resolve().parents[1] / "spec"

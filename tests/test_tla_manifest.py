@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from txmq.errors import ConfigError
-from txmq.tla.configs import merged, render, write_all
-from txmq.tla.manifest import Expectation, load_data, load_manifest, record_counts, select
+from txmq.tla.models.configs import merged, render, write_all
+from txmq.tla.models.manifest import Expectation, load_data, load_manifest, record_counts, select
 from txmq.tla.parser import TlcFinding, TlcResult
 
 REPO_SPEC = Path(__file__).resolve().parents[1] / "spec"

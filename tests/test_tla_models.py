@@ -14,10 +14,10 @@ import pytest
 from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.errors import ToolMissingError
-from txmq.tla.manifest import load_manifest, select
+from txmq.tla.models.manifest import load_manifest, select
+from txmq.tla.models.suite import ModelReport, check_model, check_models, default_workers
 from txmq.tla.parser import TlcFinding
 from txmq.tla.runner import run_tlc
-from txmq.tla.suite import ModelReport, check_model, check_models, default_workers
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 DATA = Path(__file__).parent / "data" / "tlc"

@@ -13,8 +13,8 @@ from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.cli import main
 from txmq.errors import ConfigError
-from txmq.tla.manifest import load_manifest
-from txmq.tla.mutate import Edit, Mutant, apply, load_mutants, run_mutants
+from txmq.tla.models.manifest import load_manifest
+from txmq.tla.models.mutate import Edit, Mutant, apply, load_mutants, run_mutants
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 MUTANTS = load_mutants(SPEC)

@@ -1,8 +1,8 @@
-"""What validation keeps of a trace event (``txmq.tla.trace_input.compact_event``)."""
+"""What validation keeps of a trace event (``txmq.tla.traces.spec_input.compact_event``)."""
 
 from __future__ import annotations
 
-from txmq.tla.trace_input import compact_event
+from txmq.tla.traces.spec_input import compact_event
 from txmq.trace.schema import COLUMN_NAMES
 
 

@@ -1,4 +1,4 @@
-"""Transactions in slots (txmq.tla.trace_slots), without TLC: where OPEN, FLOOR, LOSE and RETIRE go. TLC
+"""Transactions in slots (txmq.tla.traces.slots), without TLC: where OPEN, FLOOR, LOSE and RETIRE go. TLC
 checks each of them (spec/TxMQTrace.tla); these tests pin down that a finished transaction's slot is
 given to the next one, and not while a later restart can still scan its records."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from txmq.tla.trace_input import MessageFields, SpecInput, Step, chunk_length
-from txmq.tla.trace_slots import slotted
+from txmq.tla.traces.slots import slotted
+from txmq.tla.traces.spec_input import MessageFields, SpecInput, Step, chunk_length
 
 # What the trace says of its two transactions (an OPEN step carries it).
 SPEC = SpecInput(owner=["p1", "p2"], skew=[0, 5], immunity=[(False, 0, 0), (True, 1000, 2000)],

@@ -1,4 +1,4 @@
-"""How broker events become the trace spec's steps (``txmq.tla.trace_steps``), without TLC."""
+"""How broker events become the trace spec's steps (``txmq.tla.traces.steps``), without TLC."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from brokerkit import COMMIT, EnvFactory, send
 
 from txmq.protocol import Message
-from txmq.tla.trace_input import UnmodelledTraceError
-from txmq.tla.trace_steps import build_steps
+from txmq.tla.traces.spec_input import UnmodelledTraceError
+from txmq.tla.traces.steps import build_steps
 from txmq.trace import schema as ev
 
 
@@ -78,7 +78,7 @@ def _producer_steps(config: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def test_without_local_tx_the_end_tx_carries_the_decisions_and_answers() -> None:
     """A trace without LOCAL_TX (upstream's): each END_TX stands for the producer's step the broker cannot
-    see (txmq.tla.trace_decisions): the own COMMIT's decision before it is sent; each answer to a check
+    see (txmq.tla.traces.decisions): the own COMMIT's decision before it is sent; each answer to a check
     just before its END_TX arrives, the first ROLLBACK deciding there; the UNKNOW answer decides nothing
     (its ANSWER is the ignored END_TX's own step)."""
     assert _producer_steps(_NO_LOCAL_TX) == [

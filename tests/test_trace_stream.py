@@ -1,7 +1,7 @@
-"""A trace validated from its file (``txmq.tla.trace_stream``, what ``txmq spec validate-trace`` runs, keeping
-no event and no step) gets the verdict ``validate`` gives its events in a list: the same steps explained,
-the same failed condition and spec state, the same event named (read again from the file), also when
-the window ends right after the step no behaviour explains and the event it is about is in the next one.
+"""A trace validated from its file (``txmq.tla.traces.stream``, what ``txmq spec validate-trace`` runs,
+keeping no event and no step) gets the verdict ``validate`` gives its events in a list: the same steps
+explained, the same failed condition and spec state, the same event named (read again from the file), also
+when the window ends right after the step no behaviour explains and the event it is about is in the next one.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from test_conformance_trace import DOCTORINGS, SPEC, _ndjson, broker_trace, first, renumber
 from tlc_tools import count_tlc, needs_tlc
 
-from txmq.tla import trace_validation
-from txmq.tla.trace_input import ClockBackwardsError
-from txmq.tla.trace_stream import validate_file
-from txmq.tla.trace_validation import validate
+from txmq.tla.traces import validation as trace_validation
+from txmq.tla.traces.spec_input import ClockBackwardsError
+from txmq.tla.traces.stream import validate_file
+from txmq.tla.traces.validation import validate
 from txmq.trace.reader import read_events, read_header
 
 

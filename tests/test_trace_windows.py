@@ -1,4 +1,4 @@
-"""Trace validation in windows (``txmq.tla.trace_windows``): a trace cut into pieces, one TLC run each, each
+"""Trace validation in windows (``txmq.tla.traces.windows``): a trace cut into pieces, one TLC run each, each
 starting in the state the one before it ended in, is judged exactly as in one run: accepted when valid,
 and rejected at the doctored event wherever the cuts fall, also when the doctoring only shows in the
 window after the cut (an END_TX COMMIT whose REAL_PUT the next window does not start with).
@@ -20,10 +20,12 @@ from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
 from txmq.sim.runner import simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
-from txmq.tla import trace_input, trace_validation, trace_windows
-from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_validation import Validation, validate
-from txmq.tla.trace_windows import end_state, spans
+from txmq.tla.traces import spec_input as trace_input
+from txmq.tla.traces import validation as trace_validation
+from txmq.tla.traces import windows as trace_windows
+from txmq.tla.traces.steps import build_steps
+from txmq.tla.traces.validation import Validation, validate
+from txmq.tla.traces.windows import end_state, spans
 from txmq.trace.reader import read_events
 
 

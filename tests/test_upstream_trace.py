@@ -228,7 +228,7 @@ def test_spark_accepts_the_example_s_trace(example_trace: Path) -> None:
 def test_tlc_accepts_the_example_s_trace(example_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every event of upstream's run is a step of the spec's rocketmq mode. The trace has no LOCAL_TX
     (absent_events): the producer's decisions and check answers are taken from its END_TX
-    (txmq.tla.trace_decisions), so each transaction the example's listener commits or rolls back on a
+    (txmq.tla.traces.decisions), so each transaction the example's listener commits or rolls back on a
     check is decided there."""
     spec = Path(__file__).resolve().parents[1] / "spec"
     code = main(["spec", "validate-trace", str(example_trace), "--spec-dir", str(spec)])

@@ -56,7 +56,7 @@ SPEC = Path(__file__).resolve().parents[1] / "spec"
 def assert_trace_is_a_behaviour(trace: Path) -> None:
     """TLC checks a recorded trace file (with its header's mode and config) as a behaviour of the spec;
     a rejection's assertion names the step, the condition that failed and the spec's state."""
-    from txmq.tla.trace_validation import validate
+    from txmq.tla.traces.validation import validate
     from txmq.trace.reader import read_events
 
     header, events = read_events(trace)

@@ -4,7 +4,8 @@ The public API is re-exported here so that users write ``from txmq import Broker
 to know which module holds what.
 """
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
+from txmq.broker.runtime import BrokerRuntime
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionListener, TransactionProducer
 from txmq.clock import ManualClock, SystemClock
@@ -17,7 +18,6 @@ from txmq.protocol import (
     SendResult,
     TransactionSendResult,
 )
-from txmq.runtime import BrokerRuntime
 from txmq.transaction.resolution import TransactionState
 
 __version__ = "0.1.0"

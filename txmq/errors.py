@@ -25,7 +25,7 @@ class ExitCode(IntEnum):
     BROKER_UNAVAILABLE = 8  # BrokerUnavailableError
     INCOMPLETE_TRACE = 9  # txmq.trace.reader.IncompleteTraceError
     WRITE_REFUSED = 10  # WriteRefusedError
-    CLOCK_BACKWARDS = 11  # txmq.tla.trace_input.ClockBackwardsError
+    CLOCK_BACKWARDS = 11  # txmq.tla.traces.spec_input.ClockBackwardsError
     TRACE_MISSING = 20  # spark_validation.errors: txmq validate's input errors, 20 to 26
     NOT_A_TRACE = 21
     TRACE_VERSION = 22

@@ -15,7 +15,7 @@ from spark_validation.tests.tracebuilder import clean_trace
 
 
 def _txmq_validate(argv: list[str]) -> int:
-    """The sub-command as txmq/cli.py wires it (without importing the other sub-commands)."""
+    """The sub-command as txmq/cli/__init__.py wires it (without importing the other sub-commands)."""
     parser = argparse.ArgumentParser(prog="txmq")
     cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["validate", *argv])

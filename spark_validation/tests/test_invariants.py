@@ -28,7 +28,7 @@ from spark_validation.tests.injections import (
     undelivered,
 )
 from spark_validation.tests.tracebuilder import GROUP, TOPIC, Trace, clean_trace, combine
-from txmq.catalogue import ENTRIES, SPARK
+from txmq.catalogue.invariants import ENTRIES, SPARK
 from txmq.trace import schema as S
 
 

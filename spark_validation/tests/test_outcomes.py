@@ -1,4 +1,4 @@
-"""Spark judges the catalogue's outcomes (``txmq.catalogue_outcomes``) its layer lists, by their one judge:
+"""Spark judges the catalogue's outcomes (``txmq.catalogue.outcomes``) its layer lists, by their one judge:
 the trace of an anomaly atlas scenario (``txmq.atlas``) showing an outcome in rocketmq mode is validated,
 and the outcome must be counted there, not failed; read as a strict trace, an outcome the catalogue says
 strict mode never shows fails the run. One scenario per outcome, all in one combined trace per mode."""
@@ -16,8 +16,8 @@ from spark_validation.tests.tracebuilder import Trace
 from txmq.atlas.entries import ENTRIES
 from txmq.atlas.entry import Entry
 from txmq.atlas.rig import rig
-from txmq.catalogue import SPARK
-from txmq.catalogue_outcomes import BY_NAME, OUTCOMES
+from txmq.catalogue.invariants import SPARK
+from txmq.catalogue.outcomes import BY_NAME, OUTCOMES
 
 
 def _scenario_of(outcome: str) -> Entry:

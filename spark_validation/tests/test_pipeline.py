@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from txmq.catalogue import ENTRIES, SPARK, names
+from txmq.catalogue.invariants import ENTRIES, SPARK, names
 from txmq.cli import main
+from txmq.cli.pipeline import _model_check
 from txmq.errors import ToolMissingError
-from txmq.pipeline import _model_check
 from txmq.trace.schema import GROUP_EVENTS
 
 

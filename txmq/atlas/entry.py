@@ -10,8 +10,8 @@ from typing import Any
 
 from txmq.atlas.rig import Rig
 from txmq.audit.sightings import SIGHTINGS
-from txmq.catalogue import CATALOGUE
-from txmq.catalogue_outcomes import OUTCOME_NAMES
+from txmq.catalogue.invariants import CATALOGUE
+from txmq.catalogue.outcomes import OUTCOME_NAMES
 
 Scenario = Callable[[Rig], "list[str] | None"]
 
@@ -20,7 +20,7 @@ Scenario = Callable[[Rig], "list[str] | None"]
 class Entry:
     """``numbers``: apache/rocketmq issues and pull requests (empty: found by reading the code).
     ``upstream``: its status there. ``where``: the broker setting or upstream ``Class.method``.
-    ``catalogue``: the invariant or outcome of ``txmq.catalogue`` that names what a user sees.
+    ``catalogue``: the invariant or outcome of ``txmq.catalogue.invariants`` that names what a user sees.
     ``reproduces``: whether rocketmq mode shows it (False: fixed upstream, and txmq follows the fix).
     ``strict_shares``: why strict mode shows it too ("" when strict shows it absent). ``spec``: the TLC
     control of ``spec/models.json`` that reaches it, or ``spec_note`` why there is none. ``audit``: the

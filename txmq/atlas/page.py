@@ -9,7 +9,7 @@ import sys
 from txmq.atlas.entries import ENTRIES
 from txmq.atlas.entry import Entry
 from txmq.atlas.pending import PENDING
-from txmq.catalogue_outcomes import OUTCOME_NAMES
+from txmq.catalogue.outcomes import OUTCOME_NAMES
 
 
 def reproduced_in(entry: Entry) -> str:

@@ -2,7 +2,7 @@
 
 The audit drives any endpoint that speaks ``apache.rocketmq.v2.MessagingService`` with the official Python
 client, records what a client can observe (a history), and judges that history against the invariant
-catalogue (``txmq/catalogue.py``) read from the outside. The parts are libraries, one job each:
+catalogue (``txmq/catalogue/invariants.py``) read from the outside. The parts are libraries, one job each:
 
 - ``workload``: the seeded plan (transactions, their local outcomes, client-side faults, consumer lapses,
   nemesis moments);

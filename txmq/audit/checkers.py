@@ -1,9 +1,9 @@
 """The audit's checks: the catalogue's invariants as a client can observe them, over an audit history.
 
-Each finding carries the name of the catalogue entry (``txmq/catalogue.py``) it breaks; the entries'
-meanings are stated over the broker's trace, which an outside client does not see, so each check below is
-a *client-side reading* of its entry, and its docstring says how it reads it. Whether a finding fails the
-audit comes from the catalogue too: with ``expect="rocketmq"``, a finding of an entry that rocketmq mode
+Each finding carries the name of the catalogue entry (``txmq/catalogue/invariants.py``) it breaks; the
+entries' meanings are stated over the broker's trace, which an outside client does not see, so each check
+below is a *client-side reading* of its entry, and its docstring says how it reads it. Whether a finding fails
+the audit comes from the catalogue too: with ``expect="rocketmq"``, a finding of an entry that rocketmq mode
 is expected to break (its ``rocketmq`` anomalies) is reported as expected, not as a violation.
 
 What a client sees of a transaction (``Tx``): its sends, the end-transactions sent (its own and check

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from txmq.catalogue import CATALOGUE
+from txmq.catalogue.invariants import CATALOGUE
 
 
 @dataclass(frozen=True)

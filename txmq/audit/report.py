@@ -15,7 +15,7 @@ from txmq.audit.checkers import DECISIONS, Expectations, Finding, Tx, kill_times
 from txmq.audit.groups import group_figures
 from txmq.audit.history import Record, at
 from txmq.audit.sightings import atlas_name
-from txmq.catalogue import AUDIT, CATALOGUE, names
+from txmq.catalogue.invariants import AUDIT, CATALOGUE, names
 
 # The catalogue entries the audit reads from outside (its layer of the catalogue), in catalogue order.
 AUDITED = names(AUDIT)

@@ -2,9 +2,9 @@
 
 Every public method takes the broker lock, so trace events come out in the order state changed. Timed
 services are plain methods (``run_check_once``, ``flush_op_batches``, ``persist_offsets``,
-``delete_expired_segments``, or ``tick`` to run whichever are due, as ``txmq.timed`` lists them);
-``txmq.runtime`` runs them on threads with the system clock, tests and the simulation call them with a
-``ManualClock``. ``txmq.broker.Broker`` is the class to use.
+``delete_expired_segments``, or ``tick`` to run whichever are due, as ``txmq.broker.timed`` lists them);
+``txmq.broker.runtime`` runs them on threads with the system clock, tests and the simulation call them with a
+``ManualClock``. ``txmq.broker.facade.Broker`` is the class to use.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
-from txmq.admin import BrokerAdmin
+from txmq.broker.admin import BrokerAdmin
+from txmq.broker.delivery import Deliveries, warn_offsets_beyond_end
+from txmq.broker.timed import TIMED_SERVICES, TimedService
 from txmq.clock import Clock, SystemClock
 from txmq.config import BrokerConfig
-from txmq.delivery import Deliveries, warn_offsets_beyond_end
 from txmq.errors import BrokerUnavailableError
 from txmq.store.interface import StoreOpener
 from txmq.store.message_store import MessageStore
 from txmq.store.offsets import OffsetStore
-from txmq.timed import TIMED_SERVICES, TimedService
 from txmq.trace import schema as ev
 from txmq.trace.sinks import NullSink, TraceSink
 from txmq.transaction.check_service import CheckRunReport, CheckService

@@ -1,18 +1,18 @@
 """The single-node transactional broker: a synchronous, thread-safe state machine.
 
 ``Broker`` is a facade: each request takes the broker lock, checks what the client sent
-(``txmq.admission``) and hands the work to the transactional components (``txmq.transaction``), so trace
-events come out in the order state changed. Its lifecycle and timed services are ``BrokerCore``'s
-(``txmq.broker_core``); ``txmq.runtime`` runs the timed services on threads with the system clock, tests
-and the simulation call them with a ``ManualClock``.
+(``txmq.broker.admission``) and hands the work to the transactional components (``txmq.transaction``), so
+trace events come out in the order state changed. Its lifecycle and timed services are ``BrokerCore``'s
+(``txmq.broker.core``); ``txmq.broker.runtime`` runs the timed services on threads with the system clock,
+tests and the simulation call them with a ``ManualClock``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from txmq.admission import check_size, client_properties, validate_topic
-from txmq.broker_core import BrokerCore
+from txmq.broker.admission import check_size, client_properties, validate_topic
+from txmq.broker.core import BrokerCore
 from txmq.errors import REFUSED_WRITES, ClientError, StoreError, WriteRefusedError
 from txmq.protocol import (
     EndTransactionRequest,

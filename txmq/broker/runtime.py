@@ -10,13 +10,13 @@ import threading
 from collections.abc import Callable
 from functools import partial
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
+from txmq.broker.timed import TIMED_SERVICES
 from txmq.errors import BrokerUnavailableError
-from txmq.timed import TIMED_SERVICES
 
 
 class BrokerRuntime:
-    """The timed services of one broker (``txmq.timed``), each on its own thread.
+    """The timed services of one broker (``txmq.broker.timed``), each on its own thread.
 
     ``interval_scale`` shrinks every interval and every wait inside a run (e.g. 0.01 for stress tests that
     cannot wait 30 s).

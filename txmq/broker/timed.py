@@ -2,7 +2,7 @@
 interval, and the ``Broker`` method that runs it once.
 
 ``Broker.tick`` (manual-clock drivers: tests, the simulation) runs the ones that are due, in this order;
-``txmq.runtime.BrokerRuntime`` gives each its own thread with the system clock. Upstream runs them as
+``txmq.broker.runtime.BrokerRuntime`` gives each its own thread with the system clock. Upstream runs them as
 ``TransactionalMessageCheckService`` (checks), ``TransactionalOpBatchService`` (Op records), the delay
 timer (``TimerMessageStore``), ``ConsumerOffsetManager`` persistence and ``CleanCommitLogService``
 (retention).

@@ -4,9 +4,9 @@ An invariant has one name everywhere: an operator of that name in ``spec/TxMQ.tl
 function of that name in ``txmq/checks/invariants.py`` (checked after every step of the Hypothesis
 machines), a check of that id in ``spark_validation`` (checked over whole traces). ``txmq spec replay``
 judges replayed counterexamples under these names, and ``docs/invariants.md`` is generated from this
-module by ``txmq.catalogue_page``::
+module by ``txmq.catalogue.page``::
 
-    python -m txmq.catalogue_page --markdown > docs/invariants.md
+    python -m txmq.catalogue.page --markdown > docs/invariants.md
 
 ``tests/test_catalogue.py`` fails when the spec, its model configurations, ``spec/models.json``, replay,
 the generated page or a list written out by hand (``spec/README.md``, the tables of ``docs/audit.md`` and
@@ -17,7 +17,7 @@ fail until they do.
 
 Meanings are stated over the trace (``docs/trace-events.md``), because every layer but the spec judges
 traces; the spec states the same guarantee over its own variables. Outcomes that break no invariant
-in both modes but that a user must tell apart are ``txmq.catalogue_outcomes``.
+in both modes but that a user must tell apart are ``txmq.catalogue.outcomes``.
 """
 
 from __future__ import annotations

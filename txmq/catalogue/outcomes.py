@@ -1,14 +1,14 @@
 """The catalogue's outcomes: what a user must be able to tell apart though it breaks no invariant of
-``txmq.catalogue`` in both modes, defined once, as data. The anomaly atlas (``txmq.atlas``) names its
-entries by these and by the invariants; ``txmq.trace.outcomes`` judges each over a trace under its name;
-``docs/invariants.md`` lists them (``txmq.catalogue_page``). So are upstream's facts (``UPSTREAM_FACTS``):
+``txmq.catalogue.invariants`` in both modes, defined once, as data. The anomaly atlas (``txmq.atlas``) names
+its entries by these and by the invariants; ``txmq.trace.outcomes`` judges each over a trace under its name;
+``docs/invariants.md`` lists them (``txmq.catalogue.page``). So are upstream's facts (``UPSTREAM_FACTS``):
 behaviours that break no invariant but that a client sees, which the audit reports as figures."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from txmq.catalogue import AUDIT, MODEL, SPARK, Layer
+from txmq.catalogue.invariants import AUDIT, MODEL, SPARK, Layer
 
 
 @dataclass(frozen=True)

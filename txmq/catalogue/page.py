@@ -1,4 +1,4 @@
-"""docs/invariants.md, made from the catalogue (``python -m txmq.catalogue_page --markdown``): the table of
+"""docs/invariants.md, made from the catalogue (``python -m txmq.catalogue.page --markdown``): the table of
 invariants by layer, then each invariant and each upstream fact with what every layer does about it. A
 test fails when the committed page differs from what this renders. The command lives here, not in the
 catalogue, so that the catalogue imports nothing of its readers: the page and the outcomes import the
@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from txmq.catalogue import (
+from txmq.catalogue.invariants import (
     AUDIT,
     BOTH,
     CATALOGUE,
@@ -24,7 +24,7 @@ from txmq.catalogue import (
     TRACE,
     Invariant,
 )
-from txmq.catalogue_outcomes import OUTCOMES, UPSTREAM_FACTS
+from txmq.catalogue.outcomes import OUTCOMES, UPSTREAM_FACTS
 
 _LAYER_HEADINGS = ((SPEC, "spec"), (TRACE, "trace validation"), (MODEL, "model tests"), (SPARK, "Spark"),
                    (AUDIT, "audit"))
@@ -72,8 +72,8 @@ def render_markdown() -> str:
     lines = [
         "# Invariant catalogue",
         "",
-        "<!-- Generated from txmq/catalogue.py by",
-        "     python -m txmq.catalogue_page --markdown > docs/invariants.md",
+        "<!-- Generated from txmq/catalogue/invariants.py by",
+        "     python -m txmq.catalogue.page --markdown > docs/invariants.md",
         "     Edit the catalogue, not this page: tests/test_catalogue.py compares them. -->",
         "",
         "Every invariant has one name in every layer: a TLA+ operator in `spec/TxMQ.tla` (checked by the",
@@ -126,8 +126,8 @@ def render_markdown() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m txmq.catalogue_page``: list the catalogue, or print it as Markdown."""
-    parser = argparse.ArgumentParser(prog="python -m txmq.catalogue_page", description=main.__doc__)
+    """``python -m txmq.catalogue.page``: list the catalogue, or print it as Markdown."""
+    parser = argparse.ArgumentParser(prog="python -m txmq.catalogue.page", description=main.__doc__)
     parser.add_argument("--markdown", action="store_true", help="print docs/invariants.md")
     args = parser.parse_args(argv)
     if args.markdown:

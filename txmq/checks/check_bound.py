@@ -1,4 +1,5 @@
-"""CheckBound over a trace: the one Python statement of the check-count rule (see ``txmq.catalogue``).
+"""CheckBound over a trace: the one Python statement of the check-count rule (see
+``txmq.catalogue.invariants``).
 
 The rule follows the copies of a half: a renewal (``HALF_RENEW``) appends a copy whose check count is one
 more than the copy it renews, as upstream's ``TransactionalMessageServiceImpl.needDiscard`` increments

@@ -1,4 +1,5 @@
-"""NoCheckAfterDurableOp over a trace: the one Python statement of the rule (see ``txmq.catalogue``).
+"""NoCheckAfterDurableOp over a trace: the one Python statement of the rule (see
+``txmq.catalogue.invariants``).
 
 A CHECK concerns the copy it checks and the copy that copy renewed (``HALF_RENEW.prev_half_offset``); it
 breaks the rule when an earlier ``OP_PUT`` lists either of them. Each problem names both events, the

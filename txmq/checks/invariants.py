@@ -2,8 +2,8 @@
 the model tests (after every step of the Hypothesis machines, against a live broker) and ``txmq spec
 replay`` (over a replayed counterexample's trace) both use.
 
-Each function is named as its entry in ``txmq.catalogue`` (which defines the meaning; ``CATALOGUE`` below
-is built from the catalogue's names, so an entry marked as checked here without a function fails at
+Each function is named as its entry in ``txmq.catalogue.invariants`` (which defines the meaning; ``CATALOGUE``
+below is built from the catalogue's names, so an entry marked as checked here without a function fails at
 import), so a failure here can be followed to the TLA+ operator and the Spark check of the same name. The
 Spark validator judges a finished trace; these judge the trace *and*, when the caller gives it, what
 clients can observe right now (``transaction_state``, what consumers received, queue ends), because the
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from txmq import catalogue
+from txmq.catalogue import invariants as catalogue
 from txmq.checks.check_bound import check_counts
 from txmq.checks.consumer_groups import judge_trace_groups
 from txmq.checks.durable_op import checks_after_durable_op

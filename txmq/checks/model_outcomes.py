@@ -1,4 +1,4 @@
-"""The outcomes the model tests judge after every step (``txmq.catalogue_outcomes``, layer MODEL), by their
+"""The outcomes the model tests judge after every step (``txmq.catalogue.outcomes``, layer MODEL), by their
 one judge in ``txmq.trace.outcomes``: rocketmq mode may show them (the tests count them), while those the
 catalogue says strict mode never shows fail a strict run."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from txmq import catalogue
-from txmq.catalogue_outcomes import BY_NAME, outcome_names
+from txmq.catalogue import invariants as catalogue
+from txmq.catalogue.outcomes import BY_NAME, outcome_names
 from txmq.trace.outcomes import OUTCOME_JUDGES
 
 Event = Mapping[str, Any]

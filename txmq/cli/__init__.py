@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from spark_validation.cli import register as register_validate
 from txmq.atlas.cli import register as register_atlas
 from txmq.audit.cli import register as register_audit
+from txmq.cli.pipeline import register as register_run
 from txmq.diff.cli import register as register_diff
 from txmq.errors import REFUSED_WRITES, TxmqError, WriteRefusedError
-from txmq.pipeline import register as register_run
 from txmq.proc import interrupted, terminate_as_interrupt
 from txmq.serve.admin_client import register as register_clock
 from txmq.serve.cli import register as register_serve
@@ -75,7 +75,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return WriteRefusedError.exit_code
     except KeyboardInterrupt:
         return interrupted("txmq")
-
-
-if __name__ == "__main__":  # pragma: no cover - exercised through the console script
-    sys.exit(main())

@@ -113,9 +113,9 @@ def _model_check(tlc: dict[str, str]) -> tuple[str, int]:
     """Model-check the CI-sized spec models when TLC is available; say how to get it when not. ``tlc``
     receives which TLC ran and its verdict, for report.json."""
     from txmq.tla.jar import find_jar
-    from txmq.tla.manifest import load_manifest, select
+    from txmq.tla.models.manifest import load_manifest, select
+    from txmq.tla.models.suite import ModelReport, check_models, default_spec_dir
     from txmq.tla.runner import describe_tlc
-    from txmq.tla.suite import ModelReport, check_models, default_spec_dir
 
     try:
         jar = find_jar()
@@ -142,8 +142,8 @@ def _model_check(tlc: dict[str, str]) -> tuple[str, int]:
 
 def _tlc_trace(args: argparse.Namespace, staging: Path, out_dir: Path) -> tuple[str, int]:
     """Simulate a smaller trace of the same workload and have TLC check it is a behaviour of the spec."""
-    from txmq.tla.suite import default_spec_dir
-    from txmq.tla.trace_validation import validate
+    from txmq.tla.models.suite import default_spec_dir
+    from txmq.tla.traces.validation import validate
     from txmq.trace.reader import read_events
 
     small = argparse.Namespace(**{**vars(args), "transactions": min(args.tlc_transactions, args.transactions),

@@ -6,7 +6,7 @@ where it left off, and re-reads what it had not committed when the broker crashe
 
 from __future__ import annotations
 
-from txmq.broker import Broker, validate_topic
+from txmq.broker.facade import Broker, validate_topic
 from txmq.errors import ClientError
 from txmq.protocol import MessageExt
 

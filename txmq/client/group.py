@@ -11,7 +11,7 @@ import enum
 from collections.abc import Callable
 from pathlib import Path
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.member import GroupMember, GroupSettings
 from txmq.client.membership import GroupDirectory, GroupTrace, no_trace, retry_topic
 from txmq.client.offsets import QueueRef

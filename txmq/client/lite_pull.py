@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.member import GroupMember, GroupSettings
 from txmq.client.membership import GroupDirectory, GroupTrace, no_trace
 from txmq.client.offsets import QueueRef

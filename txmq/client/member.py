@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from txmq.broker import Broker, validate_topic
+from txmq.broker.facade import Broker, validate_topic
 from txmq.client.allocate import STRATEGIES
 from txmq.client.membership import GroupDirectory, GroupTrace, no_trace, retry_topic
 from txmq.client.offsets import LocalOffsets, OffsetStore, QueueRef, RemoteOffsets

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.membership import GroupTrace, no_trace
 from txmq.trace.schema import OFFSET_COMMIT
 

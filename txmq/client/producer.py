@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.errors import BrokerUnavailableError, ClientError
 from txmq.protocol import (
     CheckTransactionStateRequest,

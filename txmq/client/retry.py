@@ -11,7 +11,7 @@ has no scheduled delivery, so the copy is stored at once and the consumer holds 
 
 from __future__ import annotations
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.membership import dlq_topic, retry_topic
 from txmq.protocol import Message, MessageExt
 from txmq.transaction.constants import RESERVED_PROPERTIES

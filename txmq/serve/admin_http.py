@@ -22,7 +22,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.errors import ConfigError, TxmqError
 from txmq.serve.manual import ClockDriver
 

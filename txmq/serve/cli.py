@@ -41,7 +41,7 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from txmq.broker import validate_topic
+    from txmq.broker.facade import validate_topic
     from txmq.serve.admin_http import LOOPBACK
     from txmq.serve.config import ServeConfig
     from txmq.serve.server import ServeSession

@@ -21,7 +21,7 @@ from typing import Any
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.protocol import CheckTransactionStateRequest
 from txmq.serve.convert import outbound
 from txmq.serve.heartbeat import ImmediateRegistration

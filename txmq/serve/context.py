@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.protocol import EndTransactionRequest, EndTransactionResult, LocalTransactionState
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig

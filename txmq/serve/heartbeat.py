@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.transaction.producer_manager import ProducerChannel
 
 

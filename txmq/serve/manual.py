@@ -1,9 +1,9 @@
 """``txmq serve --clock manual``: the broker's time moves only when the test moves it.
 
-A served broker on the system clock runs its timed services on threads (``txmq.runtime``), so a test
+A served broker on the system clock runs its timed services on threads (``txmq.broker.runtime``), so a test
 that wants a transaction check waits out the check interval and the transaction timeout. With a manual
 clock no thread runs them: ``ClockDriver.advance`` moves the clock forward and, on the way, runs each
-service at every time it falls due (``Broker.tick``, in ``txmq.timed``'s order), as the threads would
+service at every time it falls due (``Broker.tick``, in ``txmq.broker.timed``'s order), as the threads would
 have over that stretch, and so does the proxy's transaction heartbeat in ``rocketmq`` mode
 (``HeartbeatGate``). When ``advance`` returns, what fell due has happened: a check is on its way to the
 producer, a message whose invisible time ran out can be received again, an expired transaction id is
@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.clock import ManualClock
 from txmq.errors import ClientError
 from txmq.serve.heartbeat import HeartbeatGate

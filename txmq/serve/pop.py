@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.protocol import Message, MessageExt
 from txmq.serve.convert import user_properties
 from txmq.serve.errors import ServeError

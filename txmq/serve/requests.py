@@ -13,7 +13,7 @@ from typing import Any
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from txmq.broker import validate_topic
+from txmq.broker.facade import validate_topic
 from txmq.errors import TxmqError
 from txmq.protocol import MessageExt
 from txmq.serve.config import ServeConfig

@@ -25,11 +25,11 @@ from pathlib import Path
 import grpc
 from rocketmq.grpc_protocol import service_pb2_grpc
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
+from txmq.broker.runtime import BrokerRuntime
 from txmq.clock import ManualClock, SystemClock
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
-from txmq.runtime import BrokerRuntime
 from txmq.serve.admin_http import AdminServer
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig

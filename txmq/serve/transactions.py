@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from txmq.admin import BrokerAdmin
+from txmq.broker.admin import BrokerAdmin
 from txmq.protocol import MessageExt
 from txmq.transaction.constants import (
     HALF_QUEUE_ID,

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.client.allocate import STRATEGIES
 from txmq.client.group import ConsumeStatus, GroupConsumer
 from txmq.client.lite_pull import LitePullConsumer, LitePullSettings

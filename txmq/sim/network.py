@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import random
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.errors import BrokerUnavailableError
 from txmq.protocol import EndTransactionRequest
 from txmq.sim.workload import Workload

@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
+from txmq.broker.runtime import BrokerRuntime
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
 from txmq.clock import SystemClock
 from txmq.config import BrokerConfig
 from txmq.errors import BrokerUnavailableError
 from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, MessageExt
-from txmq.runtime import BrokerRuntime
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE

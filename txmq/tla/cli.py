@@ -10,15 +10,15 @@ import argparse
 from pathlib import Path
 
 from txmq.arguments import positive_int
-from txmq.tla.configs import write_all
 from txmq.tla.jar import TLC_VERSION, cache_path, find_jar, install
-from txmq.tla.manifest import load_data, load_manifest, record_counts, select
-from txmq.tla.mutate import add_mutate
+from txmq.tla.models.configs import write_all
+from txmq.tla.models.manifest import load_data, load_manifest, record_counts, select
+from txmq.tla.models.mutate import add_mutate
+from txmq.tla.models.replay import add_replay
+from txmq.tla.models.suite import DEFAULT_JOBS, ModelReport, check_models, default_spec_dir
 from txmq.tla.parser import TraceState
-from txmq.tla.replay import add_replay
 from txmq.tla.runner import check_workers, describe_tlc
-from txmq.tla.suite import DEFAULT_JOBS, ModelReport, check_models, default_spec_dir
-from txmq.tla.trace_command import add_validate_trace
+from txmq.tla.traces.command import add_validate_trace
 
 _COLUMNS = ("expected", "found", "distinct", "total", "depth", "time", "verdict")
 

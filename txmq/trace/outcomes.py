@@ -1,4 +1,4 @@
-"""The catalogue's outcomes (``txmq.catalogue_outcomes.OUTCOMES``) over a trace: the one Python statement
+"""The catalogue's outcomes (``txmq.catalogue.outcomes.OUTCOMES``) over a trace: the one Python statement
 of each.
 
 Each judge takes the events of a trace in ``seq`` order and returns one line per transaction showing the

@@ -18,7 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from txmq.arguments import positive_int
-from txmq.catalogue import STORE_ABSENT_EVENTS
+from txmq.catalogue.invariants import STORE_ABSENT_EVENTS
 from txmq.errors import ConfigError
 from txmq.files import check_output_path
 from txmq.trace.schema import TraceHeader

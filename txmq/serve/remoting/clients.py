@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.protocol import CheckTransactionStateRequest
 from txmq.serve.remoting.codes import CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED
 from txmq.serve.remoting.connection import Connection

@@ -22,10 +22,10 @@ from typing import Any
 
 from txmq.arguments import positive_int
 from txmq.errors import ConfigError
-from txmq.tla.manifest import Expectation, ModelEntry, load_manifest
+from txmq.tla.models.manifest import Expectation, ModelEntry, load_manifest
+from txmq.tla.models.suite import default_spec_dir, run_each
 from txmq.tla.parser import TlcFinding, TlcResult
 from txmq.tla.runner import describe_tlc, run_tlc
-from txmq.tla.suite import default_spec_dir, run_each
 
 MUTANTS_NAME = "mutants.json"
 

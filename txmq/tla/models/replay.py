@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from txmq.broker import Broker
+from txmq.broker.facade import Broker
 from txmq.checks.invariants import Observation, check
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
@@ -36,10 +36,10 @@ from txmq.protocol import (
     LocalTransactionState,
     Message,
 )
-from txmq.tla.manifest import ModelEntry
+from txmq.tla.models.manifest import ModelEntry
+from txmq.tla.models.schedule import derive_schedule, require_control
 from txmq.tla.parser import TlcFinding, TlcResult
 from txmq.tla.runner import run_tlc
-from txmq.tla.schedule import derive_schedule, require_control
 from txmq.trace.sinks import MemorySink
 
 GROUP = "g1"
@@ -263,8 +263,8 @@ def _describe(report: ReplayReport) -> str:
 
 
 def _replay_command(args: argparse.Namespace) -> int:
-    from txmq.tla.manifest import load_manifest, select
-    from txmq.tla.suite import default_spec_dir
+    from txmq.tla.models.manifest import load_manifest, select
+    from txmq.tla.models.suite import default_spec_dir
 
     if (args.model is None) == (args.schedule is None):
         raise ConfigError("give either MODEL or --schedule FILE")

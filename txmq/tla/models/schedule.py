@@ -1,7 +1,7 @@
 """A TLC counterexample read as a schedule of broker-level steps (``txmq spec replay``): each action of
 the spec becomes what drives a broker through it (send a half, decide locally, deliver, duplicate or lose
 a one-way message, run a check pass, flush Op batches, crash and restart), with messages named by what
-they are rather than by offsets (see ``txmq.tla.replay``).
+they are rather than by offsets (see ``txmq.tla.models.replay``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from txmq.errors import ConfigError
-from txmq.tla.manifest import ModelEntry
+from txmq.tla.models.manifest import ModelEntry
 from txmq.tla.parser import TraceState
 
 _RECORD = re.compile(r"\[([^\[\]]*)\]")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from txmq.errors import ConfigError
-from txmq.tla.manifest import MANIFEST_NAME, ModelEntry
+from txmq.tla.models.manifest import MANIFEST_NAME, ModelEntry
 from txmq.tla.parser import TlcResult
 from txmq.tla.runner import config_properties, run_tlc
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from txmq.config import BrokerConfig
-from txmq.tla.trace_input import NOT_PRODUCERS, SpecInput, Step
-from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_validation import Validation, judge
+from txmq.tla.traces.spec_input import NOT_PRODUCERS, SpecInput, Step
+from txmq.tla.traces.steps import build_steps
+from txmq.tla.traces.validation import Validation, judge
 from txmq.trace.reader import require_events_complete
 from txmq.trace.schema import OP_READ
 

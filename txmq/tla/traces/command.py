@@ -1,6 +1,6 @@
 """``txmq spec validate-trace TRACE``: the command over a trace file, kept apart from the validation it
-drives (``trace_validation``) so that the imports run one way: the command uses the file-level
-validation (``trace_stream``), which uses ``trace_validation``'s windows, and nothing below imports the
+drives (``validation``) so that the imports run one way: the command uses the file-level
+validation (``stream``), which uses ``validation``'s windows, and nothing below imports the
 command back."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 from txmq.errors import TraceError
+from txmq.tla.models.suite import default_spec_dir
 from txmq.tla.runner import describe_tlc
-from txmq.tla.suite import default_spec_dir
-from txmq.tla.trace_input import Step
-from txmq.tla.trace_stream import validate_file
-from txmq.tla.trace_validation import expected_cost, memory_at_hand, memory_warning
-from txmq.tla.trace_windows import HEAP_ENV, tlc_heap_mb, window_steps
+from txmq.tla.traces.spec_input import Step
+from txmq.tla.traces.stream import validate_file
+from txmq.tla.traces.validation import expected_cost, memory_at_hand, memory_warning
+from txmq.tla.traces.windows import HEAP_ENV, tlc_heap_mb, window_steps
 from txmq.trace.reader import check_complete, read_header
 
 

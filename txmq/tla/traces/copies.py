@@ -4,7 +4,7 @@ A 4.x client retries a send that timed out (``DefaultMQProducerImpl.sendDefaultI
 ``retryTimesWhenSendFailed`` more attempts), with the same message id, a new born timestamp and over
 whichever connection is open, while the broker had stored the first attempt all the same: upstream's
 benchmark under load does it. The spec's ``ResendHalf`` is a retry by the same producer on the same clock
-(``AgeOnBrokerClock``), so ``trace_steps`` takes a retry by another connection, or born at another distance
+(``AgeOnBrokerClock``), so ``steps`` takes a retry by another connection, or born at another distance
 from the broker's clock, as a transaction of its own; each copy of a half (its renewals, the checks,
 END_TX, real message and discard that name it) then belongs to the transaction of the copy it renews.
 """

@@ -1,4 +1,4 @@
-"""What ``trace_steps`` must know of a trace's later events before it walks it: how often each END_TX
+"""What ``steps`` must know of a trace's later events before it walks it: how often each END_TX
 message is still to be delivered, each owner's own END_TX, each producer's registrations, the first
 event's time.
 

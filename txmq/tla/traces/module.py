@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from txmq.config import BrokerConfig
-from txmq.tla.trace_input import MessageFields, SpecInput, Step
+from txmq.tla.traces.spec_input import MessageFields, SpecInput, Step
 
 MODULE_NAME = "TxMQTraceRun"
 DATA_MODULE = "TxMQTraceData"
@@ -101,7 +101,7 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
     already has its value. The other way round, each definition that reads the trace (``Ev``, ``Act``,
     ``TraceNext``...) walked the whole literal again, minutes for a 10,000-transaction trace.
 
-    For a window of a longer trace (``trace_windows``), ``start`` is the state the window before it ended
+    For a window of a longer trace (``windows``), ``start`` is the state the window before it ended
     in, as TLC printed it (TLA+ text), and ``show_end`` asks TLC to print the state this one ends in."""
     producers = sorted(spec.groups)
     groups = _function({p: tla(spec.groups[p]) for p in producers})
@@ -116,7 +116,7 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
         *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
         *_records("TraceData", [step_record(s) for s in steps], tag="e"),
-        # a window's start state, one item per line (``trace_windows.end_state``): SANY's cost grows with the
+        # a window's start state, one item per line (``windows.end_state``): SANY's cost grows with the
         # square of a line's length
         "StartData == " + (start if start is not None else '"none"'),
         f"ShowEndData == {tla(show_end)}",

@@ -2,7 +2,7 @@
 transactions still open, not every transaction seen (``spec/TxMQTrace.tla``: OPEN,
 FLOOR, LOSE, RETIRE).
 
-``trace_steps`` numbers transactions 1, 2, ... in the order they appear; this pass reads the steps ahead,
+``steps`` numbers transactions 1, 2, ... in the order they appear; this pass reads the steps ahead,
 knows each transaction's last step, and rewrites them:
 
 * ``OPEN`` gives a free slot (the lowest) to a transaction just before its first step;
@@ -22,7 +22,7 @@ import heapq
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 
-from txmq.tla.trace_input import HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step
+from txmq.tla.traces.spec_input import HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step
 
 # A message in flight as the trace spec's Lose names it: (type, offset, action, from a check, producer).
 _Message = tuple[str, int, str, bool, str]

@@ -1,7 +1,7 @@
-"""What ``trace_steps`` hands to the trace spec: the steps, the constants a trace fixes, and the refusals
+"""What ``steps`` hands to the trace spec: the steps, the constants a trace fixes, and the refusals
 that come before TLC (a trace the spec does not model, a clock going backwards).
 
-Kept apart from the walk over the events so that ``trace_module`` (which writes them as TLA+) and the
+Kept apart from the walk over the events so that ``module`` (which writes them as TLA+) and the
 reports (coverage, the rejection's event) read them without the builder.
 """
 
@@ -24,7 +24,7 @@ TLC_INT_MAX = 2**31 - 1
 
 # The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
 # CHECKPOINT, DELIVER and FINISH check the state without a step of their own; RESET starts the next
-# trace of a batch (txmq.tla.trace_batch).
+# trace of a batch (txmq.tla.traces.batch).
 ACTION_OF = {
     "TICK": "Tick", "UP": "ProducerStart", "DOWN": "ProducerCrash", "SEND": "SendHalf",
     "RESEND": "ResendHalf", "DECIDE": "Decide", "PEND": "ProducerEnd", "ANSWER": "Deliver(check)",
@@ -159,7 +159,7 @@ class SpecInput:
     """What TLC needs besides the steps: the constants the trace fixes."""
 
     txns: list[str] = field(default_factory=list)  # broker transaction ids; spec id = index + 1
-    slots: int = 0  # slots the transactions take in turn (txmq.tla.trace_slots)
+    slots: int = 0  # slots the transactions take in turn (txmq.tla.traces.slots)
     half_records: int = 0  # half records the trace appends (the longest, in a batch)
     producers: dict[str, str] = field(default_factory=dict)  # broker producer id -> spec name
     groups: dict[str, str] = field(default_factory=dict)  # spec producer -> producer group

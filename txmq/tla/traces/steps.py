@@ -6,7 +6,7 @@ END_TRANSACTION applied, an Op record written, a record renewed and checked...),
 * time passing: a ``TICK`` to the event's broker time before any event later than the last;
 * a producer sending its own END_TRANSACTION: a ``PEND`` just before the first delivery of that message;
 * a local transaction deciding late, seen only through a check answer: a ``DECIDE`` before that answer
-  (and, in a trace without LOCAL_TX, each decision and answer, from the END_TX: ``trace_decisions``);
+  (and, in a trace without LOCAL_TX, each decision and answer, from the END_TX: ``decisions``);
 * the check service passing a record by (covered by an Op record, or settled in strict mode): a ``SKIP``
   for each record between the last one examined and the next it renews, discards or stops at (a
   ``CHECKPOINT`` event, or the checkpoint a ``RESTART`` resumed from, says where each run stopped).
@@ -26,10 +26,12 @@ from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
-from txmq.tla.trace_copies import Copies
-from txmq.tla.trace_decisions import ACTS as _ACTS
-from txmq.tla.trace_decisions import Decisions
-from txmq.tla.trace_input import (
+from txmq.tla.traces.copies import Copies
+from txmq.tla.traces.decisions import ACTS as _ACTS
+from txmq.tla.traces.decisions import Decisions
+from txmq.tla.traces.lookahead import Lookahead, end_key, producer_key
+from txmq.tla.traces.slots import slotted
+from txmq.tla.traces.spec_input import (
     EXECUTOR,
     HALF_APPENDS,
     NO_PRODUCER,
@@ -41,8 +43,6 @@ from txmq.tla.trace_input import (
     half_immunity,
     unmodelled,
 )
-from txmq.tla.trace_lookahead import Lookahead, end_key, producer_key
-from txmq.tla.trace_slots import slotted
 from txmq.trace import schema as ev
 
 
@@ -393,7 +393,7 @@ def build_steps(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[s
 
 def walk(mode: str, config: Mapping[str, Any], ahead: Lookahead, events: Iterable[Mapping[str, Any]]
          ) -> tuple[Iterator[Step], SpecInput]:
-    """The steps of a trace as they are made, before ``trace_slots`` puts its transactions in slots, with
+    """The steps of a trace as they are made, before ``slots`` puts its transactions in slots, with
     the constants they fix, complete (but for the slots and the losses) once every step was taken.
     ``ahead`` is the trace's look-ahead, spent by the walk."""
     builder = _Builder(mode, config, ahead)

@@ -4,16 +4,16 @@
 the caller): a 1,000,000-transaction trace's 7 million events and 11 million steps took 11 GB. Here the
 file is read again where a list would have been kept:
 
-1. the look-ahead (``trace_lookahead``): a few values per END_TX message and PRODUCER event;
-2. the walk over the events (``trace_steps.walk``), each step written to a spill file as it is made,
+1. the look-ahead (``lookahead``): a few values per END_TX message and PRODUCER event;
+2. the walk over the events (``steps.walk``), each step written to a spill file as it is made,
    with the seq of its event rather than the event, and seen by the slots' look-ahead (each
    transaction's last step, each restart);
-3. the spill read once to put the transactions in slots (``trace_slots``): how many slots and losses
+3. the spill read once to put the transactions in slots (``slots``): how many slots and losses
    there are, which the first window's constants need, and what the report counts;
 4. the spill read again, slotted again the same way, and handed to TLC a window at a time
-   (``trace_validation.judge_windows``).
+   (``validation.judge_windows``).
 
-Passes 1 to 3 run in a Python process of their own (``python -m txmq.tla.trace_stream``), which hands
+Passes 1 to 3 run in a Python process of their own (``python -m txmq.tla.traces.stream``), which hands
 back the trace's constants and the slots' look-ahead (a pickle) and ends before TLC starts: what the walk
 held (the look-ahead, the builder's maps of every transaction and message) is given back to the
 machine whole, where in this process most of it stayed as the allocator's free space, interleaved with
@@ -40,11 +40,11 @@ from typing import IO, Any, cast
 from txmq import proc
 from txmq.errors import TraceError
 from txmq.tla.parser import TlcResult
-from txmq.tla.trace_input import HALF_APPENDS, SpecInput, Step, action_counts, compact_event
-from txmq.tla.trace_lookahead import Lookahead
-from txmq.tla.trace_slots import Ahead, slot_stream
-from txmq.tla.trace_steps import walk
-from txmq.tla.trace_validation import Progress, judge_windows, unexplained
+from txmq.tla.traces.lookahead import Lookahead
+from txmq.tla.traces.slots import Ahead, slot_stream
+from txmq.tla.traces.spec_input import HALF_APPENDS, SpecInput, Step, action_counts, compact_event
+from txmq.tla.traces.steps import walk
+from txmq.tla.traces.validation import Progress, judge_windows, unexplained
 from txmq.trace.reader import TraceHeader, read_events, read_header
 
 # Steps pickled together in the spill: one pickle per step cost more than its step.
@@ -127,7 +127,7 @@ def _prepared(path: Path, spill_path: Path) -> tuple[SpecInput, Ahead, int, int,
     """``_prepare`` in a child process (see the module's docstring), which dies with this one; a
     ``TraceError`` it raises (an event the spec does not model...) is raised here."""
     out = spill_path.with_suffix(".prepared")
-    done = proc.run([sys.executable, "-m", "txmq.tla.trace_stream", str(path), str(spill_path), str(out)],
+    done = proc.run([sys.executable, "-m", "txmq.tla.traces.stream", str(path), str(spill_path), str(out)],
                     stdin=subprocess.DEVNULL)
     if done.returncode != 0 or not out.is_file():
         raise TraceError(f"{path}: the steps of the trace could not be made (exit {done.returncode})")
@@ -162,7 +162,7 @@ def validate_file(path: Path, header: TraceHeader, *, spec_dir: Path, jar: Path 
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m txmq.tla.trace_stream TRACE SPILL OUT``: ``_prepare``, its outcome (or the
+    """``python -m txmq.tla.traces.stream TRACE SPILL OUT``: ``_prepare``, its outcome (or the
     ``TraceError`` it raised) pickled to OUT."""
     path, spill_path, out = (Path(arg) for arg in argv)
     try:

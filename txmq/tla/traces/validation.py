@@ -1,15 +1,15 @@
 """Broker → spec: TLC checks that a broker trace is a behaviour of ``spec/TxMQ.tla``.
 
-``trace_steps`` turns the trace into the steps of ``spec/TxMQTrace.tla`` (the events, and the steps no
-trace shows, each placed where it must have happened); ``trace_module`` writes them as a TLA+ module;
+``steps`` turns the trace into the steps of ``spec/TxMQTrace.tla`` (the events, and the steps no
+trace shows, each placed where it must have happened); ``module`` writes them as a TLA+ module;
 TLC then follows the one behaviour they describe, simulating, window by window for a long trace
-(``trace_windows``), checking every step against the spec's actions and the event's fields. The trace is
+(``windows``), checking every step against the spec's actions and the event's fields. The trace is
 accepted when TLC explains its last step. A rejected trace is reported, from the same run, with the
 first step no behaviour explains, the condition that failed and the spec's state about that step's
 transaction.
 
 ``validate`` keeps the events and steps it is given, for its caller; the command line validates a file
-through ``trace_stream``, which keeps neither and hands TLC the steps as they are made
+through ``stream``, which keeps neither and hands TLC the steps as they are made
 (``judge_windows``), so that a trace's length costs time, not memory.
 
 A trace must be complete, by the rule every reader of a trace applies
@@ -37,16 +37,11 @@ from txmq.errors import TraceError
 from txmq.tla.jar import find_jar
 from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 from txmq.tla.runner import find_java, tlc_command
-from txmq.tla.tla_values import failure_report
-from txmq.tla.trace_input import ACTION_OF, SpecInput, Step, compact_event
-from txmq.tla.trace_module import MODULE_NAME, config_text, module_texts
-from txmq.tla.trace_steps import build_steps
-from txmq.tla.trace_windows import (
-    end_state,
-    explained_before_stop,
-    spans,
-    tlc_heap_mb,
-)
+from txmq.tla.traces.module import MODULE_NAME, config_text, module_texts
+from txmq.tla.traces.spec_input import ACTION_OF, SpecInput, Step, compact_event
+from txmq.tla.traces.steps import build_steps
+from txmq.tla.traces.values import failure_report
+from txmq.tla.traces.windows import end_state, explained_before_stop, spans, tlc_heap_mb
 from txmq.trace.reader import require_events_complete
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
@@ -150,8 +145,8 @@ def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str,
 def judge(mode: str, config: Mapping[str, Any], steps: list[Step], spec: SpecInput, *, spec_dir: Path,
           jar: Path | None = None, unknown_answer: str = "UNKNOWN", progress: Progress | None = None
           ) -> Validation:
-    """TLC over ``steps`` (one trace's, or several traces' joined by ``trace_batch``), window by window
-    (``trace_windows``): the first window a step no behaviour explains is in gives the verdict."""
+    """TLC over ``steps`` (one trace's, or several traces' joined by ``batch``), window by window
+    (``windows``): the first window a step no behaviour explains is in gives the verdict."""
     found = judge_windows(mode, config, iter(steps), len(steps), spec, spec_dir=spec_dir, jar=jar,
                           unknown_answer=unknown_answer, progress=progress)
     return Validation(found.accepted, found.explained, steps, found.result, found.condition, found.expected,
@@ -254,7 +249,7 @@ def expected_cost(steps: int) -> str:
 
 
 # What validation holds in Python, at its peak: a window's steps and modules, and per event of the trace
-# the look-ahead and the constants of its transactions (``trace_stream`` keeps no event and no step).
+# the look-ahead and the constants of its transactions (``stream`` keeps no event and no step).
 # Measured with the Python side alone, heavy-fault strict traces: 270 MB for the 68,127 events of 10,000
 # transactions, 389 MB for the 692,457 of 100,000 (it held 1.21 GB when it kept the events and steps).
 # That peak is the walk's, in a process of its own (trace_stream), which ends before TLC starts; TLC's

@@ -93,7 +93,7 @@ def end_state(output: str) -> str | None:
     # SANY to parse and keep in the next window's module (3.4 MB of 10.6).
     text = _ZEROS.sub(lambda m: m.group(0) if m.group(0).startswith('"')
                       else f"[i \\in 1..{m.group(0).count('0')} |-> 0]", text)
-    # SANY's cost grows with the square of a line's length (``trace_module._sequence``): a line per item.
+    # SANY's cost grows with the square of a line's length (``module._sequence``): a line per item.
     return _ITEM_END.sub(lambda m: m.group(0) if m.group(0) != "," else ",\n", text)
 
 
