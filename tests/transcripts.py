@@ -12,8 +12,9 @@ Commands (``name key=value ...``):
 - ``send body=B action=COMMIT|ROLLBACK|UNKNOWN [queue=N] [group=G] [immunity=S]``: a transactional send
   whose local transaction answers ``action``, through the producer of ``group`` (G), with the property
   ``CHECK_IMMUNITY_TIME_IN_SECONDS`` set to ``S`` if given;
-- ``end action=A [txn=tN]``: the producer sends END_TRANSACTION(``A``) again for transaction ``tN`` (the
-  last one sent if not named), with its half's offsets, as a producer retrying its end would;
+- ``end action=A [txn=tN] [from_check=True]``: the producer sends END_TRANSACTION(``A``) again for
+  transaction ``tN`` (the last one sent if not named), with its half's offsets, as a producer retrying
+  its end would (or, with ``from_check``, as its answer to a check);
 - ``producer-down [group=G]``: the group's producer shuts down (unregisters);
 - ``heartbeat [group=G]``: the group's producer sends its heartbeat (registering again with a broker that
   restarted: a restarted rocketmq broker knows no producer until then);
@@ -21,6 +22,7 @@ Commands (``name key=value ...``):
 - ``advance ms=N``: the broker's clock moves on;
 - ``check [after=N]``: advance N ms, then one check run;
 - ``flush-ops``: the Op batch service's tick (its count of Op records written follows the events);
+- ``tick``: every timed service whose time has come runs (the Op batch service among them);
 - ``crash``, ``restart``: the broker process dies (what it held in memory is lost) and starts again;
 - ``visible [topic=T]``: the messages a new consumer group would read, as ``topic/queue@offset body``.
 
@@ -150,7 +152,8 @@ def _send(session: Session, args: dict[str, str]) -> list[str]:
 
 def _end(session: Session, args: dict[str, str]) -> list[str]:
     group, result = session.sent[args.get("txn", list(session.sent)[-1])]
-    session.producers[group].end_transaction(result, _ACTIONS[args["action"]])
+    session.producers[group].end_transaction(result, _ACTIONS[args["action"]],
+                                              from_check=args.get("from_check") == "True")
     return []
 
 
@@ -161,6 +164,11 @@ def _producer_down(session: Session, args: dict[str, str]) -> list[str]:
 
 def _heartbeat(session: Session, args: dict[str, str]) -> list[str]:
     session.producers[args.get("group", "G")].heartbeat()
+    return []
+
+
+def _tick(session: Session, args: dict[str, str]) -> list[str]:
+    session.env.broker.tick()
     return []
 
 
@@ -204,7 +212,7 @@ def _visible(session: Session, args: dict[str, str]) -> list[str]:
 _COMMANDS: dict[str, Callable[[Session, dict[str, str]], list[str]]] = {
     "send": _send, "end": _end, "answer": _answer, "advance": _advance, "check": _check,
     "flush-ops": _flush_ops, "visible": _visible, "producer-down": _producer_down,
-    "heartbeat": _heartbeat, "crash": _crash, "restart": _restart,
+    "heartbeat": _heartbeat, "tick": _tick, "crash": _crash, "restart": _restart,
 }
 
 
