@@ -33,6 +33,13 @@ def producer_key(e: Mapping[str, Any]) -> str:
     return f"{e.get('producer_group') or ''}/{producer}" if producer else ""
 
 
+def registered_as(producers: Mapping[str, str], e: Mapping[str, Any]) -> str | None:
+    """The spec's name of the producer ``e`` names: its connection in ``e``'s group, else that connection
+    in the one other group it registered in (a check sent to another group's producer: TLC judges it)."""
+    others = [name for key, name in producers.items() if key.endswith(f"/{e.get('producer')}")]
+    return producers.get(producer_key(e)) or (others[0] if len(others) == 1 else None)
+
+
 @dataclass(frozen=True, slots=True)
 class Registration:
     """A PRODUCER event, as a send that comes before it reads it: where it is, what it says."""

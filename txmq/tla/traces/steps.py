@@ -29,7 +29,7 @@ from txmq.errors import TraceError
 from txmq.tla.traces.copies import Copies
 from txmq.tla.traces.decisions import ACTS as _ACTS
 from txmq.tla.traces.decisions import Decisions
-from txmq.tla.traces.lookahead import Lookahead, end_key, producer_key
+from txmq.tla.traces.lookahead import Lookahead, end_key, producer_key, registered_as
 from txmq.tla.traces.slots import slotted
 from txmq.tla.traces.spec_input import (
     EXECUTOR,
@@ -112,7 +112,7 @@ class _Builder:
         return self.copies.find(e, t)
 
     def producer(self, e: Mapping[str, Any]) -> str:
-        name = self.spec.producers.get(producer_key(e))
+        name = registered_as(self.spec.producers, e)
         if name is None:
             raise unmodelled(e, f"producer {e.get('producer')!r} of group {e.get('producer_group')!r} never "
                                  "registered (no PRODUCER UP before this event)")
@@ -235,9 +235,9 @@ class _Builder:
             self.local[t] = "unknown"
         self.spec.budgets["MaxRetry"] += known
         self.add("RESEND" if known else "SEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
-        if e.get("producer") in self.unregistered:
-            self.unregistered.discard(e["producer"])
-            self.down(e, e["producer"], only=e.get("txn"))
+        if producer_key(e) in self.unregistered:
+            self.unregistered.discard(producer_key(e))
+            self.down(e, producer_key(e), only=e.get("txn"))
 
     def on_local_tx(self, e: Mapping[str, Any]) -> None:
         if self.decisions.from_end_tx:
