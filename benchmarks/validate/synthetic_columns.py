@@ -201,9 +201,12 @@ def _table(
         ),
         "queue_offset": _int(column(cols["qoff"]), e_is[S.REAL_PUT] | e_is[S.DELIVER]),
     }
-    producer_side = {  # trace v2: the producer's born time (no clock skew here), no check immunity
+    producer_side = {  # trace v2: the producer's born time (no clock skew here), no check immunity,
+        # no delayed or FIFO message
         "born_ts": _int(ts_col, e_is[S.HALF_PUT]),
         "immunity": pa.nulls(len(event), pa.string()),
+        "deliver_ms": pa.nulls(len(event), pa.int64()),
+        "message_group": pa.nulls(len(event), pa.string()),
     }
     outcome = _outcome_columns(cols, rows, e_is, answer, txn_col, batches, at.ops)
     return pa.table(placement | outcome | producer_side)
