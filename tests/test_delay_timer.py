@@ -84,3 +84,15 @@ def test_visible_at_never_early_in_strict_mode() -> None:
     for deliver in (0, 1, 999, 1_000, 1_001, 123_456):
         assert visible_at(deliver, 1_000, True, False) >= deliver
         assert deliver - 1_000 <= visible_at(deliver, 1_000, False, False) < deliver + 1
+
+
+def test_the_next_due_time_names_a_pending_delay(tmp_path: Path) -> None:
+    """A manual-clock driver (``txmq serve --clock manual``, the simulator) steps to ``next_due_ms``: a
+    pending delayed message must make it due, or its delivery waits for an unrelated service."""
+    clock = ManualClock(START)
+    with Broker(tmp_path, BrokerConfig(mode="rocketmq", check_interval_ms=3_600_000,
+                                       op_batch_interval_ms=3_600_000), clock) as broker:
+        broker.send_message(Message("T", b"x", delay_level=1), "k")  # level 1: 1 s
+        due = broker.next_due_ms()
+        assert due <= START + 2_000
+        assert _visible(broker, clock, due) == 1

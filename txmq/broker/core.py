@@ -301,9 +301,12 @@ class BrokerCore:
     def next_due_ms(self) -> int:
         """When ``tick`` next has something to do: the earliest ``_due_ms``, which a manual-clock driver
         asks before every step it takes, so it reads the times directly (the self-scheduled Op batch
-        thread's, and the others' in ``_next_run``)."""
+        thread's and delay timer's, and the others' in ``_next_run``)."""
         with self._lock:
             due = self._context().ops.next_tick_ms
+            timer = self._timer.next_due_ms()
+            if timer is not None and timer < due:
+                due = timer
             for at in self._next_run.values():
                 if at < due:
                     due = at
