@@ -29,18 +29,19 @@ if [ "$#" -gt 0 ]; then
     status=$(judge $? "pytest $*")
     status=$(( status > linted ? status : linted ))
 else
-    # The whole suite as five pytest processes side by side (tests/conftest.py's ``lane``): TLC on the
+    # The whole suite as six pytest processes side by side (tests/conftest.py's ``lane``): TLC on the
     # spec's models and mutants, TLC on traces (both CPU-bound JVMs: two processes, so that both cores
     # work once the waiting tests are done; as one, it ran alone for the last four minutes), the tests
     # that run upstream RocketMQ and the audits (their JVMs and clients mostly wait on check intervals and
-    # restarts), the tests that run servers or Spark on the real clock (they mostly wait too), and the
-    # rest. (Running the rest at a lower priority, so that the TLC runs got the cores first, made the rest
-    # the longest process: 20 min against 16.5.) Their coverage data is combined below; the other four's
+    # restarts), upstream's Java programs on clusters of their own (they wait too), the tests that run
+    # servers or Spark on the real clock (they mostly wait too), and the rest. (Running the rest at a lower priority, so that the TLC runs got the cores first, made the rest
+    # the longest process: 20 min against 16.5.) Their coverage data is combined below; the other five's
     # output follows the rest's.
     spec_log="$(mktemp -t txmq-spec-tests.XXXXXX)"
     tlc_log="$(mktemp -t txmq-tlc-tests.XXXXXX)"
     upstream_log="$(mktemp -t txmq-upstream-tests.XXXXXX)"
     real_time_log="$(mktemp -t txmq-real-time-tests.XXXXXX)"
+    java_log="$(mktemp -t txmq-java-tests.XXXXXX)"
     coverage run -m pytest -q -m lane_spec >"$spec_log" 2>&1 &
     spec_pid=$!
     coverage run -m pytest -q -m lane_tlc >"$tlc_log" 2>&1 &
@@ -49,19 +50,23 @@ else
     upstream_pid=$!
     coverage run -m pytest -q -m lane_real_time >"$real_time_log" 2>&1 &
     real_time_pid=$!
-    # An interrupted run stops all five.
-    trap 'kill "$spec_pid" "$tlc_pid" "$upstream_pid" "$real_time_pid" 2>/dev/null || true
-          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log"' EXIT
+    coverage run -m pytest -q -m lane_java >"$java_log" 2>&1 &
+    java_pid=$!
+    # An interrupted run stops all six.
+    trap 'kill "$spec_pid" "$tlc_pid" "$upstream_pid" "$real_time_pid" "$java_pid" 2>/dev/null || true
+          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log" "$java_log"' EXIT
     # The linters meanwhile (mypy takes half a minute on one core), then the rest of the tests.
     lint
     linted=$?
     echo "== pytest under coverage" >&2
-    coverage run -m pytest -q -m "not lane_spec and not lane_tlc and not lane_upstream and not lane_real_time"
+    coverage run -m pytest -q -m "not lane_spec and not lane_tlc and not lane_upstream and not lane_real_time and not lane_java"
     rest=$(judge $? "tests without TLC, upstream, audits or real-time servers")
     wait "$real_time_pid"
     real_time=$(judge $? "tests with servers on the real clock")
     wait "$upstream_pid"
     upstream=$(judge $? "tests with upstream RocketMQ, and the audits")
+    wait "$java_pid"
+    java=$(judge $? "tests with upstream's Java programs on clusters of their own")
     wait "$tlc_pid"
     tlc=$(judge $? "tests with TLC on traces")
     wait "$spec_pid"
@@ -70,6 +75,8 @@ else
     cat "$real_time_log"
     echo "== pytest: the tests that run upstream RocketMQ, and the audits" >&2
     cat "$upstream_log"
+    echo "== pytest: the tests that run upstream's Java programs on clusters of their own" >&2
+    cat "$java_log"
     echo "== pytest: the tests that run TLC on traces" >&2
     cat "$tlc_log"
     echo "== pytest: the tests that run TLC on the spec's models and mutants" >&2
@@ -78,6 +85,7 @@ else
     status=$(( status > spec ? status : spec ))
     status=$(( status > upstream ? status : upstream ))
     status=$(( status > real_time ? status : real_time ))
+    status=$(( status > java ? status : java ))
     status=$(( status > linted ? status : linted ))
 fi
 set -e

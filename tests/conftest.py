@@ -83,7 +83,9 @@ def mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-# Test modules that run upstream's Java programs from ROCKETMQ_HOME without the session's cluster.
+# Test modules that run upstream's Java programs from ROCKETMQ_HOME without the session's cluster: a process
+# of their own, since they mostly wait on JVMs and check intervals, and after the session's cluster tests
+# in the upstream process they made it the longest (25 min in a fresh-clone run, 6 of them these).
 _JAVA_MODULES = ("test_serve_java", "test_remoting_java", "test_upstream_trace")
 
 
@@ -102,15 +104,17 @@ _SPEC_MODULES = ("test_tla_models", "test_tla_mutants")
 
 
 def lane(item: pytest.Item) -> str:
-    """Which of ``scripts/test.sh``'s five pytest processes runs the test: ``upstream`` (upstream's
-    cluster or its Java programs, and the audits: they mostly wait on JVMs and check intervals),
+    """Which of ``scripts/test.sh``'s six pytest processes runs the test: ``java`` (upstream's Java
+    programs on clusters of their own), ``upstream`` (upstream's session cluster, and the audits: they
+    mostly wait on JVMs and check intervals),
     ``real_time`` (servers and Spark on the real clock), ``spec`` (TLC on the spec's models and
     mutants), ``tlc`` (the TLC runs of the other tests: CPU-bound JVMs), or ``rest``. A TLC check of
     a session recorded on the real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
-    upstream = "upstream" in getattr(item, "fixturenames", ()) or name in _JAVA_MODULES
-    if upstream or name.startswith(_AUDIT_PREFIX):
+    if name in _JAVA_MODULES:
+        return "java"
+    if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
         return "upstream"
     if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME:
         return "real_time"
@@ -128,8 +132,8 @@ def _uses_upstream(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its process's marker (``lane``): ``lane_upstream``, ``lane_real_time``,
-    ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the session's upstream
+    """Mark each test with its process's marker (``lane``): ``lane_java``, ``lane_upstream``,
+    ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the session's upstream
     cluster run first, so that it can stop before the others (``pytest_runtest_teardown``)."""
     for item in items:
         kind = lane(item)
