@@ -34,8 +34,9 @@ else
     # work once the waiting tests are done; as one, it ran alone for the last four minutes), the tests
     # that run upstream RocketMQ and the audits (their JVMs and clients mostly wait on check intervals and
     # restarts), upstream's Java programs on clusters of their own (they wait too), the tests that run
-    # servers or Spark on the real clock (they mostly wait too), and the rest. (Running the rest at a lower priority, so that the TLC runs got the cores first, made the rest
-    # the longest process: 20 min against 16.5.) Their coverage data is combined below; the other five's
+    # servers or Spark on the real clock (they mostly wait too), and the rest. (Running the rest at a
+    # lower priority, so that the TLC runs got the cores first, made the rest the longest process: 20
+    # min against 16.5.) Their coverage data is combined below; the other five's
     # output follows the rest's.
     spec_log="$(mktemp -t txmq-spec-tests.XXXXXX)"
     tlc_log="$(mktemp -t txmq-tlc-tests.XXXXXX)"

@@ -106,9 +106,9 @@ _SPEC_MODULES = ("test_tla_models", "test_tla_mutants")
 def lane(item: pytest.Item) -> str:
     """Which of ``scripts/test.sh``'s six pytest processes runs the test: ``java`` (upstream's Java
     programs on clusters of their own), ``upstream`` (upstream's session cluster, and the audits: they
-    mostly wait on JVMs and check intervals),
-    ``real_time`` (servers and Spark on the real clock), ``spec`` (TLC on the spec's models and
-    mutants), ``tlc`` (the TLC runs of the other tests: CPU-bound JVMs), or ``rest``. A TLC check of
+    mostly wait on JVMs and check intervals), ``real_time`` (servers and Spark on the real clock),
+    ``spec`` (TLC on the spec's models and mutants), ``tlc`` (the TLC runs of the other tests: CPU-bound
+    JVMs), or ``rest``. A TLC check of
     a session recorded on the real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
@@ -133,8 +133,9 @@ def _uses_upstream(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its process's marker (``lane``): ``lane_java``, ``lane_upstream``,
-    ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the session's upstream
-    cluster run first, so that it can stop before the others (``pytest_runtest_teardown``)."""
+    ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the
+    session's upstream cluster run first, so that it can stop before the others
+    (``pytest_runtest_teardown``)."""
     for item in items:
         kind = lane(item)
         if kind != "rest":
