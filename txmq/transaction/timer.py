@@ -14,7 +14,7 @@ txmq keeps both kinds in the one topic ``rmq_sys_wheel_timer`` (upstream puts le
 ``SCHEDULE_TOPIC_XXXX``, a queue per level; when a message becomes visible is what matters to a client and
 is upstream's), with the time it becomes visible as ``TIMER_OUT_MS``: upstream's rounding in ``rocketmq``
 mode, the delivery time rounded *up* to the precision in ``strict`` mode, so that no message is visible
-before its time (the catalogue's ``NotBeforeDeliveryTime``). The timed service ``deliver_due`` runs every
+before its time (the catalogue's ``NotBeforeDeliveryTime``). The timed service ``deliver_delayed`` runs every
 ``timer_precision_ms`` and puts what is due.
 
 Memory is a wheel of slots: per precision step that holds pending messages, one compact ``array`` of the
