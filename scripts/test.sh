@@ -33,7 +33,8 @@ else
     # spec's models and mutants, TLC on traces (both CPU-bound JVMs: two processes, so that both cores
     # work once the waiting tests are done; as one, it ran alone for the last four minutes), the tests
     # that run upstream RocketMQ and the audits (their JVMs and clients mostly wait on check intervals and
-    # restarts), upstream's Java programs on clusters of their own (they wait too), the tests that run
+    # restarts), clients against servers of their own (upstream's Java programs, serve's longest
+    # sessions: they wait too), the tests that run
     # servers or Spark on the real clock (they mostly wait too), and the rest. (Running the rest at a
     # lower priority, so that the TLC runs got the cores first, made the rest the longest process: 20
     # min against 16.5.) Their coverage data is combined below; the other five's
@@ -42,7 +43,7 @@ else
     tlc_log="$(mktemp -t txmq-tlc-tests.XXXXXX)"
     upstream_log="$(mktemp -t txmq-upstream-tests.XXXXXX)"
     real_time_log="$(mktemp -t txmq-real-time-tests.XXXXXX)"
-    java_log="$(mktemp -t txmq-java-tests.XXXXXX)"
+    clients_log="$(mktemp -t txmq-clients-tests.XXXXXX)"
     coverage run -m pytest -q -m lane_spec >"$spec_log" 2>&1 &
     spec_pid=$!
     coverage run -m pytest -q -m lane_tlc >"$tlc_log" 2>&1 &
@@ -51,23 +52,23 @@ else
     upstream_pid=$!
     coverage run -m pytest -q -m lane_real_time >"$real_time_log" 2>&1 &
     real_time_pid=$!
-    coverage run -m pytest -q -m lane_java >"$java_log" 2>&1 &
-    java_pid=$!
+    coverage run -m pytest -q -m lane_clients >"$clients_log" 2>&1 &
+    clients_pid=$!
     # An interrupted run stops all six.
-    trap 'kill "$spec_pid" "$tlc_pid" "$upstream_pid" "$real_time_pid" "$java_pid" 2>/dev/null || true
-          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log" "$java_log"' EXIT
+    trap 'kill "$spec_pid" "$tlc_pid" "$upstream_pid" "$real_time_pid" "$clients_pid" 2>/dev/null || true
+          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log" "$clients_log"' EXIT
     # The linters meanwhile (mypy takes half a minute on one core), then the rest of the tests.
     lint
     linted=$?
     echo "== pytest under coverage" >&2
-    coverage run -m pytest -q -m "not lane_spec and not lane_tlc and not lane_upstream and not lane_real_time and not lane_java"
+    coverage run -m pytest -q -m "not lane_spec and not lane_tlc and not lane_upstream and not lane_real_time and not lane_clients"
     rest=$(judge $? "tests without TLC, upstream, audits or real-time servers")
     wait "$real_time_pid"
     real_time=$(judge $? "tests with servers on the real clock")
     wait "$upstream_pid"
     upstream=$(judge $? "tests with upstream RocketMQ, and the audits")
-    wait "$java_pid"
-    java=$(judge $? "tests with upstream's Java programs on clusters of their own")
+    wait "$clients_pid"
+    clients=$(judge $? "tests with clients against servers of their own")
     wait "$tlc_pid"
     tlc=$(judge $? "tests with TLC on traces")
     wait "$spec_pid"
@@ -76,8 +77,8 @@ else
     cat "$real_time_log"
     echo "== pytest: the tests that run upstream RocketMQ, and the audits" >&2
     cat "$upstream_log"
-    echo "== pytest: the tests that run upstream's Java programs on clusters of their own" >&2
-    cat "$java_log"
+    echo "== pytest: the tests that run clients against servers of their own" >&2
+    cat "$clients_log"
     echo "== pytest: the tests that run TLC on traces" >&2
     cat "$tlc_log"
     echo "== pytest: the tests that run TLC on the spec's models and mutants" >&2
@@ -86,7 +87,7 @@ else
     status=$(( status > spec ? status : spec ))
     status=$(( status > upstream ? status : upstream ))
     status=$(( status > real_time ? status : real_time ))
-    status=$(( status > java ? status : java ))
+    status=$(( status > clients ? status : clients ))
     status=$(( status > linted ? status : linted ))
 fi
 set -e

@@ -83,10 +83,13 @@ def mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-# Test modules that run upstream's Java programs from ROCKETMQ_HOME without the session's cluster: a process
-# of their own, since they mostly wait on JVMs and check intervals, and after the session's cluster tests
-# in the upstream process they made it the longest (25 min in a fresh-clone run, 6 of them these).
-_JAVA_MODULES = ("test_serve_java", "test_remoting_java", "test_upstream_trace")
+# Test modules that run clients against servers of their own and mostly wait on them: upstream's Java
+# programs from ROCKETMQ_HOME on clusters of their own, and serve's longest sessions with the official
+# clients. A process of their own: after the session cluster's tests the Java ones made the upstream
+# process the longest (25 min in a fresh-clone run, 6 of them theirs), and the serve sessions made the
+# real-time process, which mostly waits, the longest after that (26 min).
+_CLIENT_MODULES = ("test_serve_java", "test_remoting_java", "test_upstream_trace", "test_serve_grpc",
+                   "test_serve_types", "test_serve_fifo", "test_serve_fuzz", "test_serve_clock")
 
 
 # Test modules that run servers and clients on the real clock (serve, remoting, Spark's JVM). The
@@ -104,16 +107,16 @@ _SPEC_MODULES = ("test_tla_models", "test_tla_mutants")
 
 
 def lane(item: pytest.Item) -> str:
-    """Which of ``scripts/test.sh``'s six pytest processes runs the test: ``java`` (upstream's Java
-    programs on clusters of their own), ``upstream`` (upstream's session cluster, and the audits: they
-    mostly wait on JVMs and check intervals), ``real_time`` (servers and Spark on the real clock),
-    ``spec`` (TLC on the spec's models and mutants), ``tlc`` (the TLC runs of the other tests: CPU-bound
-    JVMs), or ``rest``. A TLC check of
-    a session recorded on the real clock stays in its module's process: it mostly waits on the session."""
+    """Which of ``scripts/test.sh``'s six pytest processes runs the test: ``clients`` (clients against
+    servers of their own: upstream's Java programs, serve's longest sessions), ``upstream`` (upstream's
+    session cluster, and the audits: they mostly wait on JVMs and check intervals), ``real_time``
+    (servers and Spark on the real clock), ``spec`` (TLC on the spec's models and mutants), ``tlc`` (the
+    TLC runs of the other tests: CPU-bound JVMs), or ``rest``. A TLC check of a session recorded on the
+    real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
-    if name in _JAVA_MODULES:
-        return "java"
+    if name in _CLIENT_MODULES:
+        return "clients"
     if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
         return "upstream"
     if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME:
@@ -132,7 +135,7 @@ def _uses_upstream(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its process's marker (``lane``): ``lane_java``, ``lane_upstream``,
+    """Mark each test with its process's marker (``lane``): ``lane_clients``, ``lane_upstream``,
     ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the
     session's upstream cluster run first, so that it can stop before the others
     (``pytest_runtest_teardown``)."""
