@@ -12,9 +12,9 @@ import pytest
 from servekit import ClientProcess
 
 from txmq.cli import main
-from txmq.errors import BrokerUnavailableError
+from txmq.errors import BrokerUnavailableError, ExitCode
 from txmq.upstream import UpstreamCluster
-from txmq.upstream.cluster import TOPIC_ATTEMPTS
+from txmq.upstream.cluster import TOPIC_ATTEMPTS, disk_use
 
 
 def _receive(client: ClientProcess, name: str, want: set[str], timeout_s: float = 60) -> set[str]:
@@ -69,6 +69,38 @@ def test_txmq_upstream_without_rocketmq_home_says_how(tmp_path: Path, capsys: py
     monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
     assert main(["upstream", "--dir", str(tmp_path)]) == 7
     assert "ROCKETMQ_HOME is not set" in capsys.readouterr().err
+
+
+class _Statvfs:
+    """What ``os.statvfs`` says of a 100-block disk with ``free`` blocks free, ``usable`` of them usable."""
+
+    def __init__(self, free: int, usable: int) -> None:
+        self.f_blocks, self.f_bfree, self.f_bavail, self.f_frsize = 100, free, usable, 4096
+
+
+@pytest.mark.parametrize("free, usable, expected", [(9, 4, 0.96), (20, 20, 0.80), (10, 10, 0.90)])
+def test_disk_use_is_computed_as_upstream_computes_it(free: int, usable: int, expected: float,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``UtilAll.getDiskPartitionSpaceUsedPercent``: used = total - free, over used + usable, rounded up."""
+    monkeypatch.setattr("os.statvfs", lambda path: _Statvfs(free, usable))
+    assert disk_use(Path("/")) == expected
+
+
+def test_txmq_upstream_refuses_a_disk_upstream_would_refuse_before_starting_anything(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 90% the broker starts, then refuses every put (the CI run that found this failed five tests
+    late, in their workloads); the command says so first, and starts no process."""
+    launched = tmp_path / "launched"
+    (tmp_path / "bin").mkdir()
+    for name in ("mqnamesrv", "mqbroker", "mqproxy", "mqadmin"):
+        (tmp_path / "bin" / name).write_text(f"#!/bin/sh\necho {name} >> {launched}\nexit 1\n")
+        (tmp_path / "bin" / name).chmod(0o755)
+    monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path))
+    monkeypatch.setattr("os.statvfs", lambda path: _Statvfs(free=10, usable=9))
+    assert main(["upstream", "--dir", str(tmp_path / "work")]) == ExitCode.WRITE_REFUSED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "91% full" in err[0] and "90%" in err[0], err
+    assert not launched.exists()
 
 
 def _fake_mqadmin(home: Path, failures: int) -> Path:

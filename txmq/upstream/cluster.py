@@ -40,7 +40,7 @@ from pathlib import Path
 from types import TracebackType
 
 from txmq import proc
-from txmq.errors import BrokerUnavailableError, ConfigError, ToolMissingError
+from txmq.errors import BrokerUnavailableError, ConfigError, ToolMissingError, WriteRefusedError
 from txmq.upstream.tracing import agent_option, writable_trace
 
 LOOPBACK = "127.0.0.1"
@@ -62,6 +62,34 @@ _TRACED_STOP_GRACE_S = 90.0
 # Not the broker: with C1 alone its polling services (timer wheel, reput, pop buffer) cost 23 CPU s a
 # minute idle instead of 6.
 _QUICK_JVM = "-XX:TieredStopAtLevel=1"
+# Upstream's broker refuses every put once the disk holding its store is this full, whatever its
+# configuration says: DefaultMessageStore.CleanCommitLogService.getDiskSpaceWarningLevelRatio caps
+# diskSpaceWarningLevelRatio at 0.90.
+DISK_FULL_RATIO = 0.90
+
+
+def disk_use(path: Path) -> float:
+    """How full the disk holding ``path`` is, computed as upstream computes it
+    (``UtilAll.getDiskPartitionSpaceUsedPercent``: used / (used + usable), rounded up to a hundredth), so
+    that the refusal below and the broker's agree."""
+    stat = os.statvfs(path)
+    used = (stat.f_blocks - stat.f_bfree) * stat.f_frsize
+    entire = used + stat.f_bavail * stat.f_frsize
+    if entire <= 0:
+        return 0.0
+    return -(-used * 100 // entire) / 100
+
+
+def refuse_a_full_disk(path: Path) -> None:
+    """A broker started on a disk at least 90% full serves, but refuses every message ("service not
+    available now ... the broker's disk is full"): every run on it fails late, in the middle of a workload.
+    This says so before any process starts."""
+    used = disk_use(path)
+    if used >= DISK_FULL_RATIO:
+        raise WriteRefusedError(
+            f"the disk holding {path} is {used:.0%} full, and upstream's broker refuses every message at "
+            f"{DISK_FULL_RATIO:.0%} (DefaultMessageStore.CleanCommitLogService caps "
+            f"diskSpaceWarningLevelRatio there): free some space, or give a work directory on another disk")
 
 
 def rocketmq_home(value: str | None = None) -> Path:
@@ -166,6 +194,7 @@ class UpstreamCluster:
         each once the one before it serves; a failed start ends what was started and says why."""
         for sub in ("conf", "logs", "store", "namesrv", "home"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        refuse_a_full_disk(self.store_dir)
         self._write_configs()
         if self.trace is not None and not self._agent:
             self._agent = agent_option(self.home, self.trace)
