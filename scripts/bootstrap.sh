@@ -48,6 +48,24 @@ if [ ! -f "$stamp" ]; then
     # 0.5.0rc2, a manylinux wheel bundling librocketmq.so) has a package named `rocketmq`, as the 5.x gRPC
     # client of `serve` has, so it goes into a directory of its own (txmq/audit/cpp_client.py loads it).
     pip_extras="$(echo ",${TXMQ_EXTRAS}," | sed 's/,remoting,/,/g; s/^,//; s/,$//')"
+    # pyspark is published as a source archive only. uv unpacks it (1.5 GB) and builds it (a minute of CPU)
+    # and, behind a package proxy that does not answer its revalidation, does both again for every new
+    # environment, keeping each copy in its cache: 58 fresh checkouts filled 50 GB here, and a disk over 90%
+    # full makes upstream's broker refuse every message. So the wheel is built once, into txmq's per-user
+    # cache, and installed from there before the rest, which then finds pyspark satisfied.
+    if [[ ",${TXMQ_EXTRAS}," == *,spark,* ]]; then
+        wheels="${XDG_CACHE_HOME:-${HOME}/.cache}/txmq/wheels"
+        if ! compgen -G "$wheels/pyspark-*.whl" >/dev/null && mkdir -p "$wheels" 2>/dev/null; then
+            pyspark_wanted="$("$VENV/bin/python" -c 'import tomllib
+extras = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["spark"]
+print(next(d for d in extras if d.startswith("pyspark")))')"
+            echo "building pyspark's wheel once, into $wheels" >&2
+            "$VENV/bin/python" -m pip wheel --quiet --no-deps --wheel-dir "$wheels" "$pyspark_wanted" >&2 ||
+                echo "note: pyspark's wheel could not be kept in $wheels; it is built for this environment" >&2
+        fi
+        wheel="$(ls "$wheels"/pyspark-*.whl 2>/dev/null | sort -V | tail -1 || true)"
+        if [ -n "$wheel" ]; then "${install[@]}" "$wheel" >&2; fi
+    fi
     "${install[@]}" -e ".[${pip_extras}]" >&2
     if [[ ",${TXMQ_EXTRAS}," == *,remoting,* ]]; then
         "${install[@]}" --no-deps --upgrade --target "$VENV/txmq-cpp-client" rocketmq-client-python==0.5.0rc2 >&2
