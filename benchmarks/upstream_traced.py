@@ -8,9 +8,10 @@ A cluster from ``ROCKETMQ_HOME`` with its broker traced (``txmq.upstream``, ``tr
 upstream's own ``org.apache.rocketmq.example.benchmark.TransactionProducer`` against it with
 ``benchmarks.upstream_checks``' parameters (4 threads, 256-byte bodies, send rollback 0.1 and unknown 0.3,
 check rollback 0.3 and unknown 0.2, 20 ms between sends). Once the trace holds N halves (``HALF_PUT``) the
-benchmark is killed, the broker runs ``--settle`` seconds more (its checks of the halves left undecided
-find no producer) and is stopped cleanly, so the trace ends with ``END``. ``--kill-at K`` kills the broker
-(and its proxy) with SIGKILL once K halves are traced and starts it again on its store, while the
+benchmark is killed and the broker runs on until every traced transaction is decided (its checks of the
+halves left undecided find no producer, so each is discarded at the check max), at most ``settle_bound_s``
+(or ``--settle`` seconds), and is stopped cleanly, so the trace ends with ``END``. ``--kill-at K`` kills
+the broker (and its proxy) with SIGKILL once K halves are traced and starts it again on its store, while the
 benchmark goes on: the trace then holds a ``CRASH`` and a ``RESTART``. The trace is then validated by
 ``txmq spec validate-trace`` (TLC) and ``txmq validate`` (Spark), each timed in a child process.
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -53,18 +53,34 @@ def benchmark_parameters(threads: int) -> list[str]:
     chosen = list(PARAMETERS)
     chosen[chosen.index("-w") + 1] = str(threads)
     return [*chosen, "-t", TOPIC, "-b", BATCH_ID]
-_HALF = re.compile(rb'"event":\s*"HALF_PUT"')
+
+
 PROGRESS_S = 30.0
 
 
-class _HalfCounter:
-    """The ``HALF_PUT`` events in a growing trace, read on from where the last call stopped (whole lines
-    only: the agent writes one event per write)."""
+def settle_bound_s(config: dict[str, Any]) -> float:
+    """The longest the broker may need, once the producer is gone, to decide the last half it stored: the
+    half's timeout, a pass to reach it, check_max passes that check it (answered NO_PRODUCER) and the pass
+    that discards it (``TransactionalMessageServiceImpl.needDiscard``). A pass comes check_interval after
+    the previous pass ended (``TransactionalMessageCheckService.run``: ``waitForRunning``, then ``check``),
+    so each takes the interval plus its own run; the run is allowed as long again as the interval (at a load
+    of 30, the 10^5 run's last passes over 1,081 halves came every 2.1 to 3.9 s with a 2 s interval)."""
+    interval = int(config["check_interval_ms"])
+    return (int(config["transaction_timeout_ms"]) + (int(config["check_max"]) + 2) * 2 * interval) / 1000
+
+
+class _Progress:
+    """A growing trace read on from where the last call stopped (whole lines only: the agent writes one
+    event per write): its header's settings, the halves (``HALF_PUT``) traced, and the transactions not yet
+    decided (no ``END_TX`` with result OK and no ``DISCARD``: what ``EventuallyResolved`` asks of each)."""
 
     def __init__(self, trace: Path) -> None:
         self.trace = trace
         self.offset = 0
         self.halves = 0
+        self.config: dict[str, Any] = {}
+        self.undecided: set[str] = set()
+        self.decided: set[str] = set()  # a later half of a decided transaction (a retried send) leaves it so
 
     def __call__(self) -> int:
         if self.trace.exists():
@@ -73,8 +89,23 @@ class _HalfCounter:
                 chunk = f.read()
             whole = chunk[:chunk.rfind(b"\n") + 1]
             self.offset += len(whole)
-            self.halves += len(_HALF.findall(whole))
+            for line in whole.splitlines():
+                self._read(line)
         return self.halves
+
+    def _read(self, line: bytes) -> None:
+        if not self.config and b'"format"' in line:
+            self.config = json.loads(line)["config"]
+        elif b'"HALF_PUT"' in line:
+            self.halves += 1
+            txn = json.loads(line)["txn"]
+            if txn not in self.decided:
+                self.undecided.add(txn)
+        elif b'"END_TX"' in line or b'"DISCARD"' in line:
+            event = json.loads(line)
+            if event["event"] == "DISCARD" or event["result"] == "OK":
+                self.undecided.discard(event["txn"])
+                self.decided.add(event["txn"])
 
 
 def _wait_halves(count: Callable[[], int], target: int, bench: subprocess.Popen[bytes], out: Path) -> None:
@@ -97,7 +128,7 @@ def drive(home: Path, work: Path, args: argparse.Namespace) -> Path:
     trace = work / "broker.ndjson"
     broker = {"transactionTimeOut": TIMEOUT_MS, "transactionCheckInterval": INTERVAL_MS}
     with UpstreamCluster(home, work / "rmq", broker=broker, trace=trace) as cluster:
-        count = _HalfCounter(trace)
+        count = _Progress(trace)
         bench = start_benchmark(home, cluster.namesrv_addr, work, benchmark_parameters(args.threads))
         out = work / "benchmark.out"
         started = time.monotonic()
@@ -111,10 +142,25 @@ def drive(home: Path, work: Path, args: argparse.Namespace) -> Path:
             if bench.poll() is None:
                 os.killpg(bench.pid, signal.SIGKILL)
             bench.wait()
-        print(f"  {count():,} halves in {time.monotonic() - started:.0f} s; settling {args.settle:g} s",
-              file=sys.stderr, flush=True)
-        time.sleep(args.settle)
+        _settle(count, args.settle, time.monotonic() - started)
     return trace
+
+
+def _settle(count: _Progress, settle: float | None, ran_s: float) -> None:
+    """Until the trace shows every transaction decided, at most ``settle`` seconds (default
+    ``settle_bound_s`` of the trace's settings): a trace cut before the broker's last checks and discards
+    leaves transactions undecided that ``EventuallyResolved`` judges once they are older than its horizon."""
+    bound = settle if settle is not None else settle_bound_s(count.config)
+    print(f"  {count():,} halves in {ran_s:.0f} s, {len(count.undecided):,} undecided; settling until "
+          f"none is, at most {bound:g} s", file=sys.stderr, flush=True)
+    began = time.monotonic()
+    while time.monotonic() - began < bound:
+        count()
+        if not count.undecided:
+            break
+        time.sleep(0.5)
+    print(f"  settled {time.monotonic() - began:.0f} s: {len(count.undecided):,} undecided",
+          file=sys.stderr, flush=True)
 
 
 def counts(trace: Path) -> dict[str, Any]:
@@ -158,8 +204,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--kill-at", type=int, metavar="K", help="SIGKILL and restart the broker at K halves")
     parser.add_argument("--threads", type=int, default=4, help="the benchmark's sending threads (-w; "
                         "default 4): its sends wait on the broker, so more threads send faster")
-    parser.add_argument("--settle", type=float, default=5.0, help="seconds between the benchmark's end and "
-                        "the broker's clean stop (default 5)")
+    parser.add_argument("--settle", type=float, help="at most this many seconds between the benchmark's end "
+                        "and the broker's clean stop, which comes earlier once every transaction is decided "
+                        "(default: the transaction timeout plus (check max + 2) times twice the check "
+                        "interval, 71 s here)")
     parser.add_argument("--validate", nargs="*", choices=("tlc", "spark"), default=["tlc", "spark"],
                         help="judges of the trace (default: tlc spark; none: only trace)")
     parser.add_argument("--dir", type=Path, help="work directory kept with the trace (default: a new one "
@@ -171,7 +219,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--kill-at must be between 1 and --transactions - 1 ({args.transactions - 1})")
     if args.threads < 1:
         parser.error("--threads must be at least 1")
-    if args.settle < 0:
+    if args.settle is not None and args.settle < 0:
         parser.error("--settle must not be negative")
     return args
 
