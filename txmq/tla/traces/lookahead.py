@@ -85,8 +85,8 @@ class Lookahead:
                 ahead.registrations.setdefault(producer_key(e), []).append(
                     Registration(index, e["result"], e.get("producer_group") or ""))
         ahead.relayed = bool(enders - ahead.registrations.keys())
-        for key in [key for key in ahead.own_ends if key not in ahead.registrations]:
-            for txn, end in ahead.own_ends.pop(key).items():
+        for producer in [name for name in ahead.own_ends if name not in ahead.registrations]:
+            for txn, end in ahead.own_ends.pop(producer).items():
                 if txn not in ahead.relayed_ends or end[0] < ahead.relayed_ends[txn][0]:
                     ahead.relayed_ends[txn] = end
         return ahead

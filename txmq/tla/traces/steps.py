@@ -250,8 +250,8 @@ class _Builder:
 
     def on_end_tx(self, e: Mapping[str, Any]) -> None:
         if e["result"] == ev.IGNORED_UNKNOWN:  # an UNKNOW END_TX: the spec's producer sends nothing
-            self.tick(e)  # no step, but its time, transaction and producer must be right
-            self.decisions.answer_of(e, self.txn(e), self.relays.sender(e, self.txn(e)))  # or, no LOCAL_TX: an answer
+            self.tick(e)  # no step, but its time, transaction and producer must be right (or, no LOCAL_TX,
+            self.decisions.answer_of(e, self.txn(e), self.relays.sender(e, self.txn(e)))  # an answer)
             return
         if e["result"] not in (ev.OK, ev.ALREADY_RESOLVED, ev.IMMUNITY_REJECTED, ev.STORE_ERROR):
             raise unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
