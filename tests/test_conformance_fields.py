@@ -164,8 +164,35 @@ def test_a_send_before_its_producers_registration_starts_the_producer_there(tmp_
 
 
 @needs_tlc
-def test_a_send_before_its_producers_registration_is_accepted(tmp_path: Path) -> None:
-    config, events = _send_before_registration(tmp_path)
+@pytest.mark.parametrize("mode", ["strict", "rocketmq"])
+def test_connections_that_register_late_or_never_are_accepted(mode: str, tmp_path: Path) -> None:
+    """strict: a send before its producer's registration; rocketmq: END_TX relayed by the 5.x proxy."""
+    config, events = (_send_before_registration if mode == "strict" else _relayed_by_the_proxy)(tmp_path)
     count_tlc("traces")
-    outcome = validate("strict", config, events, spec_dir=SPEC, jar=JAR)
+    outcome = validate(mode, config, events, spec_dir=SPEC, jar=JAR)
     assert outcome.accepted, (outcome.first_unexplained, outcome.condition)
+
+
+def _relayed_by_the_proxy(tmp_path: Path) -> tuple[dict[str, Any], Events]:
+    """A broker behind upstream's 5.x proxy (cluster mode): the proxy sends each half over one of its
+    messaging connections, which never register, relays the producer's own END_TX over another and a check's
+    answer over a third, while checks go to its one registered connection (``txmq.tla.traces.relays``). As
+    the trace agent writes it: no LOCAL_TX."""
+    config, events = broker_trace("rocketmq", tmp_path)
+    events = [e for e in events if e["event"] != "LOCAL_TX"]
+    for e in events:
+        if e["event"] == "HALF_PUT":
+            e["producer"] = "m1"
+        elif e["event"] == "END_TX":
+            e["producer"] = "m3" if e["from_check"] else "m2"
+    return config.as_dict() | {"absent_events": ["LOCAL_TX"]}, renumber(events)
+
+
+def test_an_end_tx_over_a_connection_never_registered_is_its_owners_or_its_checks(tmp_path: Path) -> None:
+    config, events = _relayed_by_the_proxy(tmp_path)
+    steps, spec = build_steps("rocketmq", config, events)
+    ends = [(s.fields["p"], s.fields["chk"], s.fields["t"]) for s in steps if s.kind == "END"]
+    checked = {s.fields["t"]: s.fields["p"] for s in steps if s.kind == "CHECK" and s.fields["p"] != "nobody"}
+    assert ends and all(p == (checked[t] if chk else spec.owner[t - 1]) for p, chk, t in ends)
+    assert {p for p, chk, _ in ends if chk} == {"p1"} and {p for p, chk, _ in ends if not chk} == {"p2"}
+

@@ -136,6 +136,9 @@ class _ExitedWhileStarting(BrokerUnavailableError):
 class UpstreamCluster:
     """One name server, one broker (master) and one 5.x proxy in cluster mode, on loopback."""
 
+    # What ``start`` starts, in turn; a subclass without the proxy serves 4.x clients only.
+    PROCESSES: tuple[str, ...] = ("namesrv", "broker", "proxy")
+
     def __init__(self, home: Path, workdir: Path, broker: Mapping[str, object] | None = None,
                  proxy: Mapping[str, object] | None = None, start_timeout_s: float = 180,
                  base_port: int | None = None, trace: Path | None = None) -> None:
@@ -199,7 +202,7 @@ class UpstreamCluster:
         if self.trace is not None and not self._agent:
             self._agent = agent_option(self.home, self.trace)
         try:
-            for name in ("namesrv", "broker", "proxy"):
+            for name in self.PROCESSES:
                 self.start_process(name)
         except BaseException:
             self.stop()

@@ -59,15 +59,22 @@ class Lookahead:
     # message (sent before the producer goes down if it arrives later).
     own_ends: dict[str, dict[str, tuple[int, EndKey]]] = field(default_factory=dict)
     registrations: dict[str, list[Registration]] = field(default_factory=dict)  # each producer's, in order
+    # The own first END_TX of each transaction that came over a connection that never registered (the 5.x
+    # proxy's messaging clients, see relays), by transaction: its owner's, whichever connection sent the half.
+    relayed_ends: dict[str, tuple[int, EndKey]] = field(default_factory=dict)
+    relayed: bool = False  # some END_TX came over a connection that never registered
 
     @classmethod
     def of(cls, events: Iterable[Mapping[str, Any]]) -> Lookahead:
         """The look-ahead of a trace, from one pass over its events."""
         ahead = cls()
+        enders: set[str] = set()  # the producers END_TX came from
         for index, e in enumerate(events):
             if index == 0:
                 ahead.base_ts = int(e["ts"])
             kind = e["event"]
+            if kind == ev.END_TX:
+                enders.add(producer_key(e))
             if kind == ev.END_TX and e["result"] != ev.IGNORED_UNKNOWN:
                 key = end_key(e)
                 ahead.deliveries_left[key] += 1
@@ -77,4 +84,15 @@ class Lookahead:
             elif kind == ev.PRODUCER:
                 ahead.registrations.setdefault(producer_key(e), []).append(
                     Registration(index, e["result"], e.get("producer_group") or ""))
+        ahead.relayed = bool(enders - ahead.registrations.keys())
+        for producer in [name for name in ahead.own_ends if name not in ahead.registrations]:
+            for txn, end in ahead.own_ends.pop(producer).items():
+                if txn not in ahead.relayed_ends or end[0] < ahead.relayed_ends[txn][0]:
+                    ahead.relayed_ends[txn] = end
         return ahead
+
+    def own_ends_of(self, key: str, only: str | None = None) -> list[tuple[str, tuple[int, EndKey]]]:
+        """Producer ``key``'s own first END_TX of each transaction (seq and message), and, when ``only``
+        names the transaction it just sent, that transaction's own END_TX over another connection."""
+        relayed = self.relayed_ends.get(only) if only is not None else None
+        return [*self.own_ends.get(key, {}).items(), *([(only, relayed)] if only and relayed else [])]

@@ -29,7 +29,8 @@ from txmq.errors import TraceError
 from txmq.tla.traces.copies import Copies
 from txmq.tla.traces.decisions import ACTS as _ACTS
 from txmq.tla.traces.decisions import Decisions
-from txmq.tla.traces.lookahead import Lookahead, end_key, producer_key, registered_as
+from txmq.tla.traces.lookahead import Lookahead, end_key, producer_key
+from txmq.tla.traces.relays import Relays, named
 from txmq.tla.traces.slots import slotted
 from txmq.tla.traces.spec_input import (
     EXECUTOR,
@@ -74,6 +75,7 @@ class _Builder:
         self.up: set[str] = set()  # producers registered now (their last PRODUCER event is UP)
         self.early: set[str] = set()  # producers started before their PRODUCER UP, for a send before it
         self.unregistered: set[str] = set()  # started for a send, by a connection that never registers
+        self.relays = Relays(ahead, self.spec.owner, self.spec.producers)  # END_TX over such a connection
         self.index = 0  # the event being walked: its position, the events either side of it
         self.previous: Mapping[str, Any] | None = None
         self.next: Mapping[str, Any] | None = None
@@ -112,11 +114,7 @@ class _Builder:
         return self.copies.find(e, t)
 
     def producer(self, e: Mapping[str, Any]) -> str:
-        name = registered_as(self.spec.producers, e)
-        if name is None:
-            raise unmodelled(e, f"producer {e.get('producer')!r} of group {e.get('producer_group')!r} never "
-                                 "registered (no PRODUCER UP before this event)")
-        return name
+        return named(self.spec.producers, e)
 
     def start(self, source: Mapping[str, Any] | None, key: str, group: str) -> None:
         """A ProducerStart step for producer ``key`` of ``group``: its PRODUCER UP (``source``), or a send
@@ -202,7 +200,7 @@ class _Builder:
     def down(self, e: Mapping[str, Any], key: str, only: str | None = None) -> None:
         """Producer ``key`` goes down at ``e``; its own END_TX (of ``only``) that come later were sent."""
         p = self.producer(e)
-        for txn, (seq, end) in self.ahead.own_ends.get(key, {}).items():
+        for txn, (seq, end) in self.ahead.own_ends_of(key, only):
             if seq > int(e["seq"]) and end not in self.in_flight and only in (None, txn):
                 t = self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0], "half_offset": end[1]})
                 self.decisions.before_own_end(t, _ACTS[end[2]])
@@ -252,14 +250,14 @@ class _Builder:
 
     def on_end_tx(self, e: Mapping[str, Any]) -> None:
         if e["result"] == ev.IGNORED_UNKNOWN:  # an UNKNOW END_TX: the spec's producer sends nothing
-            self.tick(e)  # no step, but its time, transaction and producer must be right
-            self.decisions.answer_of(e, self.txn(e), self.producer(e))  # or, without LOCAL_TX, an answer
+            self.tick(e)  # no step, but its time, transaction and producer must be right (or, no LOCAL_TX,
+            self.decisions.answer_of(e, self.txn(e), self.relays.sender(e, self.txn(e)))  # an answer)
             return
         if e["result"] not in (ev.OK, ev.ALREADY_RESOLVED, ev.IMMUNITY_REJECTED, ev.STORE_ERROR):
             raise unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
         self.tick(e)
         t = self.txn(e)
-        p = self.producer(e)
+        p = self.relays.sender(e, t)
         key, act = end_key(e), _ACTS[e["action"]]
         if not e["from_check"] and key not in self.in_flight:
             self.decisions.before_own_end(t, act)
@@ -322,7 +320,7 @@ class _Builder:
     def on_check(self, e: Mapping[str, Any]) -> None:
         if not self.strict:  # the executor's own step (upstream's resolveHalfMsg hands it to a thread pool)
             self.tick(e)
-        p = self.producer(e) if e["result"] == ev.CHECK_SENT else NO_PRODUCER
+        p = self.relays.checked(e, self.producer(e)) if e["result"] == ev.CHECK_SENT else NO_PRODUCER
         self.add("CHECK", e, t=self.txn(e), off=int(e["half_offset"]) + 1, n=int(e["check_count"]), p=p,
                  ts=self.ts(e))
 

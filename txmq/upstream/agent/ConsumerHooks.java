@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.zip.CRC32;
 
+import org.apache.rocketmq.common.KeyBuilder;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.remoting.protocol.header.PullMessageRequestHeader;
@@ -65,6 +66,9 @@ public final class ConsumerHooks {
      * for a retry topic too, queue id and queue offset); txn is the message's UNIQ_KEY (what REAL_PUT
      * carries), else its offset message id. A pop's attempt is the message's reconsume count + 1 (upstream
      * redelivers a popped message as a copy at a new position of the group's retry topic); a pull's is null.
+     * PopMessageProcessor.popMsgFromQueue hands such a copy out under its original topic (it sets the topic
+     * to the pop's and adds the POP_CK property, unless popResponseReturnActualRetryTopic), at the retry
+     * topic's queue id and offset: the copy's own topic is put back from KeyBuilder.buildPopRetryTopic.
      */
     private static void deliver(GetMessageResult result, String group, String member, boolean pop) {
         List<ByteBuffer> buffers = result.getMessageBufferList();
@@ -79,12 +83,14 @@ public final class ConsumerHooks {
                 continue;
             }
             String txn = msg.getProperty("UNIQ_KEY");
+            String topic = pop && msg.getProperty("POP_CK") != null && !Hooks.groupCopy(msg.getTopic())
+                    ? KeyBuilder.buildPopRetryTopic(msg.getTopic(), group, Hooks.retryTopicV2()) : msg.getTopic();
             CRC32 crc = new CRC32();
             if (msg.getBody() != null) {
                 crc.update(msg.getBody());
             }
             rows.add(new Row("DELIVER").set("txn", txn != null ? txn : msg.getMsgId()).set("consumer_group", group)
-                    .set("producer", member).set("topic", msg.getTopic()).set("queue_id", msg.getQueueId())
+                    .set("producer", member).set("topic", topic).set("queue_id", msg.getQueueId())
                     .set("queue_offset", msg.getQueueOffset()).set("commitlog_offset", msg.getCommitLogOffset())
                     .set("body_crc", crc.getValue()).set("attempt", pop ? msg.getReconsumeTimes() + 1 : null));
             end = Math.max(end, msg.getCommitLogOffset() + 1);

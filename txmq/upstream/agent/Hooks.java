@@ -223,11 +223,17 @@ public final class Hooks {
                 .set("result", discard == null ? "CHECK_MAX" : discard[1]));
     }
 
-    /** A real message (EndTransactionProcessor.sendFinalMessage: a commit) or a plain one. */
+    /**
+     * A real message (EndTransactionProcessor.sendFinalMessage: a commit) or a plain one. A copy of a
+     * delivered message in a group's retry or dead-letter topic keeps the sysflag of the message it copies
+     * (PopReviveService.reviveRetry for a pop whose invisible time lapsed, AbstractSendMessageProcessor.
+     * consumerSendMsgBack for a pull consumer's send-back): it is plain, not a second real message.
+     */
     private static void stored(MessageExtBrokerInner msg, long at, long offset) {
         Row stored = new Row("PLAIN_PUT").set("topic", msg.getTopic()).set("queue_id", msg.getQueueId())
                 .set("queue_offset", offset).set("commitlog_offset", at).set("body_crc", crc(msg.getBody()));
-        if ((msg.getSysFlag() & 0xC) != 0x8) {  // MessageSysFlag.TRANSACTION_COMMIT_TYPE
+        // MessageSysFlag.TRANSACTION_COMMIT_TYPE
+        if ((msg.getSysFlag() & 0xC) != 0x8 || groupCopy(msg.getTopic())) {
             Trace.emit(stored);
             return;
         }
@@ -243,6 +249,17 @@ public final class Hooks {
         }
         end.set("result", "OK").set("txn", real.get("txn"));
         Trace.emit(end, real);  // the END_TX that applied and its real message: one critical section
+    }
+
+    /** A group's retry or dead-letter topic (MixAll.RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX). */
+    static boolean groupCopy(String topic) {
+        return topic.startsWith("%RETRY%") || topic.startsWith("%DLQ%");
+    }
+
+    /** BrokerConfig.isEnableRetryTopicV2: how the broker names a pop group's retry topic (KeyBuilder). */
+    static boolean retryTopicV2() {
+        BrokerController controller = broker;
+        return controller != null && controller.getBrokerConfig().isEnableRetryTopicV2();
     }
 
     // ------------------------------------------------------------------ END_TRANSACTION
