@@ -51,6 +51,7 @@ What a user can see:
 - ``visible [topic=T]``: the messages a new consumer group would read, as ``topic/queue@offset body``;
 - ``discarded``: the records of ``TRANS_CHECK_MAX_TIME_TOPIC``, with their check counts;
 - ``log-end``: where the commit log ends (unchanged: nothing was written, traced or not);
+- ``stats counters=A,B``: those of the broker's counters (``Broker.broker_stats``);
 - ``state [txn=tN]``: the transaction's state as the broker tells it (strict: its resolution index;
   rocketmq: what the log shows).
 """
@@ -242,6 +243,8 @@ COMMANDS: dict[str, Callable[[Session, dict[str, str]], list[str]]] = {
     "broker": _broker, "fault": _fault, "send": _send, "end": _end, "request": _request, "hold": _hold,
     "release": _release, "answer": _answer, "producer-down": _producer_down, "resume": _resume,
     "log-end": lambda s, a: [f"commit log ends at {s.env.broker.admin.commitlog_max_offset()}"],
+    "stats": lambda s, a: [" ".join(f"{name}={s.env.broker.broker_stats()[name]}"
+                                    for name in a["counters"].split(","))],
     "visible": _visible, "discarded": _discarded, "state": _state, "flush-ops": _flush_ops,
     "heartbeat": _on_broker(lambda s, a: _named(s, a).heartbeat()),
     "advance": _on_broker(lambda s, a: s.env.advance(int(a["ms"]))),
