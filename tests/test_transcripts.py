@@ -6,6 +6,7 @@ disk."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,14 @@ def test_transcript(path: Path, store_kind: str, make_env: EnvFactory) -> None:
         path.write_text(actual, encoding="utf-8")
         return
     assert actual == written, f"{path.name} differs; TXMQ_REWRITE_TRANSCRIPTS=1 rewrites it (review the diff)"
+
+
+def test_the_docs_name_every_transcript_and_every_scenario() -> None:
+    """docs/rocketmq-behaviour.md's table of scenarios as transcripts: a row for each scenario it defines,
+    and every transcript file named in it (a new or renamed file shows up here)."""
+    doc = (Path(__file__).parent.parent / "docs" / "rocketmq-behaviour.md").read_text(encoding="utf-8")
+    table = doc.split("### Scenarios as transcripts", 1)[1]
+    defined = re.findall(r"^- \*\*(S\d+) —", doc, flags=re.MULTILINE)
+    rows = re.findall(r"^\| (S\d+) \|", table, flags=re.MULTILINE)
+    assert rows == defined and len(defined) == 41
+    assert [p.name for p in TRANSCRIPTS if f"`{p.name}`" not in table] == []
