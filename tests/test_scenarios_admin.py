@@ -14,7 +14,6 @@ from txmq.trace import schema as ev
 from txmq.transaction.constants import CHECK_MAX_TOPIC, PROPERTY_TRANSACTION_ID
 
 TIMEOUT = 6_000
-INTERVAL = 30_000
 IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 
 
@@ -51,75 +50,6 @@ def test_s22_immunity_window_reputs_without_check(make_env: EnvFactory, mode: st
     env.run_check(1)
     [check] = env.events(ev.CHECK, txn=result.msg_id)
     assert (check["check_count"], check["ts"]) == (4, start + 60_001)
-
-
-def commit_inside_window(env: Env) -> ScriptedListener:
-    """The producer commits the original at age 20 s, after the first immunity re-put."""
-    listener = ScriptedListener(COMMIT)
-    producer = env.producer("G", listener)
-    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
-    env.run_check(10_000)
-    env.advance(10_000)
-    producer.end_transaction(result, COMMIT)
-    env.broker.flush_op_batches(force=True)
-    assert env.bodies() == [b"x"]
-    return listener
-
-
-def test_s22_commit_inside_window_strict(make_env: EnvFactory) -> None:
-    env = make_env("strict")
-    commit_inside_window(env)
-
-    for _ in range(3):
-        env.run_check(INTERVAL)
-
-    assert len(env.events(ev.HALF_RENEW)) == 1 and env.events(ev.CHECK) == []
-    assert env.bodies() == [b"x"]
-
-
-def test_s22_commit_inside_window_rocketmq(make_env: EnvFactory) -> None:
-    env = make_env("rocketmq")
-    commit_inside_window(env)
-
-    env.run_check(20_000)  # age 40 s: the copy is re-put again, the Op for the original is not seen
-    env.run_check(INTERVAL)  # age 70 s: checked, and the COMMIT answer duplicates
-
-    assert [e["result"] for e in env.events(ev.HALF_RENEW)] == [ev.RENEW_IMMUNITY] * 2 + [ev.RENEW_FOR_CHECK]
-    assert env.bodies() == [b"x", b"x"]
-
-
-@pytest.mark.parametrize(("age", "expected"), [(60_000, ev.OK), (65_000, ev.IMMUNITY_REJECTED)])
-def test_s23_immunity_rejection(make_env: EnvFactory, mode: str, age: int, expected: str) -> None:
-    env = make_env(mode)
-    producer = env.producer("G")
-    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
-    env.advance(age)
-    end = env.log_end()
-
-    producer.end_transaction(result, COMMIT)
-
-    assert env.events(ev.END_TX)[-1]["result"] == expected
-    if expected == ev.IMMUNITY_REJECTED:
-        assert env.log_end() == end and env.visible() == []
-        # A check answer at the same age is accepted.
-        producer.end_transaction(result, COMMIT, from_check=True)
-        assert env.events(ev.END_TX)[-1]["result"] == ev.OK
-    assert env.bodies() == [b"x"]
-
-
-def test_s24_immunity_longer_than_budget(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    result = immune_half(env, "1800")
-    immune_half(env, "1800")
-
-    reports = [env.run_check(INTERVAL) for _ in range(16)]
-
-    assert [(r.immunity_renewals, r.discards) for r in reports] == [(2, 0)] * 15 + [(0, 2)]
-    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY] * 15
-    assert env.events(ev.CHECK) == []
-    discard = env.events(ev.DISCARD)[0]
-    assert (discard["check_count"], discard["result"]) == (15, ev.DISCARD_CHECK_MAX)
-    assert [m.body for m in env.broker.discarded_messages()] == [b"x", b"x"]
 
 
 @pytest.mark.parametrize(("seconds", "age", "expected"), [
