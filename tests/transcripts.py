@@ -118,8 +118,15 @@ class Session:
         try:
             result = COMMANDS[name](self, args)
         except (ClientError, StoreError) as refused:
-            result = [f"error: {refused}"]
+            result = [f"error: {self._named_ids(str(refused))}"]
         return self._new_events() + result
+
+    def _named_ids(self, text: str) -> str:
+        """``text`` with every transaction id it quotes written as its name (longest ids first, so that no
+        id is taken for the start of a longer one)."""
+        for value, name in sorted(self.names["txn"].items(), key=lambda item: -len(str(item[0]))):
+            text = text.replace(str(value), name)
+        return text
 
     def _new_events(self) -> list[str]:
         if self.made_env is None:
