@@ -36,6 +36,7 @@ ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOW = LocalTransactionState.UNKNOW
 START_MS = 1_000_000
 MODES = ("strict", "rocketmq")
+STORE_KINDS = ("disk", "memory")  # the stores a scenario runs over (the make_env fixture opens either)
 
 
 class ScriptedListener:

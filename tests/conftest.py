@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokerkit import MODES, START_MS, Env, EnvFactory
+from brokerkit import MODES, START_MS, STORE_KINDS, Env, EnvFactory
 from tlc_tools import TLC_CHECKED, require_tlc
 from upstreamkit import session_cluster, stop_session_cluster
 
@@ -28,8 +28,6 @@ from txmq.store.memory import memory_opener
 from txmq.store.message_store import MessageStore
 from txmq.trace.sinks import MemorySink
 from txmq.upstream import UpstreamCluster
-
-STORE_KINDS = ("disk", "memory")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -1,5 +1,6 @@
-"""Scenarios S22–S25 (check immunity), S35 (retention discard), S36 (admin resume), and what a commit does
-after a discard (docs/rocketmq-behaviour.md: Immunity, The check max and the discard, Scenarios)."""
+"""Check immunity (S22–S25) and the admin resume (S36) beyond their transcripts (tests/testdata/transcripts;
+S35 and the commit after a discard are there only): the immunity parser's edge cases and the records a
+resume refuses (docs/rocketmq-behaviour.md: Immunity, The check max and the discard, Scenarios)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,12 @@ import pytest
 from brokerkit import COMMIT, UNKNOW, Env, EnvFactory, ScriptedListener
 
 from txmq.errors import ClientError
-from txmq.protocol import Message, SendResult, SendStatus
+from txmq.protocol import Message, SendResult
 from txmq.store.message import StoredMessage
 from txmq.trace import schema as ev
-from txmq.transaction.constants import CHECK_MAX_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_ID
-from txmq.transaction.resolution import TransactionState
+from txmq.transaction.constants import CHECK_MAX_TOPIC, PROPERTY_TRANSACTION_ID
 
 TIMEOUT = 6_000
-INTERVAL = 30_000
 IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 
 
@@ -53,91 +52,8 @@ def test_s22_immunity_window_reputs_without_check(make_env: EnvFactory, mode: st
     assert (check["check_count"], check["ts"]) == (4, start + 60_001)
 
 
-def commit_inside_window(env: Env) -> ScriptedListener:
-    """The producer commits the original at age 20 s, after the first immunity re-put."""
-    listener = ScriptedListener(COMMIT)
-    producer = env.producer("G", listener)
-    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
-    env.run_check(10_000)
-    env.advance(10_000)
-    producer.end_transaction(result, COMMIT)
-    env.broker.flush_op_batches(force=True)
-    assert env.bodies() == [b"x"]
-    return listener
-
-
-def test_s22_commit_inside_window_strict(make_env: EnvFactory) -> None:
-    env = make_env("strict")
-    commit_inside_window(env)
-
-    for _ in range(3):
-        env.run_check(INTERVAL)
-
-    assert len(env.events(ev.HALF_RENEW)) == 1 and env.events(ev.CHECK) == []
-    assert env.bodies() == [b"x"]
-
-
-def test_s22_commit_inside_window_rocketmq(make_env: EnvFactory) -> None:
-    env = make_env("rocketmq")
-    commit_inside_window(env)
-
-    env.run_check(20_000)  # age 40 s: the copy is re-put again, the Op for the original is not seen
-    env.run_check(INTERVAL)  # age 70 s: checked, and the COMMIT answer duplicates
-
-    assert [e["result"] for e in env.events(ev.HALF_RENEW)] == [ev.RENEW_IMMUNITY] * 2 + [ev.RENEW_FOR_CHECK]
-    assert env.bodies() == [b"x", b"x"]
-
-
-@pytest.mark.parametrize(("age", "expected"), [(60_000, ev.OK), (65_000, ev.IMMUNITY_REJECTED)])
-def test_s23_immunity_rejection(make_env: EnvFactory, mode: str, age: int, expected: str) -> None:
-    env = make_env(mode)
-    producer = env.producer("G")
-    result = producer.send_half(Message("T", b"x", properties={IMMUNITY: "60"}))
-    env.advance(age)
-    end = env.log_end()
-
-    producer.end_transaction(result, COMMIT)
-
-    assert env.events(ev.END_TX)[-1]["result"] == expected
-    if expected == ev.IMMUNITY_REJECTED:
-        assert env.log_end() == end and env.visible() == []
-        # A check answer at the same age is accepted.
-        producer.end_transaction(result, COMMIT, from_check=True)
-        assert env.events(ev.END_TX)[-1]["result"] == ev.OK
-    assert env.bodies() == [b"x"]
-
-
-def test_s24_immunity_longer_than_budget(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    result = immune_half(env, "1800")
-    immune_half(env, "1800")
-
-    reports = [env.run_check(INTERVAL) for _ in range(16)]
-
-    assert [(r.immunity_renewals, r.discards) for r in reports] == [(2, 0)] * 15 + [(0, 2)]
-    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY] * 15
-    assert env.events(ev.CHECK) == []
-    discard = env.events(ev.DISCARD)[0]
-    assert (discard["check_count"], discard["result"]) == (15, ev.DISCARD_CHECK_MAX)
-    assert [m.body for m in env.broker.discarded_messages()] == [b"x", b"x"]
-
-
-def test_s25_scanner_immunity_has_no_lower_clamp(make_env: EnvFactory) -> None:
-    env = make_env()
-    result = immune_half(env, "1")
-
-    env.run_check(500)  # inside 1 s: re-put
-    env.run_check(1_500)  # age 2 s > 1 s: checked, although younger than the 6 s timeout
-
-    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
-    assert [e["check_count"] for e in env.events(ev.CHECK)] == [2]
-
-
 @pytest.mark.parametrize(("seconds", "age", "expected"), [
-    ("1", 5_000, ev.OK),  # rejection threshold is max(1 s, 6 s)
-    ("1", 6_001, ev.IMMUNITY_REJECTED),
-    ("abc", 6_000, ev.OK),  # unparsable: the timeout
-    ("abc", 6_001, ev.IMMUNITY_REJECTED),
+    # "1" and "abc" (max(1 s, 6 s), and the timeout): tests/testdata/transcripts/s25_two_immunity_parsers.txt
     ("-1", 6_001, ev.IMMUNITY_REJECTED),  # max(-1000, 6000)
     (" 60", 6_001, ev.IMMUNITY_REJECTED),  # Long.parseLong rejects it: 0, clamped to the timeout
     ("+60", 60_000, ev.OK),  # Long.parseLong takes a sign
@@ -186,96 +102,6 @@ def test_scanner_reads_immunity_as_java_does(make_env: EnvFactory, mode: str, se
     env.run_check(30_000)  # well past it: checked
 
     assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
-
-
-def test_s25_unparsable_immunity_in_the_scanner(make_env: EnvFactory) -> None:
-    env = make_env()
-    result = immune_half(env, "abc")
-
-    env.run_check(5_000)  # the timeout stands in for the window: re-put, not a head-of-line stop
-    env.run_check(2_000)  # age 7 s: checked
-
-    assert renew_results(env, result.msg_id) == [ev.RENEW_IMMUNITY, ev.RENEW_FOR_CHECK]
-
-
-def test_s35_discard_on_age(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    env.producer()
-    reserved = env.broker.config.file_reserved_time_ms
-    now = env.clock.now_ms()
-    env.broker.send_half(Message("T", b"ancient"), "G", "p", "OLD", born_timestamp=now - reserved - 1)
-    env.broker.send_half(Message("T", b"aged"), "G", "p", "EDGE", born_timestamp=now - reserved + 1)
-
-    env.run_check(1)
-
-    # TransactionalMessageServiceImpl.check: needDiscard counts the examination before needSkip discards,
-    # so the record carries count 1 (resolveDiscardMsg writes the incremented property).
-    [discard] = env.events(ev.DISCARD)
-    assert (discard["txn"], discard["result"], discard["check_count"]) == ("OLD", ev.DISCARD_RETENTION, 1)
-    assert [e["txn"] for e in env.events(ev.CHECK)] == ["EDGE"]
-    [dead] = env.broker.discarded_messages()
-    assert dead.body == b"ancient" and dead.properties["TRANSACTION_CHECK_TIMES"] == "1"
-    if mode == "strict":
-        assert env.broker.transaction_state("OLD") is TransactionState.DISCARDED
-
-
-def test_s35_discard_on_age_after_checks(make_env: EnvFactory) -> None:
-    env = make_env(file_reserved_time_ms=100_000)
-    env.producer("G").send_half(Message("T", b"x"))
-
-    env.run_check(TIMEOUT + 1)
-    for _ in range(4):
-        env.run_check(INTERVAL)
-
-    assert len(env.events(ev.CHECK)) == 4
-    [discard] = env.events(ev.DISCARD)  # the copy carrying 4, counted a fifth time before the age test
-    assert (discard["result"], discard["check_count"]) == (ev.DISCARD_RETENTION, 5)
-    assert env.broker.discarded_messages()[0].properties["TRANSACTION_CHECK_TIMES"] == "5"
-
-
-def discard_after_15_checks(env: Env, listener: ScriptedListener) -> SendResult:
-    result = env.producer("G", listener).send_half(Message("T", b"x"))
-    env.run_check(TIMEOUT + 1)
-    for _ in range(15):
-        env.run_check(INTERVAL)
-    assert len(env.events(ev.DISCARD)) == 1
-    return result
-
-
-def test_s36_resume_gives_fifteen_more_checks(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
-    [dead] = env.broker.discarded_messages()
-
-    resumed = env.broker.resume_check_half_message(dead.commitlog_offset)
-
-    [renew] = env.events(ev.HALF_RENEW, result=ev.RENEW_RESUME)
-    assert (renew["prev_half_offset"], renew["half_offset"], renew["check_count"]) == (15, 16, 0)
-    # The answer names the resumed copy: where it was stored, its real queue, its half-queue offset.
-    assert resumed == SendResult(SendStatus.SEND_OK, result.msg_id, renew["commitlog_offset"],
-                                 int(dead.properties[PROPERTY_REAL_QUEUE_ID]), 16, result.msg_id)
-    if mode == "strict":
-        assert env.broker.transaction_state(result.msg_id) is TransactionState.PENDING
-    for _ in range(16):
-        env.run_check(INTERVAL)
-    counts = [e["check_count"] for e in env.events(ev.CHECK)]
-    assert counts == list(range(1, 16)) * 2
-    assert len(env.broker.discarded_messages()) == 2 == env.broker.broker_stats()["discards"]
-
-
-def test_s36_resume_then_commit(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    listener = ScriptedListener(UNKNOW)
-    result = discard_after_15_checks(env, listener)
-    [dead] = env.broker.discarded_messages()
-    env.broker.resume_check_half_message(dead.commitlog_offset)
-    listener.default = COMMIT
-
-    env.run_check(INTERVAL)
-
-    assert env.bodies() == [b"x"]
-    if mode == "strict":
-        assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
 
 
 def test_s36_resume_refuses_a_record_that_is_not_discarded_strict(make_env: EnvFactory) -> None:
@@ -331,67 +157,3 @@ def test_s36_resume_refuses_a_record_without_a_transaction_rocketmq(make_env: En
     assert env.events(ev.HALF_RENEW) == []
 
 
-def test_commit_after_discard_strict(make_env: EnvFactory) -> None:
-    env = make_env("strict")
-    producer = env.producer("G", ScriptedListener(UNKNOW))
-    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
-
-    producer.end_transaction(result, COMMIT)
-
-    assert env.events(ev.END_TX)[-1]["result"] == ev.ALREADY_RESOLVED
-    assert env.visible() == []
-    assert env.broker.transaction_state(result.msg_id) is TransactionState.DISCARDED
-
-
-def test_commit_after_discard_rocketmq(make_env: EnvFactory) -> None:
-    env = make_env("rocketmq")
-    producer = env.producer("G", ScriptedListener(UNKNOW))
-    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
-
-    producer.end_transaction(result, COMMIT)
-    env.broker.flush_op_batches(force=True)
-
-    assert env.events(ev.END_TX)[-1]["result"] == ev.OK
-    assert env.bodies() == [b"x"]
-    assert env.op_entries() == [0]
-
-
-def resume_twice(env: Env) -> SendResult:
-    """Discard, resume, commit (the producer's late COMMIT), then the admin resumes the same record again."""
-    producer = env.producer("G", ScriptedListener(UNKNOW))
-    result = discard_after_15_checks(env, ScriptedListener(UNKNOW))
-    [dead] = env.broker.discarded_messages()
-    env.broker.resume_check_half_message(dead.commitlog_offset)
-    producer.end_transaction(result, COMMIT, from_check=True)
-    env.broker.flush_op_batches(force=True)
-    return result
-
-
-def test_s36_stale_resume_cannot_reopen_a_commit_strict(make_env: EnvFactory) -> None:
-    env = make_env("strict")
-    result = resume_twice(env)
-    [dead] = env.broker.discarded_messages()
-
-    with pytest.raises(ClientError, match=f"^transaction {result.msg_id} is COMMITTED now; only a discarded "
-                       "transaction can be resumed$"):
-        env.broker.resume_check_half_message(dead.commitlog_offset)
-
-    env.broker.crash()
-    env.broker.restart()
-    assert env.broker.transaction_state(result.msg_id) is TransactionState.COMMITTED
-    for _ in range(3):
-        assert env.run_check(INTERVAL).checks == 0
-    assert env.bodies() == [b"x"]
-
-
-def test_s36_stale_resume_reopens_rocketmq(make_env: EnvFactory) -> None:
-    """Upstream resumes any record of the discard topic: the committed transaction is checked again."""
-    env = make_env("rocketmq")
-    resume_twice(env)
-    [dead] = env.broker.discarded_messages()
-
-    env.broker.resume_check_half_message(dead.commitlog_offset)
-    report = env.run_check(INTERVAL)
-
-    # Both resumed copies are live: the COMMIT named the original half, whose Op the scanner ignores.
-    assert report.checks == 2

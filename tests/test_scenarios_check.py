@@ -1,10 +1,9 @@
-"""Scenarios S14–S21, S26 and S37–S39 (docs/rocketmq-behaviour.md#scenarios): the back-check service, and
-how a run reads the Op queue.
+"""The back-check service, and how a run reads the Op queue (docs/rocketmq-behaviour.md#scenarios): what the
+scenario transcripts (tests/testdata/transcripts, S14–S21, S26, S37–S39) do not show, such as the stored
+copies and what a producer's listener is given, and the boundaries around them.
 
 Each check run is called at an exact manual-clock time, so the timing boundaries (age ≤ 6 s: no check;
-6 s + 1 ms: check) are asserted exactly. S38's time limit is reached by a producer whose check answer
-takes a minute of manual-clock time. S39 is made real by a write failure (RLIMIT_FSIZE) during the
-renewal, the one step of a run that can fail.
+6 s + 1 ms: check) are asserted exactly.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from brokerkit import (
     EnvFactory,
     HeldTransport,
     ScriptedListener,
-    file_size_limit,
-    pad_log,
     send,
 )
 
@@ -30,13 +27,12 @@ from txmq.broker.facade import Broker
 from txmq.client.producer import TransactionProducer
 from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
-from txmq.errors import StoreError
-from txmq.protocol import CheckTransactionStateRequest, LocalTransactionState, Message, MessageExt, SendResult
+from txmq.protocol import CheckTransactionStateRequest, Message, SendResult
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore
 from txmq.trace import schema as ev
 from txmq.trace.sinks import MemorySink
-from txmq.transaction.constants import CHECKPOINT_GROUP, HALF_TOPIC, OP_TOPIC
+from txmq.transaction.constants import OP_TOPIC
 from txmq.transaction.resolution import TransactionState
 
 TIMEOUT = 6_000
@@ -158,85 +154,11 @@ def test_checks_reach_any_producer_of_the_group_with_the_copy(make_env: EnvFacto
     assert [r.transaction_id for r in channel.requests] == ["t0", "t1"]
 
 
-def test_s15_head_of_line_stop(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    env.producer()
-    now = env.clock.now_ms()
-    env.broker.send_half(Message("T", b"A"), "G", "p", "A")
-    env.broker.send_half(Message("T", b"B"), "G", "p", "B", born_timestamp=now - 18_000)
-
-    blocked = env.run_check(2_000)
-    assert (blocked.examined, blocked.stopped_at, blocked.checks) == (1, 0, 0)
-    assert env.events(ev.CHECK) == []
-
-    env.run_check(TIMEOUT - 2_000 + 1)
-    assert [e["txn"] for e in env.events(ev.CHECK)] == ["A", "B"]
-
-
-def test_s16_commit_via_check(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    env.producer("G", ScriptedListener(COMMIT)).send_half(Message("T", b"x"))
-
-    env.run_check(TIMEOUT + 1)
-    [answer] = env.events(ev.END_TX)
-    assert (answer["from_check"], answer["half_offset"], answer["result"]) == (True, 1, ev.OK)
-    [real] = env.events(ev.REAL_PUT)
-    assert real["half_offset"] == 1
-    assert env.bodies() == [b"x"]
-    env.advance(3_000)
-    env.broker.flush_op_batches()
-    assert env.op_entries() == [1]
-    for _ in range(3):
-        assert env.run_check(INTERVAL).checks == 0
-    assert check_counts(env) == [1]
-
-
 def exhaust_checks(env: Env, runs: int) -> list[int]:
     """First run just past the timeout, then one run per interval; the checks sent per run."""
     sent = [env.run_check(TIMEOUT + 1).checks]
     sent += [env.run_check(INTERVAL).checks for _ in range(runs - 1)]
     return sent
-
-
-def test_s17_unknow_until_the_limit(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    result = env.producer("G", ScriptedListener(UNKNOW)).send_half(Message("T", b"never", queue_id=1))
-
-    assert exhaust_checks(env, 15) == [1] * 15
-    assert check_counts(env) == list(range(1, 16))
-    assert env.broker.discarded_messages() == []
-
-    sixteenth = env.run_check(INTERVAL)
-    assert (sixteenth.checks, sixteenth.discards) == (0, 1)
-    [discard] = env.events(ev.DISCARD)
-    assert (discard["check_count"], discard["half_offset"], discard["ts"]) == (15, 15, env.clock.now_ms())
-    assert discard["result"] == ev.DISCARD_CHECK_MAX
-    assert (discard["topic"], discard["producer_group"]) == ("TRANS_CHECK_MAX_TIME_TOPIC", "G")
-    [dead] = env.broker.discarded_messages()
-    assert dead.body == b"never" and dead.commitlog_offset == discard["commitlog_offset"]
-    assert dead.properties["REAL_TOPIC"] == "T" and dead.properties["REAL_QID"] == "1"
-    assert dead.properties["PGROUP"] == "G" and dead.properties["TRANSACTION_CHECK_TIMES"] == "15"
-    assert env.broker.broker_stats()["discards"] == 1
-    env.broker.flush_op_batches(force=True)
-    assert env.queue_records(OP_TOPIC) == [] and env.visible() == []
-    assert env.run_check(INTERVAL).examined == 0
-    if mode == "strict":
-        assert env.broker.transaction_state(result.msg_id) is TransactionState.DISCARDED
-
-
-def test_s18_no_producer_online_then_one_registers(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    sender = env.producer("G")
-    sender.send_half(Message("T", b"x"))
-    sender.shutdown()
-
-    assert exhaust_checks(env, 5) == [1] * 5
-    assert {(e["producer"], e["result"]) for e in env.events(ev.CHECK)} == {(None, ev.CHECK_NO_PRODUCER)}
-    late = env.producer("G", ScriptedListener(COMMIT))
-    env.run_check(INTERVAL)
-    last = env.events(ev.CHECK)[-1]
-    assert (last["check_count"], last["producer"], last["result"]) == (6, late.producer_id, ev.CHECK_SENT)
-    assert env.bodies() == [b"x"]
 
 
 def test_s18_no_producer_until_discard(make_env: EnvFactory, mode: str) -> None:
@@ -249,150 +171,6 @@ def test_s18_no_producer_until_discard(make_env: EnvFactory, mode: str) -> None:
     assert check_counts(env) == list(range(1, 16))
     assert {e["result"] for e in env.events(ev.CHECK)} == {ev.CHECK_NO_PRODUCER}
     assert len(env.broker.discarded_messages()) == 1 and env.visible() == []
-
-
-def test_s19_answer_from_another_producer(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    sender = env.producer("G", ScriptedListener(UNKNOW), producer_id="P1")
-    env.producer("G", ScriptedListener(COMMIT), producer_id="P2")
-    sender.send_half(Message("T", b"x"))
-
-    for _ in range(3):
-        env.advance(INTERVAL)
-        env.broker.flush_op_batches()  # the batch thread runs every 3 s: Ops are on disk by the next run
-        env.run_check()
-    assert "P2" in {e["producer"] for e in env.events(ev.CHECK)}
-    ok = env.events(ev.END_TX, result=ev.OK)
-    assert [(e["producer"], e["from_check"]) for e in ok] == [("P2", True)]
-    assert env.bodies() == [b"x"]
-
-
-def late_commit_after_renewal(env: Env) -> tuple[ScriptedListener, str]:
-    """S20's set-up: Half(0) renewed to C1 and checked (UNKNOW), then the producer's own COMMIT for 0."""
-    listener = ScriptedListener(UNKNOW)
-    producer = env.producer("G", listener)
-    result = producer.send_half(Message("T", b"x"))
-    env.run_check(TIMEOUT + 1)
-    assert check_counts(env) == [1]
-    producer.end_transaction(result, COMMIT)
-    env.broker.flush_op_batches(force=True)
-    assert env.events(ev.END_TX)[-1]["result"] == ev.OK and env.bodies() == [b"x"]
-    listener.answers[result.msg_id] = COMMIT
-    return listener, result.msg_id
-
-
-def test_s20_late_producer_commit_after_renewal_strict(make_env: EnvFactory) -> None:
-    env = make_env("strict")
-    _, txn = late_commit_after_renewal(env)
-
-    report = env.run_check(INTERVAL)
-
-    assert report.checks == 0 and check_counts(env) == [1]
-    assert env.bodies() == [b"x"]
-    assert env.broker.transaction_state(txn) is TransactionState.COMMITTED
-
-
-def test_s20_late_producer_commit_after_renewal_rocketmq(make_env: EnvFactory) -> None:
-    env = make_env("rocketmq")
-    late_commit_after_renewal(env)
-
-    report = env.run_check(INTERVAL)
-
-    assert report.checks == 1 and check_counts(env) == [1, 2]
-    assert env.bodies() == [b"x", b"x"]
-
-
-def stale_answer(env: Env) -> HeldTransport:
-    """S21's set-up: answers (COMMIT) to checks of C1 and C2 held in the network; C1's then arrives."""
-    transport = HeldTransport(env.broker)
-    env.producer("G", ScriptedListener(COMMIT), transport=transport).send_half(Message("T", b"x"))
-    env.run_check(TIMEOUT + 1)
-    env.run_check(INTERVAL)
-    assert [r.tran_state_table_offset for r in transport.held] == [1, 2]
-    assert transport.release(0) == ev.OK
-    env.broker.flush_op_batches(force=True)
-    return transport
-
-
-def test_s21_stale_check_answer_strict(make_env: EnvFactory) -> None:
-    env = make_env("strict")
-    transport = stale_answer(env)
-
-    assert env.run_check(INTERVAL).checks == 0
-    assert transport.release(0) == ev.ALREADY_RESOLVED
-    assert env.bodies() == [b"x"]
-
-
-def test_s21_stale_check_answer_rocketmq(make_env: EnvFactory) -> None:
-    env = make_env("rocketmq")
-    transport = stale_answer(env)
-
-    assert env.run_check(INTERVAL).checks == 1  # C2 is still live
-    assert [transport.release(0), transport.release(0)] == [ev.OK, ev.OK]
-    assert env.bodies() == [b"x", b"x", b"x"]
-
-
-def test_s26_producer_clock_ahead(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    env.producer()
-    env.broker.send_half(Message("T", b"x"), "G", "p", "F", born_timestamp=env.clock.now_ms() + 5_000)
-
-    assert env.run_check(1).checks == 1
-    [check] = env.events(ev.CHECK)
-    assert (check["txn"], check["check_count"]) == ("F", 1)
-
-
-def test_s26_run_does_not_examine_halves_stored_during_it(make_env: EnvFactory) -> None:
-    env = make_env()
-    env.producer()
-    env.broker.send_half(Message("T", b"x"), "G", "p", "F", born_timestamp=env.clock.now_ms() + 5_000)
-    # Stored at the very instant the run starts: treated as written by the run itself.
-    report = env.run_check(0)
-    assert (report.checks, report.stopped_at) == (0, 0)
-
-
-def test_s37_op_checkpoint_contiguity(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    producer = env.producer("G", ScriptedListener(UNKNOW))
-    broker = env.broker
-    first = producer.send_half(Message("T", b"h0"))
-    producer.end_transaction(first, COMMIT)
-    broker.flush_op_batches(force=True)  # op 0 mentions half 0
-    env.advance(5_000)
-    producer.send_half(Message("T", b"h1"))  # young at the first run: the scan stops here
-    third = producer.send_half(Message("T", b"h2"))
-    producer.end_transaction(third, COMMIT)
-    broker.flush_op_batches(force=True)  # op 1 mentions half 2
-
-    report = env.run_check(1_000)
-    assert (report.resolved_by_op, report.stopped_at) == (1, 1)
-    assert broker.consumer_offset(CHECKPOINT_GROUP, HALF_TOPIC, 0) == 1
-    assert broker.consumer_offset(CHECKPOINT_GROUP, OP_TOPIC, 0) == 1  # only op 0 is done
-
-    report = env.run_check(TIMEOUT)
-    assert (report.checks, report.resolved_by_op) == (1, 1)  # op 1 was re-read and resolves half 2
-    assert [e["txn"] for e in env.events(ev.CHECK)] == [env.halves()[1].properties["UNIQ_KEY"]]
-    assert broker.consumer_offset(CHECKPOINT_GROUP, OP_TOPIC, 0) == 2
-
-
-@pytest.mark.disk_store  # a full disk (a file size limit)
-def test_s39_failure_aborts_the_run_without_saving(make_env: EnvFactory, mode: str) -> None:
-    env = make_env(mode)
-    pad_log(env)
-    producer = env.producer("G", ScriptedListener(UNKNOW))
-    first = producer.send_half(Message("T", b"a"))
-    producer.send_half(Message("T", b"b"))
-    env.advance(TIMEOUT + 1)
-
-    with file_size_limit(env.log_end()):
-        with pytest.raises(StoreError, match="refused a half"):
-            env.broker.run_check_once()  # the renewal of the first half cannot be written
-
-    assert env.events(ev.CHECK) == [] and len(env.halves()) == 2
-    assert env.broker.consumer_offset(CHECKPOINT_GROUP, HALF_TOPIC, 0) is None
-    report = env.run_check(1)  # the next run starts from the same checkpoint
-    assert report.checks == 2
-    assert [e["prev_half_offset"] for e in env.events(ev.HALF_RENEW)] == [first.queue_offset, 1]
 
 
 def test_a_producer_failing_a_check_does_not_stop_the_scan(make_env: EnvFactory,
@@ -426,43 +204,6 @@ def test_listener_failure_counts_as_unknow(make_env: EnvFactory, failure: str) -
     assert (answer["action"], answer["result"]) == ("UNKNOWN", ev.IGNORED_UNKNOWN)
     [local] = env.events(ev.LOCAL_TX, from_check=True)
     assert (local["action"], local["half_offset"], local["check_count"]) == ("UNKNOWN", 1, 1)
-
-
-class SlowListener(ScriptedListener):
-    """Answers UNKNOW, and each check it answers takes ``delay_ms`` of the broker's clock."""
-
-    def __init__(self, env: Env, delay_ms: int) -> None:
-        super().__init__(UNKNOW)
-        self.env, self.delay_ms = env, delay_ms
-
-    def check_local_transaction(self, message: MessageExt) -> LocalTransactionState:
-        self.env.advance(self.delay_ms)
-        return super().check_local_transaction(message)
-
-
-def test_s38_run_stops_at_its_time_limit_and_saves_progress(make_env: EnvFactory, mode: str) -> None:
-    """TransactionalMessageServiceImpl.check: past MAX_PROCESS_TIME_LIMIT (60 s) on a queue the run ends,
-    keeping the checkpoint it reached."""
-    env = make_env(mode)
-    producer = env.producer("G", SlowListener(env, 60_001))
-    first, second, third = (producer.send_half(Message("T", bytes([65 + i]))) for i in range(3))
-
-    report = env.run_check(TIMEOUT + 1)
-
-    if mode == "rocketmq":  # the check executor sends after the run: a slow producer does not slow it
-        assert (report.checks, report.stopped_at) == (3, None)  # (resolveHalfMsg hands checks to a pool)
-        return
-    assert (report.checks, report.stopped_at, report.stop_reason) == (1, 1, "TIME_LIMIT")
-    assert env.broker.admin.checkpoints() == ScanPosition(1, 0)
-    [mark] = env.events(ev.CHECKPOINT)
-    assert (mark["half_offset"], mark["op_offset"]) == (1, 0)
-    assert [e["half_offset"] for e in env.events(ev.HALF_RENEW)] == [3]  # A's copy
-    # The next run resumes at B.
-    env.producer("G", ScriptedListener(UNKNOW))  # a fast producer answers from now on
-    producer.shutdown()
-    env.run_check(INTERVAL)
-    assert [e["prev_half_offset"] for e in env.events(ev.HALF_RENEW)] == [0, 1, 2, 3]
-    assert [second.queue_offset, third.queue_offset] == [1, 2] and first.queue_offset == 0
 
 
 def commit_many(env: Env, count: int) -> list[SendResult]:
@@ -570,6 +311,20 @@ def test_op_listing_halves_beyond_the_stop_is_kept(make_env: EnvFactory, mode: s
     second = env.run_check(TIMEOUT)
     assert (second.checks, second.resolved_by_op) == (1, 1)
     assert env.broker.admin.checkpoints() == ScanPosition(3, 1)
+
+
+def late_commit_after_renewal(env: Env) -> tuple[ScriptedListener, str]:
+    """S20's set-up: Half(0) renewed to C1 and checked (UNKNOW), then the producer's own COMMIT for 0."""
+    listener = ScriptedListener(UNKNOW)
+    producer = env.producer("G", listener)
+    result = producer.send_half(Message("T", b"x"))
+    env.run_check(TIMEOUT + 1)
+    assert check_counts(env) == [1]
+    producer.end_transaction(result, COMMIT)
+    env.broker.flush_op_batches(force=True)
+    assert env.events(ev.END_TX)[-1]["result"] == ev.OK and env.bodies() == [b"x"]
+    listener.answers[result.msg_id] = COMMIT
+    return listener, result.msg_id
 
 
 def test_op_below_the_half_checkpoint_is_passed(make_env: EnvFactory, mode: str) -> None:

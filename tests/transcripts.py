@@ -7,24 +7,7 @@ are given per mode (``strict: ...``, ``rocketmq: ...``).
 ``TXMQ_REWRITE_TRANSCRIPTS=1 python -m pytest tests/test_transcripts.py`` rewrites the expected lines
 from what the broker does now (review the diff before committing it).
 
-Commands (``name key=value ...``):
-
-- ``send body=B action=COMMIT|ROLLBACK|UNKNOWN [queue=N] [group=G] [immunity=S]``: a transactional send
-  whose local transaction answers ``action``, through the producer of ``group`` (G), with the property
-  ``CHECK_IMMUNITY_TIME_IN_SECONDS`` set to ``S`` if given;
-- ``end action=A [txn=tN] [from_check=True]``: the producer sends END_TRANSACTION(``A``) again for
-  transaction ``tN`` (the last one sent if not named), with its half's offsets, as a producer retrying
-  its end would (or, with ``from_check``, as its answer to a check);
-- ``producer-down [group=G]``: the group's producer shuts down (unregisters);
-- ``heartbeat [group=G]``: the group's producer sends its heartbeat (registering again with a broker that
-  restarted: a restarted rocketmq broker knows no producer until then);
-- ``answer action=A [group=G]``: what that producer answers checks from now on;
-- ``advance ms=N``: the broker's clock moves on;
-- ``check [after=N]``: advance N ms, then one check run;
-- ``flush-ops``: the Op batch service's tick (its count of Op records written follows the events);
-- ``tick``: every timed service whose time has come runs (the Op batch service among them);
-- ``crash``, ``restart``: the broker process dies (what it held in memory is lost) and starts again;
-- ``visible [topic=T]``: the messages a new consumer group would read, as ``topic/queue@offset body``.
+The commands (``name key=value ...``) are listed in ``tests/transcript_commands.py``.
 
 A trace line is the event and its non-null columns; ``ts`` is counted from the scenario's start, and
 transaction and producer ids are named in the order they appear (``t1``, ``p1``): the lines say what
@@ -39,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brokerkit import START_MS, Env, ScriptedListener, send
+from brokerkit import START_MS, Env
+from transcript_commands import COMMANDS, TranscriptListener
 
-from txmq.protocol import LocalTransactionState, SendResult
+from txmq.errors import ClientError, StoreError
+from txmq.protocol import EndTransactionRequest, SendResult
 
 REWRITE = os.environ.get("TXMQ_REWRITE_TRANSCRIPTS") == "1"
 SEPARATOR = "----"
 _NAMED = {"txn": "t", "producer": "p"}  # columns whose values are ids named in order of appearance
-_ACTIONS = {state.action: state for state in LocalTransactionState}  # COMMIT, ROLLBACK, UNKNOWN
-IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"  # MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS
 
 
 @dataclass
@@ -92,35 +75,62 @@ def render(blocks: list[Block], trailing: list[str]) -> str:
 
 @dataclass
 class Session:
-    """One mode's run of a transcript: a broker on a manual clock and the producers of its groups."""
+    """One mode's run of a transcript: a broker on a manual clock and the producers of its groups, each
+    producer by its name (its group's name unless the transcript names it)."""
 
-    env: Env
-    listeners: dict[str, ScriptedListener] = field(default_factory=dict)
+    mode: str
+    make_env: Callable[..., Env]
+    config: dict[str, Any] = field(default_factory=dict)  # the broker's settings (the ``broker`` command)
+    made_env: Env | None = None
+    listeners: dict[str, TranscriptListener] = field(default_factory=dict)
     producers: dict[str, Any] = field(default_factory=dict)
     names: dict[str, dict[Any, str]] = field(default_factory=lambda: {c: {} for c in _NAMED})
-    sent: dict[str, tuple[str, SendResult]] = field(default_factory=dict)  # txn name -> (group, result)
+    sent: dict[str, tuple[str, SendResult]] = field(default_factory=dict)  # txn name -> (producer, result)
+    held: list[EndTransactionRequest] = field(default_factory=list)  # requests the network holds
     made: int = 0  # producers started so far
     seen: int = 0
 
-    def producer(self, group: str) -> Any:
-        if group not in self.producers:
-            self.listeners[group] = ScriptedListener()
+    @property
+    def env(self) -> Env:
+        """The broker, made at the first command that needs it (after any ``broker`` settings)."""
+        if self.made_env is None:
+            self.made_env = self.make_env(self.mode, **self.config)
+        return self.made_env
+
+    def producer(self, name: str, group: str | None = None) -> Any:
+        """The producer called ``name`` (of ``group``, by default the group of that name), started now if
+        it is new."""
+        if name not in self.producers:
+            self.listeners[name] = TranscriptListener(self.env)
             # An id of this session's own: the default one counts the producers this process made before,
             # so the transaction ids, and with them every commit-log offset, would depend on the tests run
             # first.
             self.made += 1
-            self.producers[group] = self.env.producer(group, self.listeners[group],
-                                                      producer_id=f"{group}-transcript-{self.made}")
-        return self.producers[group]
+            self.producers[name] = self.env.producer(group or name, self.listeners[name],
+                                                     producer_id=f"{group or name}-transcript-{self.made}")
+        return self.producers[name]
 
     def run(self, command: str) -> list[str]:
-        """The command's result lines and the trace lines it made the broker write."""
+        """The command's result lines and the trace lines it made the broker write. A mistake the broker
+        refuses (a ``ClientError``, a ``StoreError``) is a result line too: ``error: ...``."""
         name, *words = command.split()
         args = dict(word.split("=", 1) for word in words)
-        result = _COMMANDS[name](self, args)
+        try:
+            result = COMMANDS[name](self, args)
+        except (ClientError, StoreError) as refused:
+            result = [f"error: {self._named_ids(str(refused))}"]
         return self._new_events() + result
 
+    def _named_ids(self, text: str) -> str:
+        """``text`` with every transaction id it quotes written as its name (longest ids first, so that no
+        id is taken for the start of a longer one)."""
+        for value, name in sorted(self.names["txn"].items(), key=lambda item: -len(str(item[0]))):
+            text = text.replace(str(value), name)
+        return text
+
     def _new_events(self) -> list[str]:
+        if self.made_env is None:
+            return []
         events = self.env.sink.events[self.seen:]
         self.seen = len(self.env.sink.events)
         return [self._line(e) for e in events]
@@ -141,81 +151,6 @@ class Session:
         return names.setdefault(value, f"{_NAMED[column]}{len(names) + 1}")
 
 
-def _send(session: Session, args: dict[str, str]) -> list[str]:
-    group = args.get("group", "G")
-    properties = {IMMUNITY: args["immunity"]} if "immunity" in args else {}
-    result = send(session.producer(group), args["body"].encode(), _ACTIONS[args["action"]],
-                  queue_id=int(args.get("queue", 0)), properties=properties)
-    session.sent[session.name("txn", result.transaction_id)] = (group, result)
-    return []
-
-
-def _end(session: Session, args: dict[str, str]) -> list[str]:
-    group, result = session.sent[args.get("txn", list(session.sent)[-1])]
-    session.producers[group].end_transaction(result, _ACTIONS[args["action"]],
-                                              from_check=args.get("from_check") == "True")
-    return []
-
-
-def _producer_down(session: Session, args: dict[str, str]) -> list[str]:
-    session.producers.pop(args.get("group", "G")).shutdown()
-    return []
-
-
-def _heartbeat(session: Session, args: dict[str, str]) -> list[str]:
-    session.producers[args.get("group", "G")].heartbeat()
-    return []
-
-
-def _tick(session: Session, args: dict[str, str]) -> list[str]:
-    session.env.broker.tick()
-    return []
-
-
-def _crash(session: Session, args: dict[str, str]) -> list[str]:
-    session.env.broker.crash()
-    return []
-
-
-def _restart(session: Session, args: dict[str, str]) -> list[str]:
-    session.env.broker.restart()
-    return []
-
-
-def _answer(session: Session, args: dict[str, str]) -> list[str]:
-    session.producer(args.get("group", "G"))
-    session.listeners[args.get("group", "G")].default = _ACTIONS[args["action"]]
-    return []
-
-
-def _advance(session: Session, args: dict[str, str]) -> list[str]:
-    session.env.advance(int(args["ms"]))
-    return []
-
-
-def _check(session: Session, args: dict[str, str]) -> list[str]:
-    session.env.run_check(int(args.get("after", 0)))
-    return []
-
-
-def _flush_ops(session: Session, args: dict[str, str]) -> list[str]:
-    return [f"flushed {session.env.broker.flush_op_batches()} Op record(s)"]
-
-
-def _visible(session: Session, args: dict[str, str]) -> list[str]:
-    topic = args.get("topic", "T")
-    return [f"{m.topic}/{m.queue_id}@{m.queue_offset} {m.body.decode()} "
-            f"txn={session.name('txn', m.transaction_id)}" for m in session.env.visible(topic)] \
-        or ["nothing visible"]
-
-
-_COMMANDS: dict[str, Callable[[Session, dict[str, str]], list[str]]] = {
-    "send": _send, "end": _end, "answer": _answer, "advance": _advance, "check": _check,
-    "flush-ops": _flush_ops, "visible": _visible, "producer-down": _producer_down,
-    "heartbeat": _heartbeat, "tick": _tick, "crash": _crash, "restart": _restart,
-}
-
-
 def merged(strict: list[str], rocketmq: list[str]) -> list[str]:
     """The lines of both modes: once where they agree, else each mode's lines, marked."""
     if strict == rocketmq:
@@ -227,7 +162,7 @@ def run_transcript(path: Path, make_env: Callable[..., Env]) -> tuple[str, str]:
     """The transcript's text as written, and as the broker makes it now (in both modes)."""
     text = path.read_text(encoding="utf-8")
     blocks, trailing = parse(text)
-    sessions = {mode: Session(make_env(mode)) for mode in ("strict", "rocketmq")}
+    sessions = {mode: Session(mode, make_env) for mode in ("strict", "rocketmq")}
     actual = [Block(b.comments, b.command, merged(*(sessions[m].run(b.command) for m in sessions)))
               for b in blocks]
     return text, render(actual, trailing)

@@ -32,7 +32,8 @@ PENDING: tuple[Pending, ...] = (
             PROXY),
     Pending((10260,), "the gRPC path rejects delayed transactional messages", PROXY),
     Pending((9488, 9500), "an exception aborts a run without saving checkpoints (S39, "
-            "tests/test_scenarios_check.py, which needs a real write failure on disk)", NOT_YET),
+            "tests/testdata/transcripts/s39_exception_aborts_the_run.txt, which needs a real write "
+            "failure on disk)", NOT_YET),
     Pending((9322,), "a 60 s run limit against a 30 s interval (S38)", NOT_YET),
     Pending((11126,), "a null pull result aborts the whole cycle", NOT_YET),
     Pending((1694,), "checks dropped when the producer's channel is not writable, yet counted",
