@@ -43,6 +43,8 @@ public final class Hooks {
     private static final Set<String> SYSTEM = new HashSet<>(Arrays.asList("TBW102", "SCHEDULE_TOPIC_XXXX",
             "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"));
     private static final String INNER_PRODUCER = "CLIENT_INNER_PRODUCER";  // MixAll.CLIENT_INNER_PRODUCER_GROUP
+    private static final String RETRY = "%RETRY%";  // MixAll.RETRY_GROUP_TOPIC_PREFIX
+    private static final String DLQ = "%DLQ%";  // MixAll.DLQ_GROUP_TOPIC_PREFIX
 
     /** EndTransactionProcessor.processRequest in progress on this thread: its request, once applied. */
     private static final ThreadLocal<Row> END_TX = new ThreadLocal<>();
@@ -223,15 +225,19 @@ public final class Hooks {
                 .set("result", discard == null ? "CHECK_MAX" : discard[1]));
     }
 
-    /** A real message (EndTransactionProcessor.sendFinalMessage: a commit) or a plain one. */
+    /** A real message (EndTransactionProcessor.sendFinalMessage: a commit) or a plain one. A consumer's
+     * send-back of a committed message (AbstractSendMessageProcessor.consumerSendMsgBack, to the group's
+     * %RETRY% or %DLQ% topic) keeps the message's sysflag, commit type included: outside an END_TX it is
+     * a copy for redelivery (RETRY, which the agent does not trace), not a real message: a plain one. */
     private static void stored(MessageExtBrokerInner msg, long at, long offset) {
         Row stored = new Row("PLAIN_PUT").set("topic", msg.getTopic()).set("queue_id", msg.getQueueId())
                 .set("queue_offset", offset).set("commitlog_offset", at).set("body_crc", crc(msg.getBody()));
-        if ((msg.getSysFlag() & 0xC) != 0x8) {  // MessageSysFlag.TRANSACTION_COMMIT_TYPE
+        Row end = END_TX.get();
+        boolean sentBack = end == null && (msg.getTopic().startsWith(RETRY) || msg.getTopic().startsWith(DLQ));
+        if ((msg.getSysFlag() & 0xC) != 0x8 || sentBack) {  // MessageSysFlag.TRANSACTION_COMMIT_TYPE
             Trace.emit(stored);
             return;
         }
-        Row end = END_TX.get();
         Row real = new Row("REAL_PUT").set("txn", msg.getProperty("UNIQ_KEY"))
                 .set("producer_group", msg.getProperty("PGROUP")).set("topic", msg.getTopic())
                 .set("queue_id", msg.getQueueId()).set("queue_offset", offset).set("commitlog_offset", at)
