@@ -26,6 +26,10 @@ NoImmunity == [t \in Txns |-> [has |-> FALSE, scan |-> 0, end |-> 0]]
 \* t1 carries a check immunity of 2 (the scanner re-puts it while its age is at most 2, and its owner's
 \* END_TX is refused once it is older than 2).
 T1Immune == [t \in Txns |-> [has |-> t = t1, scan |-> 2, end |-> 2]]
+\* t1 carries a check immunity as long as the transaction timeout (1): re-put while its age is at most 1, and
+\* its owner's END_TX (or an answer left unmarked) refused once it is older (TransactionalMessageUtil.
+\* getImmunityTime raises a shorter one to the timeout for END_TRANSACTION).
+T1ImmuneForTimeout == [t \in Txns |-> [has |-> t = t1, scan |-> 1, end |-> 1]]
 
 
 (***************************************************************************)
@@ -106,6 +110,13 @@ NoWaitingCheckOfCoveredCopy == \A c \in pending : half[c.off].from \notin covere
 \* action property; op_entries_out_of_end_order must find an Op record that leaves an older entry buffered.
 OpsOldestFirst ==
     [][opRecords' # opRecords => opBuf' = SubSeq(opBuf, Len(opBuf) - Len(opBuf') + 1, Len(opBuf))]_vars
+
+\* UnmarkedAnswers: a check's answer (an END_TX naming a renewed copy, as the check did) that its client left
+\* unmarked is refused by the immunity rule as the owner's own late END_TX is (an action property);
+\* unmarked_answer_refused must find such a refusal.
+CheckAnswerNotRefusedByImmunity ==
+    [][\A m \in net : (m.type = "end" /\ half[m.off].from # 0 /\ Deliver(m))
+                         => ends'[m.t][Len(ends'[m.t])].res # "IMMUNITY_REJECTED"]_vars
 
 \* Rocketmq: the broker restarted after a crash knows no producer until each registers again by its next
 \* heartbeat, so a running owner's transaction is checked and its check goes to nobody (an action

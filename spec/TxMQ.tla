@@ -64,8 +64,10 @@ CONSTANTS
                            \*   the Op queue (TRUE); FALSE: it sees every Op record as soon as written
     AsyncChecks,           \* rocketmq: the check service hands each check to an executor, which sends it
                            \*   in a later step of its own (TRUE); FALSE: sent in the step that renews
-    UnorderedOps           \* rocketmq: END_TX runs on a thread pool, so an Op record may list its entries
+    UnorderedOps,          \* rocketmq: END_TX runs on a thread pool, so an Op record may list its entries
                            \*   in another order than their END_TX were applied (TRUE); FALSE: in that order
+    UnmarkedAnswers        \* rocketmq: a client may answer a check without the fromTransactionCheck flag,
+                           \*   which the broker then takes for the owner's own END_TX (TRUE); FALSE: marked
 
 Actions == {"commit", "rollback"}
 None == "none"
@@ -85,7 +87,7 @@ ASSUME
     /\ {MaxCrash, MaxProducerCrash, MaxLoss, MaxDup, MaxRetry, MaxStoreError, MaxResume} \subseteq Nat
     /\ {GuardResolvedIndex, GuardDurableRollback, GuardRebuildFromReal,
         GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal, LaggingOpView, AsyncChecks,
-        UnorderedOps} \subseteq BOOLEAN
+        UnorderedOps, UnmarkedAnswers} \subseteq BOOLEAN
 
 VARIABLES
     \* --- producers, their local transactions (durable, shared by a group) ---
@@ -390,8 +392,16 @@ ApplyEnd(m, rest) ==
 (***************************************************************************)
 (* A producer answers a check from its group's local state               *)
 (* (TransactionListener.checkLocalTransaction); an UNKNOW answer sends   *)
-(* nothing the broker acts on.  Only a running producer answers.           *)
+(* nothing the broker acts on.  Only a running producer answers.  The    *)
+(* client sets the answer's fromTransactionCheck flag (chk); with        *)
+(* UnmarkedAnswers (rocketmq) it may leave it unset, as the C++-core     *)
+(* client does (issue 42): the broker reads the flag only to log and to  *)
+(* spare check answers the immunity refusal (EndTransactionProcessor.    *)
+(* processRequest, rejectCommitOrRollback), so it refuses an unmarked    *)
+(* answer of an old immune half as it would the owner's own END_TX.      *)
 (***************************************************************************)
+AnswerFlags == IF UnmarkedAnswers /\ ~Strict THEN BOOLEAN ELSE {TRUE}
+
 AnswerCheck(m, rest) ==
     LET ans == CASE Get(local, m.t) \in Actions -> Get(local, m.t)
                  [] UnknownAnswer = "ROLLBACK" -> "rollback"
@@ -400,7 +410,7 @@ AnswerCheck(m, rest) ==
        /\ IF ans = None
              THEN UNCHANGED said /\ net' = rest
              ELSE /\ said' = Put(said, m.t, Get(said, m.t) \cup {ans})
-                  /\ net' = rest \cup {EndMsg(m.t, m.off, ans, TRUE, m.p)}
+                  /\ \E chk \in AnswerFlags : net' = rest \cup {EndMsg(m.t, m.off, ans, chk, m.p)}
        /\ UNCHANGED <<local, sent, ownEndDone, alive, unregistered, durableVars, volatileVars, now,
                       historyVars, storeErrors>>
 
@@ -844,8 +854,9 @@ CheckToOwnGroup == \A m \in net : Group[m.p] = Group[OwnerOf(m.t)]
 \* computes is the broker's clock minus the producer's real birth.
 AgeOnBrokerClock == \A i \in DOMAIN half : half[i].born = half[i].put + SkewOf(half[i].t)
 
-\* IMMUNITY_REJECTED answers exactly the producer's own END_TX for a half with check immunity that is
-\* older than the immunity END_TRANSACTION reads, never a check answer; an immunity re-put happens only
+\* IMMUNITY_REJECTED answers exactly an END_TX without the fromTransactionCheck flag (the producer's own, or
+\* a check answer its client left unmarked: UnmarkedAnswers) for a half with check immunity that is older
+\* than the immunity END_TRANSACTION reads, never a marked check answer; an immunity re-put happens only
 \* within the scanner's window.
 ImmunityWindow ==
     \A t \in Txns :
@@ -875,6 +886,7 @@ EventuallyResolved == \A t \in Txns : (local[t] # None) ~> Resolved(t)
 
 \* The owner's END_TX of t is in flight; t is resolved by an END_TX with result OK, or the owner's END_TX
 \* was refused in a way that leaves t to the check service (late for its immunity, or the store refused it).
+\* A check answer left unmarked (UnmarkedAnswers) counts as the owner's: the broker cannot tell them apart.
 OwnEndInFlight(t) == \E m \in net : m.type = "end" /\ m.t = t /\ ~m.chk
 ResolvedByEndTx(t) ==
     \/ OKs(t, None) # {}

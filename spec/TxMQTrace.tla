@@ -254,11 +254,12 @@ DeliverEnd(res) ==
 \* DISCARD: the record discarded with the count and reason the event names.
 DiscardEv == ScanDiscard /\ Last(Get(discardLog', Ev.t)).n = Ev.n /\ Last(Get(discardLog', Ev.t)).why = Ev.why
 
-\* A check delivered to producer Ev.p, and its answer (none for UNKNOW) leaving for the broker.
+\* A check delivered to producer Ev.p, and its answer (none for UNKNOW) leaving for the broker, with the
+\* fromTransactionCheck flag Ev.chk (a client may leave it unset: TxMQ's UnmarkedAnswers).
 AnswerEv ==
     /\ Deliver(CheckMsgOfEv)
     /\ IF Ev.act = None THEN net' = net \ {CheckMsgOfEv}
-       ELSE EndMsg(Ev.t, Ev.off, Ev.act, TRUE, Ev.p) \in net'
+       ELSE EndMsg(Ev.t, Ev.off, Ev.act, Ev.chk, Ev.p) \in net'
 
 \* The check a CHECK step sends, waiting in the executor (AsyncChecks).
 WaitingCheck == [t |-> Ev.t, off |-> Ev.off]

@@ -303,8 +303,9 @@ ENTRIES: tuple[Invariant, ...] = (
                    (AUDIT, "a client cannot see the broker's clock"))),
     Invariant(
         "ImmunityWindow", SAFETY, BOTH, SPEC | TRACE,
-        "An END_TX is refused IMMUNITY_REJECTED exactly when it is the producer's own request (not a check "
-        "answer) for a half with check immunity older than its immunity as END_TRANSACTION reads it (the "
+        "An END_TX is refused IMMUNITY_REJECTED exactly when it comes without the fromTransactionCheck flag "
+        "(the producer's own request, or a check answer its client left unmarked, as the C++-core client "
+        "does) for a half with check immunity older than its immunity as END_TRANSACTION reads it (the "
         "larger of the immunity and transaction_timeout_ms); an IMMUNITY renewal happens only to a half "
         "with immunity, within its window.",
         unchecked=((MODEL, _IMMUNITY_NOT_IN_EVENTS), (SPARK, _IMMUNITY_NOT_IN_EVENTS), (AUDIT, _ONE_WAY))),

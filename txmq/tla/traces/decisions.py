@@ -5,7 +5,9 @@ A trace of upstream's broker cannot: the broker sees only the END_TRANSACTION a 
 trace's header lists ``LOCAL_TX`` in ``absent_events``. There, and only there, the END_TX stands for them:
 the owner's own END_TX COMMIT or ROLLBACK is its decision, made just before it sends; an END_TX from a
 check is the producer's answer to that check, made just before it arrives (and its decision, when it is
-the transaction's first COMMIT or ROLLBACK); an UNKNOW END_TX decides nothing. TLC still judges every
+the transaction's first COMMIT or ROLLBACK), as is one without the flag that names the offset a check
+named, from the producer it went to (a client that leaves answers unmarked: the spec's
+``UnmarkedAnswers``); an UNKNOW END_TX decides nothing. TLC still judges every
 such step: an answer the spec's producer could not give (a ROLLBACK after a COMMIT, an UNKNOW after a
 decision) is refused as it would be with ``LOCAL_TX`` in the trace.
 """
@@ -35,24 +37,27 @@ class Decisions:
         self.local[t] = act
         self.add("DECIDE", source, t=t, act=act)
 
-    def answer(self, source: Mapping[str, Any] | None, t: int, off: int, p: str, act: str) -> None:
-        """The producer answers the check of half-queue record ``off``: a local transaction that decided
-        late is seen only through its answer, so its DECIDE comes first."""
+    def answer(self, source: Mapping[str, Any] | None, t: int, off: int, p: str, act: str,
+               chk: bool = True) -> None:
+        """The producer answers the check of half-queue record ``off``, with the fromTransactionCheck flag
+        ``chk``: a local transaction that decided late is seen only through its answer, so its DECIDE
+        comes first."""
         if act != "none" and self.local[t] == "unknown":
             self.decide(None, t, act)
-        self.add("ANSWER", source, t=t, off=off, p=p, act=act)
+        self.add("ANSWER", source, t=t, off=off, p=p, act=act, chk=chk)
 
     def before_own_end(self, t: int, act: str) -> None:
         """In a trace without LOCAL_TX, the owner's decision just before it sends its own END_TX."""
         if self.from_end_tx and act != "none" and self.local[t] == "unknown":
             self.decide(None, t, act)
 
-    def answer_of(self, e: Mapping[str, Any], t: int, p: str) -> bool:
-        """In a trace without LOCAL_TX, the answer END_TX ``e`` stands for when it comes from a check (each
-        END_TX its own answer: the broker cannot tell a repeated answer from a duplicate delivery). The
-        ANSWER is the step of an UNKNOW END_TX, which the broker ignores; an END_TX it applies has its own."""
-        if not (self.from_end_tx and e["from_check"]):
+    def answer_of(self, e: Mapping[str, Any], t: int, p: str, unmarked: bool) -> bool:
+        """In a trace without LOCAL_TX, the answer END_TX ``e`` stands for when it comes from a check, or is
+        an ``unmarked`` answer to one (each END_TX its own answer: the broker cannot tell a repeated answer
+        from a duplicate delivery). The ANSWER is the step of an UNKNOW END_TX, which the broker ignores; an
+        END_TX it applies has its own."""
+        if not (self.from_end_tx and (e["from_check"] or unmarked)):
             return False
         source = e if e["result"] == ev.IGNORED_UNKNOWN else None
-        self.answer(source, t, int(e["half_offset"]) + 1, p, ACTS[e["action"]])
+        self.answer(source, t, int(e["half_offset"]) + 1, p, ACTS[e["action"]], chk=bool(e["from_check"]))
         return True

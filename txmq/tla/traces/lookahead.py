@@ -1,6 +1,7 @@
 """What ``steps`` must know of a trace's later events before it walks it: how often each END_TX
-message is still to be delivered, each owner's own END_TX, each producer's registrations, the first
-event's time.
+message is still to be delivered, each owner's own END_TX, each producer's registrations, the checks
+sent (to tell a check answer its client left unmarked from an owner's own END_TX), the first event's
+time.
 
 Gathered in one pass of its own, so that the walk can take the events one at a time, from a list or
 from the file as it is read again, and keep none of them: what is kept here is a few values per END_TX
@@ -17,6 +18,7 @@ from typing import Any
 from txmq.trace import schema as ev
 
 EndKey = tuple[Any, ...]  # what tells one END_TX message from another (end_key)
+CheckKey = tuple[int, str]  # a check sent: the half offset it names, the producer it went to
 
 
 def end_key(e: Mapping[str, Any]) -> EndKey:
@@ -31,6 +33,12 @@ def producer_key(e: Mapping[str, Any]) -> str:
     several producer groups has one connection), and a check of a group goes to one of that group's."""
     producer = e.get("producer")
     return f"{e.get('producer_group') or ''}/{producer}" if producer else ""
+
+
+def check_key(e: Mapping[str, Any]) -> CheckKey:
+    """A check as its CHECK names it, or as an END_TX answering it names it back: the half offset (a
+    renewed copy's: an owner's own END_TX names the original its send returned) and the producer."""
+    return (int(e["half_offset"]), producer_key(e))
 
 
 def registered_as(producers: Mapping[str, str], e: Mapping[str, Any]) -> str | None:
@@ -63,6 +71,15 @@ class Lookahead:
     # proxy's messaging clients, see relays), by transaction: its owner's, whichever connection sent the half.
     relayed_ends: dict[str, tuple[int, EndKey]] = field(default_factory=dict)
     relayed: bool = False  # some END_TX came over a connection that never registered
+    checked: set[CheckKey] = field(default_factory=set)  # every check sent to a producer
+
+    def unmarked_answer(self, e: Mapping[str, Any]) -> bool:
+        """Whether END_TX ``e``, without the ``fromTransactionCheck`` flag, answers a check: it names the
+        offset a check named, and comes from the producer that check went to. The client sets the flag,
+        and the C++-core client leaves it unset (docs/conformance.md); upstream's broker reads it only to
+        log and to spare check answers its immunity refusal (``EndTransactionProcessor.processRequest``,
+        ``rejectCommitOrRollback``)."""
+        return not e["from_check"] and check_key(e) in self.checked
 
     @classmethod
     def of(cls, events: Iterable[Mapping[str, Any]]) -> Lookahead:
@@ -75,10 +92,12 @@ class Lookahead:
             kind = e["event"]
             if kind == ev.END_TX:
                 enders.add(producer_key(e))
-            if kind == ev.END_TX and e["result"] != ev.IGNORED_UNKNOWN:
+            if kind == ev.CHECK and e["result"] == ev.CHECK_SENT:
+                ahead.checked.add(check_key(e))
+            elif kind == ev.END_TX and e["result"] != ev.IGNORED_UNKNOWN:
                 key = end_key(e)
                 ahead.deliveries_left[key] += 1
-                if not e["from_check"]:
+                if not e["from_check"] and not ahead.unmarked_answer(e):
                     ahead.own_ends.setdefault(producer_key(e), {}).setdefault(e.get("txn") or "",
                                                                                       (int(e["seq"]), key))
             elif kind == ev.PRODUCER:

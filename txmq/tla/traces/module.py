@@ -177,6 +177,8 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # step of its own, and an Op record lists its entries in the order END_TX threads queued them
         # (docs/conformance.md, "Differences found by tracing upstream")
         f"    AsyncChecks = {tla(mode == 'rocketmq')}\n    UnorderedOps = {tla(mode == 'rocketmq')}\n"
+        # a client may answer a check without the fromTransactionCheck flag (the C++-core client)
+        f"    UnmarkedAnswers = {tla(mode == 'rocketmq')}\n"
         "    Trace <- TraceV\n    Start <- StartV\n    ShowEnd <- ShowEndV\n"
         f"INIT {'WindowInit' if window else 'TraceInit'}\nNEXT TraceNext\nVIEW TraceView\n"
         "INVARIANT ReportAccepted\n"

@@ -139,10 +139,10 @@ class _Pool:
             flying.add(("check", fields["off"], "none", True, fields["p"]))
         elif kind == "ANSWER":
             flying.discard(("check", fields["off"], "none", True, fields["p"]))
-            if fields["act"] != "none":
-                flying.add(("end", fields["off"], fields["act"], True, fields["p"]))
-        elif kind == "END" and fields["chk"] and not fields["dup"]:
-            flying.discard(("end", fields["off"], fields["act"], True, fields["p"]))
+            if fields["act"] != "none":  # marked, or left unmarked by its client (UnmarkedAnswers)
+                flying.add(("end", fields["off"], fields["act"], fields["chk"], fields["p"]))
+        elif kind == "END" and not fields["dup"]:  # an owner's own END_TX was never in flying: no-op
+            flying.discard(("end", fields["off"], fields["act"], fields["chk"], fields["p"]))
 
     def wait(self, t: int) -> None:
         """t had its last step: it retires once each of its records is covered or below the floor."""

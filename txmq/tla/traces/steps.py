@@ -250,20 +250,21 @@ class _Builder:
 
     def on_end_tx(self, e: Mapping[str, Any]) -> None:
         if e["result"] == ev.IGNORED_UNKNOWN:  # an UNKNOW END_TX: the spec's producer sends nothing
-            self.tick(e)  # no step, but its time, transaction and producer must be right (or, no LOCAL_TX,
-            self.decisions.answer_of(e, self.txn(e), self.relays.sender(e, self.txn(e)))  # an answer)
+            self.tick(e)  # no step, but its time, txn and producer must be right (no LOCAL_TX: an answer)
+            t = self.txn(e)
+            self.decisions.answer_of(e, t, self.relays.sender(e, t), self.ahead.unmarked_answer(e))
             return
         if e["result"] not in (ev.OK, ev.ALREADY_RESOLVED, ev.IMMUNITY_REJECTED, ev.STORE_ERROR):
             raise unmodelled(e, f"END_TX result {e['result']} (txmq simulate never produces it)")
         self.tick(e)
         t = self.txn(e)
         p = self.relays.sender(e, t)
-        key, act = end_key(e), _ACTS[e["action"]]
-        if not e["from_check"] and key not in self.in_flight:
+        key, act, unmarked = end_key(e), _ACTS[e["action"]], self.ahead.unmarked_answer(e)
+        if not e["from_check"] and not unmarked and key not in self.in_flight:
             self.decisions.before_own_end(t, act)
             self.add("PEND", None, t=t)  # the owner sends its END_TX just before it arrives
             self.in_flight.add(key)
-        answered = self.decisions.answer_of(e, t, p)  # then never a duplicate delivery
+        answered = self.decisions.answer_of(e, t, p, unmarked)  # then never a duplicate delivery
         # Looking ahead: a message delivered again later stays in flight (a duplicate delivery).
         left = self.deliveries_left.pop(key, 0) - 1  # a message delivered for the last time is let go
         if left > 0:
