@@ -213,9 +213,11 @@ Open ==
 RaiseFloor ==
     /\ floor' = Ev.i
     /\ covered' = {o \in covered : o > Ev.i}
-    /\ opRead' = {o \in opRead : o > Ev.i}
+    /\ opRead' = [opRead EXCEPT !.offs = {o \in @ : o > Ev.i}]
+    /\ opRecords' = IF BoundedOpReads THEN [j \in DOMAIN opRecords |-> {o \in opRecords[j] : o > Ev.i}]
+                    ELSE opRecords
     /\ half' = BuryPassed(half, Ev.i)
-    /\ UNCHANGED <<producerVars, latest, opRecords, reals, lives, durable, cursorDurable,
+    /\ UNCHANGED <<producerVars, latest, reals, lives, durable, cursorDurable,
                    opBuf, cache, cursor, index, pending, now, net, historyVars, budgetVars, occupant, recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
@@ -234,8 +236,8 @@ Reset ==
     /\ ends' = AllSlots(<< >>) /\ delivered' = AllSlots(0) /\ checks' = AllSlots(<< >>)
     /\ discardLog' = AllSlots(<< >>) /\ occupant' = AllSlots(Vacant) /\ floor' = 0
     /\ recs' = AllSlots(<< >>)
-    /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
-    /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
+    /\ half' = << >> /\ covered' = {} /\ opRecords' = << >> /\ cursor' = 0 /\ cursorDurable' = 0
+    /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = NothingRead
     /\ pending' = {}
     /\ UNCHANGED <<alive, unregistered, budgetVars>>
 
@@ -382,7 +384,13 @@ CondsOf(d) ==
                C(d, "ShutdownOpBufferIsTheSpecs",
                  IF AnyOrder THEN SameEntries(opBuf, Ev.offs) ELSE opBuf = Ev.offs, opBuf),
                C(d, "HalfQueueLength", HalfLen(half) = Ev.halves, HalfLen(half)),
-               C(d, "OpRecordCount", opRecords = Ev.ops, opRecords) >>
+               C(d, "OpRecordCount", Len(opRecords) = Ev.ops, Len(opRecords)) >>
+      \* BoundedOpReads: a read ends at Ev.k, the next Op queue offset it would read (the spec's records
+      \* 1..Ev.k), within the Op queue and at most OpPullNums records past what the check service had read.
+      [] Ev.e = "READ" /\ BoundedOpReads ->
+            << NothingOwed(d), C(d, "ReadWithinOpQueue", Ev.k <= Len(opRecords), Len(opRecords)),
+               C(d, "ReadAtMostOpPullNums", Ev.k <= opRead.to \/ ENABLED ReadOps(Ev.k),
+                 [read |-> opRead.to, most |-> OpPullNums]) >>
       [] OTHER -> << NothingOwed(d) >>
 
 \* The TxMQ action each kind takes, with the fields only its next state shows.
@@ -397,8 +405,10 @@ Act ==
       [] Ev.e = "ANSWER" -> AnswerEv
       [] Ev.e = "END" -> DeliverEnd(Ev.res)
       [] Ev.e = "OP" -> FlushOps(Listed)
-      \* A read that finds nothing the view lacks changes nothing (ReadOps is the read that does).
-      [] Ev.e = "READ" -> IF ~LaggingOpView \/ opRead = covered THEN Keep ELSE ReadOps
+      \* A read that finds nothing the view lacks changes nothing (ReadOps is the read that does): bounded,
+      \* one that ends where the view does (a run re-reading from its Op checkpoint).
+      [] Ev.e = "READ" -> IF (IF BoundedOpReads THEN Ev.k <= opRead.to ELSE ~LaggingOpView \/ opRead.offs = covered)
+                          THEN Keep ELSE ReadOps(Ev.k)
       [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved
       [] Ev.e = "RENEW" -> IF Async THEN ScanCheckLater
                            ELSE IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)

@@ -15,6 +15,7 @@ from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.tla.traces.spec_input import MessageFields, SpecInput, Step
+from txmq.transaction.scan import OP_BATCH
 
 MODULE_NAME = "TxMQTraceRun"
 DATA_MODULE = "TxMQTraceData"
@@ -177,6 +178,8 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # step of its own, and an Op record lists its entries in the order END_TX threads queued them
         # (docs/conformance.md, "Differences found by tracing upstream")
         f"    AsyncChecks = {tla(mode == 'rocketmq')}\n    UnorderedOps = {tla(mode == 'rocketmq')}\n"
+        # rocketmq reads at most OP_MSG_PULL_NUMS Op records at a time, of those dispatched (ReadOps)
+        f"    OpPullNums = {OP_BATCH}\n"
         "    Trace <- TraceV\n    Start <- StartV\n    ShowEnd <- ShowEndV\n"
         f"INIT {'WindowInit' if window else 'TraceInit'}\nNEXT TraceNext\nVIEW TraceView\n"
         "INVARIANT ReportAccepted\n"
