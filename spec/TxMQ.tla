@@ -179,6 +179,10 @@ PerTxn(f) == f
 HalfAt(h, i) == h[i]
 HalfLen(h) == Len(h)
 HalfAppend(h, r) == Append(h, r)
+\* The Op queue's records (opRecords), read and written through these (trace validation chunks them too).
+OpAt(r, j) == r[j]
+OpLen(r) == Len(r)
+OpAppend(r, x) == Append(r, x)
 
 Age(i) == now - HalfAt(half, i).born
 
@@ -470,7 +474,7 @@ FlushOps(J) ==
     /\ LET listed == {opBuf[j] : j \in J}
        IN /\ covered' = covered \cup listed
           /\ opDup' = (opDup \/ listed \cap covered # {} \/ Cardinality(listed) < Cardinality(J))
-          /\ opRecords' = Append(opRecords, IF BoundedOpReads THEN listed ELSE {})
+          /\ opRecords' = OpAppend(opRecords, IF BoundedOpReads THEN listed ELSE {})
     /\ opBuf' = Without(opBuf, J)
     /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
                    opRead, pending, now, net, ends, delivered, checks, discardLog, budgetVars>>
@@ -519,9 +523,10 @@ OpView == IF LaggingOpView THEN opRead.offs ELSE covered
 ReadOps(k) ==
     /\ LaggingOpView
     /\ IF BoundedOpReads
-       THEN /\ k \in (opRead.to + 1)..Len(opRecords)
-            /\ \A j \in (opRead.to + 1)..(k - OpPullNums) : opRecords[j] \subseteq 1..cursor
-            /\ opRead' = [offs |-> opRead.offs \cup UNION {opRecords[j] : j \in (opRead.to + 1)..k}, to |-> k]
+       THEN /\ k \in (opRead.to + 1)..OpLen(opRecords)
+            /\ \A j \in (opRead.to + 1)..(k - OpPullNums) : OpAt(opRecords, j) \subseteq 1..cursor
+            /\ opRead' = [offs |-> opRead.offs \cup UNION {OpAt(opRecords, j) : j \in (opRead.to + 1)..k},
+                          to |-> k]
        ELSE /\ opRead.offs # covered
             /\ opRead' = [opRead EXCEPT !.offs = covered]
     /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, pending, now, net, historyVars,
@@ -725,7 +730,7 @@ DeliverSome == \E m \in net : Deliver(m)
 DuplicateSome == \E m \in net : DeliverDup(m)
 LoseSome == \E m \in net : Lose(m)
 FlushSome == \E J \in SUBSET (1..Len(opBuf)) : FlushOps(J)
-ReadSome == \E k \in 0..Len(opRecords) : ReadOps(k)
+ReadSome == \E k \in 0..OpLen(opRecords) : ReadOps(k)
 CrashSome == \E c \in cursorDurable..cursor : CrashRestart(c)
 SendSome == \E c \in pending : SendCheckNobody(c) \/ \E p \in Producers : SendCheck(c, p)
 

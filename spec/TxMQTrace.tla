@@ -209,13 +209,22 @@ Open ==
                          topic |-> Ev.topic, q |-> Ev.q, crc |-> Ev.crc])
     /\ UNCHANGED <<floor, recs>> /\ Keep
 
+\* The Op queue's records (chunked as the half queue is: ChunkHalfAt...) without the offsets at or below
+\* the floor i, in the chunks from the one holding the last record read: a record read earlier may keep
+\* offsets it lists above an older floor, which are still true of it (and rare: the scan passes the
+\* halves a record lists soon after reading it), so that a FLOOR copies a chunk or two, not the queue.
+FloorOps(i) ==
+    LET from == HalfChunkOf(IF opRead.to = 0 THEN 1 ELSE opRead.to)
+    IN << >> \o [c \in DOMAIN opRecords |->
+                    IF c < from THEN opRecords[c]
+                    ELSE << >> \o [j \in DOMAIN opRecords[c] |-> {o \in opRecords[c][j] : o > i}]]
+
 \* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
 RaiseFloor ==
     /\ floor' = Ev.i
     /\ covered' = {o \in covered : o > Ev.i}
     /\ opRead' = [opRead EXCEPT !.offs = {o \in @ : o > Ev.i}]
-    /\ opRecords' = IF BoundedOpReads THEN [j \in DOMAIN opRecords |-> {o \in opRecords[j] : o > Ev.i}]
-                    ELSE opRecords
+    /\ opRecords' = IF BoundedOpReads THEN FloorOps(Ev.i) ELSE opRecords
     /\ half' = BuryPassed(half, Ev.i)
     /\ UNCHANGED <<producerVars, latest, reals, lives, durable, cursorDurable,
                    opBuf, cache, cursor, index, pending, now, net, historyVars, budgetVars, occupant, recs>>
@@ -384,11 +393,11 @@ CondsOf(d) ==
                C(d, "ShutdownOpBufferIsTheSpecs",
                  IF AnyOrder THEN SameEntries(opBuf, Ev.offs) ELSE opBuf = Ev.offs, opBuf),
                C(d, "HalfQueueLength", HalfLen(half) = Ev.halves, HalfLen(half)),
-               C(d, "OpRecordCount", Len(opRecords) = Ev.ops, Len(opRecords)) >>
+               C(d, "OpRecordCount", OpLen(opRecords) = Ev.ops, OpLen(opRecords)) >>
       \* BoundedOpReads: a read ends at Ev.k, the next Op queue offset it would read (the spec's records
       \* 1..Ev.k), within the Op queue and at most OpPullNums records past what the check service had read.
       [] Ev.e = "READ" /\ BoundedOpReads ->
-            << NothingOwed(d), C(d, "ReadWithinOpQueue", Ev.k <= Len(opRecords), Len(opRecords)),
+            << NothingOwed(d), C(d, "ReadWithinOpQueue", Ev.k <= OpLen(opRecords), OpLen(opRecords)),
                C(d, "ReadAtMostOpPullNums", Ev.k <= opRead.to \/ ENABLED ReadOps(Ev.k),
                  [read |-> opRead.to, most |-> OpPullNums]) >>
       [] OTHER -> << NothingOwed(d) >>

@@ -154,6 +154,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # functions over the slots and the half queue in chunks (TxMQ's Get, Put, HalfAt...)
         "    Get <- ChunkGet\n    Put <- ChunkPut\n    PerTxn <- Chunked\n"
         "    HalfAt <- ChunkHalfAt\n    HalfLen <- ChunkHalfLen\n    HalfAppend <- ChunkHalfAppend\n"
+        "    OpAt <- ChunkHalfAt\n    OpLen <- ChunkHalfLen\n    OpAppend <- ChunkHalfAppend\n"
         f"    SlotChunk = {spec.slot_chunk}\n    HalfChunk = {spec.half_chunk}\n"
         # a history keeps its last entry alone: the steps read no other (TxMQ's Logged)
         "    Logged <- LastOnly\n"
