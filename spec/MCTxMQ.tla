@@ -118,6 +118,11 @@ CheckAnswerNotRefusedByImmunity ==
     [][\A m \in net : (m.type = "end" /\ half[m.off].from # 0 /\ Deliver(m))
                          => ends'[m.t][Len(ends'[m.t])].res # "IMMUNITY_REJECTED"]_vars
 
+\* BoundedOpReads: every read of the Op queue reaches its end (an action property); op_read_stops_short must
+\* find a read that stops short of an Op record already written (at OP_MSG_PULL_NUMS, or at the end of what
+\* ReputMessageService has dispatched).
+OpReadsReachTheEnd == [][opRead'.to > opRead.to => opRead'.to = Len(opRecords)]_vars
+
 \* Rocketmq: the broker restarted after a crash knows no producer until each registers again by its next
 \* heartbeat, so a running owner's transaction is checked and its check goes to nobody (an action
 \* property); crash_forgets_producers must find such a check.

@@ -68,6 +68,8 @@ CONSTANTS
                            \*   in another order than their END_TX were applied (TRUE); FALSE: in that order
     UnmarkedAnswers        \* rocketmq: a client may answer a check without the fromTransactionCheck flag,
                            \*   which the broker then takes for the owner's own END_TX (TRUE); FALSE: marked
+    OpPullNums             \* rocketmq with LaggingOpView: a read of the Op queue takes at most this many Op
+                           \*   records (OP_MSG_PULL_NUMS, 32 upstream), of those dispatched; 0: to its end
 
 Actions == {"commit", "rollback"}
 None == "none"
@@ -88,6 +90,7 @@ ASSUME
     /\ {GuardResolvedIndex, GuardDurableRollback, GuardRebuildFromReal,
         GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal, LaggingOpView, AsyncChecks,
         UnorderedOps, UnmarkedAnswers} \subseteq BOOLEAN
+    /\ OpPullNums \in Nat
 
 VARIABLES
     \* --- producers, their local transactions (durable, shared by a group) ---
@@ -104,7 +107,8 @@ VARIABLES
                   \*   (the offset of the copy this one renews; 0 for an original or a resumed copy)]
     latest,       \* [Txns -> Nat]: offset of t's newest half record (0: none)
     covered,      \* half offsets listed by Op records in the Op queue
-    opRecords,    \* how many Op records the Op queue holds
+    opRecords,    \* the Op queue: Seq of the Op records, each the half offsets it lists when the check service
+                  \*   reads a bounded number of them (BoundedOpReads), else {} (only their number matters)
     reals,        \* [Txns -> Nat]: real messages of t (commits applied)
     lives,        \* [Txns -> Nat]: how often t was resumed after a discard (its "life")
     durable,      \* [Txns -> {"none","commit","rollback","discard"}]: what t's records say (strict)
@@ -114,7 +118,8 @@ VARIABLES
     cache,        \* RIP-50 half cache: offsets of original halves, eldest first
     cursor,       \* the check service's half checkpoint: records 1..cursor were examined
     index,        \* strict resolution index: [Txns -> {"none","commit","rollback","discard"}]
-    opRead,       \* half offsets listed by the Op records the check service has read (LaggingOpView)
+    opRead,       \* what the check service has read of the Op queue (LaggingOpView): [offs: the half offsets
+                  \*   listed by the Op records it read, to: how many records it read (BoundedOpReads)]
     pending,      \* checks handed to the check executor and not yet sent (AsyncChecks): [t, off] with off
                   \*   the offset of the copy the check names
     now,          \* the broker's clock
@@ -148,6 +153,11 @@ vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budget
 
 Strict == Mode = "strict"
 
+\* Rocketmq's check service reads at most OpPullNums Op records at a time, of those ReputMessageService
+\* has dispatched (see ReadOps); NothingRead is what it knows of the Op queue at a start.
+BoundedOpReads == LaggingOpView /\ ~Strict /\ OpPullNums > 0
+NothingRead == [offs |-> {}, to |-> 0]
+
 \* Who owns t, its producer's clock skew and its immunity.  Read only through these operators: trace
 \* validation (TxMQTrace.tla) moves a trace's transactions through a small pool of reusable ids, so it
 \* holds them per id as state and gives them by overriding these operators.
@@ -171,6 +181,10 @@ PerTxn(f) == f
 HalfAt(h, i) == h[i]
 HalfLen(h) == Len(h)
 HalfAppend(h, r) == Append(h, r)
+\* The Op queue's records (opRecords), read and written through these (trace validation chunks them too).
+OpAt(r, j) == r[j]
+OpLen(r) == Len(r)
+OpAppend(r, x) == Append(r, x)
 
 Age(i) == now - HalfAt(half, i).born
 
@@ -230,7 +244,7 @@ Init ==
     /\ half = << >>
     /\ latest = AllTxns(0)
     /\ covered = {}
-    /\ opRecords = 0
+    /\ opRecords = << >>
     /\ reals = AllTxns(0)
     /\ lives = AllTxns(0)
     /\ durable = AllTxns(None)
@@ -239,7 +253,7 @@ Init ==
     /\ cache = << >>
     /\ cursor = 0
     /\ index = AllTxns(None)
-    /\ opRead = {}
+    /\ opRead = NothingRead
     /\ pending = {}
     /\ now = 0
     /\ net = {}
@@ -470,8 +484,8 @@ FlushOps(J) ==
     /\ LET listed == {opBuf[j] : j \in J}
        IN /\ covered' = covered \cup listed
           /\ opDup' = (opDup \/ listed \cap covered # {} \/ Cardinality(listed) < Cardinality(J))
+          /\ opRecords' = OpAppend(opRecords, IF BoundedOpReads THEN listed ELSE {})
     /\ opBuf' = Without(opBuf, J)
-    /\ opRecords' = opRecords + 1
     /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
                    opRead, pending, now, net, ends, delivered, checks, discardLog, budgetVars>>
 
@@ -499,13 +513,32 @@ Settled(i) == \/ On(GuardSkipResolved) /\ Get(index, HalfAt(half, i).t) # None
 (* check a half whose Op record was written after its last read.  With    *)
 (* LaggingOpView the scanner decides on opRead, refreshed by ReadOps.     *)
 (***************************************************************************)
-OpView == IF LaggingOpView THEN opRead ELSE covered
+OpView == IF LaggingOpView THEN opRead.offs ELSE covered
 
-\* The scanner reads the Op queue to its end (fillOpRemoveMap until NO_NEW_MSG).
-ReadOps ==
+(***************************************************************************)
+(* A read of the Op queue.  Unbounded (OpPullNums = 0, or strict): to its *)
+(* end, k unused.  BoundedOpReads (rocketmq): fillOpRemoveMap calls       *)
+(* TransactionalMessageBridge.getOpMessage(queue, offset, 32), which      *)
+(* returns at most OP_MSG_PULL_NUMS records, and only those the Op        *)
+(* topic's consume queue holds: ReputMessageService dispatches an appended *)
+(* record to it on a thread of its own, so a read stops at the end of a   *)
+(* dispatched prefix of the Op queue, which grows on its own.  The read   *)
+(* takes records up to k, at most OpPullNums past where it begins; k is   *)
+(* any end within that (the dispatched prefix's end may be anywhere).  A  *)
+(* run begins at its Op checkpoint, which passes only records whose       *)
+(* halves are all behind the half checkpoint: the records a read skips   *)
+(* (after a restart, which forgets every read) list offsets the scan has  *)
+(* passed, so that what they say can change no decision.                  *)
+(***************************************************************************)
+ReadOps(k) ==
     /\ LaggingOpView
-    /\ opRead # covered
-    /\ opRead' = covered
+    /\ IF BoundedOpReads
+       THEN /\ k \in (opRead.to + 1)..OpLen(opRecords)
+            /\ \A j \in (opRead.to + 1)..(k - OpPullNums) : OpAt(opRecords, j) \subseteq 1..cursor
+            /\ opRead' = [offs |-> opRead.offs \cup UNION {OpAt(opRecords, j) : j \in (opRead.to + 1)..k},
+                          to |-> k]
+       ELSE /\ opRead.offs # covered
+            /\ opRead' = [opRead EXCEPT !.offs = covered]
     /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, pending, now, net, historyVars,
                    budgetVars>>
 
@@ -692,7 +725,7 @@ CrashRestart(c) ==
     /\ opBuf' = << >>
     /\ cache' = << >>
     /\ index' = Rebuilt
-    /\ opRead' = {}
+    /\ opRead' = NothingRead   \* the removeMap is memory
     /\ pending' = {}   \* the executor's queue is memory
     /\ unregistered' = IF Strict THEN unregistered ELSE {p \in Producers : alive[p]}
     /\ UNCHANGED <<local, said, sent, ownEndDone, alive, half, latest, covered, opRecords, reals, lives,
@@ -707,6 +740,7 @@ DeliverSome == \E m \in net : Deliver(m)
 DuplicateSome == \E m \in net : DeliverDup(m)
 LoseSome == \E m \in net : Lose(m)
 FlushSome == \E J \in SUBSET (1..Len(opBuf)) : FlushOps(J)
+ReadSome == \E k \in 0..OpLen(opRecords) : ReadOps(k)
 CrashSome == \E c \in cursorDurable..cursor : CrashRestart(c)
 SendSome == \E c \in pending : SendCheckNobody(c) \/ \E p \in Producers : SendCheck(c, p)
 
@@ -716,7 +750,7 @@ Next ==
     \/ \E t2 \in Times : Tick(t2)
     \/ DeliverSome \/ DuplicateSome \/ LoseSome
     \/ FlushSome
-    \/ ReadOps
+    \/ ReadSome
     \/ Scan
     \/ SendSome
     \/ CrashSome
@@ -754,7 +788,7 @@ TypeOK ==
     /\ \A i \in DOMAIN half : half[i].t \in Txns /\ half[i].n \in Nat /\ half[i].from \in 0..(i - 1)
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
     /\ covered \subseteq Nat
-    /\ opRead \subseteq covered
+    /\ opRead.offs \subseteq covered /\ opRead.to \in 0..Len(opRecords)
     /\ \A c \in pending : c.t \in Txns /\ c.off \in 1..Len(half) /\ half[c.off].t = c.t
     /\ delivered \in [Txns -> Nat]
     /\ Range(opBuf) \subseteq 1..Len(half)

@@ -209,13 +209,24 @@ Open ==
                          topic |-> Ev.topic, q |-> Ev.q, crc |-> Ev.crc])
     /\ UNCHANGED <<floor, recs>> /\ Keep
 
+\* The Op queue's records (chunked as the half queue is: ChunkHalfAt...) without the offsets at or below
+\* the floor i, in the chunks from the one holding the last record read: a record read earlier may keep
+\* offsets it lists above an older floor, which are still true of it (and rare: the scan passes the
+\* halves a record lists soon after reading it), so that a FLOOR copies a chunk or two, not the queue.
+FloorOps(i) ==
+    LET from == HalfChunkOf(IF opRead.to = 0 THEN 1 ELSE opRead.to)
+    IN << >> \o [c \in DOMAIN opRecords |->
+                    IF c < from THEN opRecords[c]
+                    ELSE << >> \o [j \in DOMAIN opRecords[c] |-> {o \in opRecords[c][j] : o > i}]]
+
 \* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
 RaiseFloor ==
     /\ floor' = Ev.i
     /\ covered' = {o \in covered : o > Ev.i}
-    /\ opRead' = {o \in opRead : o > Ev.i}
+    /\ opRead' = [opRead EXCEPT !.offs = {o \in @ : o > Ev.i}]
+    /\ opRecords' = IF BoundedOpReads THEN FloorOps(Ev.i) ELSE opRecords
     /\ half' = BuryPassed(half, Ev.i)
-    /\ UNCHANGED <<producerVars, latest, opRecords, reals, lives, durable, cursorDurable,
+    /\ UNCHANGED <<producerVars, latest, reals, lives, durable, cursorDurable,
                    opBuf, cache, cursor, index, pending, now, net, historyVars, budgetVars, occupant, recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
@@ -234,8 +245,8 @@ Reset ==
     /\ ends' = AllSlots(<< >>) /\ delivered' = AllSlots(0) /\ checks' = AllSlots(<< >>)
     /\ discardLog' = AllSlots(<< >>) /\ occupant' = AllSlots(Vacant) /\ floor' = 0
     /\ recs' = AllSlots(<< >>)
-    /\ half' = << >> /\ covered' = {} /\ opRecords' = 0 /\ cursor' = 0 /\ cursorDurable' = 0
-    /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = {}
+    /\ half' = << >> /\ covered' = {} /\ opRecords' = << >> /\ cursor' = 0 /\ cursorDurable' = 0
+    /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = NothingRead
     /\ pending' = {}
     /\ UNCHANGED <<alive, unregistered, budgetVars>>
 
@@ -383,7 +394,13 @@ CondsOf(d) ==
                C(d, "ShutdownOpBufferIsTheSpecs",
                  IF AnyOrder THEN SameEntries(opBuf, Ev.offs) ELSE opBuf = Ev.offs, opBuf),
                C(d, "HalfQueueLength", HalfLen(half) = Ev.halves, HalfLen(half)),
-               C(d, "OpRecordCount", opRecords = Ev.ops, opRecords) >>
+               C(d, "OpRecordCount", OpLen(opRecords) = Ev.ops, OpLen(opRecords)) >>
+      \* BoundedOpReads: a read ends at Ev.k, the next Op queue offset it would read (the spec's records
+      \* 1..Ev.k), within the Op queue and at most OpPullNums records past what the check service had read.
+      [] Ev.e = "READ" /\ BoundedOpReads ->
+            << NothingOwed(d), C(d, "ReadWithinOpQueue", Ev.k <= OpLen(opRecords), OpLen(opRecords)),
+               C(d, "ReadAtMostOpPullNums", Ev.k <= opRead.to \/ ENABLED ReadOps(Ev.k),
+                 [read |-> opRead.to, most |-> OpPullNums]) >>
       [] OTHER -> << NothingOwed(d) >>
 
 \* The TxMQ action each kind takes, with the fields only its next state shows.
@@ -398,8 +415,10 @@ Act ==
       [] Ev.e = "ANSWER" -> AnswerEv
       [] Ev.e = "END" -> DeliverEnd(Ev.res)
       [] Ev.e = "OP" -> FlushOps(Listed)
-      \* A read that finds nothing the view lacks changes nothing (ReadOps is the read that does).
-      [] Ev.e = "READ" -> IF ~LaggingOpView \/ opRead = covered THEN Keep ELSE ReadOps
+      \* A read that finds nothing the view lacks changes nothing (ReadOps is the read that does): bounded,
+      \* one that ends where the view does (a run re-reading from its Op checkpoint).
+      [] Ev.e = "READ" -> IF (IF BoundedOpReads THEN Ev.k <= opRead.to ELSE ~LaggingOpView \/ opRead.offs = covered)
+                          THEN Keep ELSE ReadOps(Ev.k)
       [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved
       [] Ev.e = "RENEW" -> IF Async THEN ScanCheckLater
                            ELSE IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)

@@ -56,7 +56,7 @@ def _changed(name: str, before: Mapping[str, str], after: Mapping[str, str]) -> 
 # ----------------------------------------------------------------------------- derivation
 # TxMQ.tla's zero-arity wrappers (they give coverage a name per kind of step) and the action each wraps.
 _WRAPPED = {"DeliverSome": "Deliver", "DuplicateSome": "DeliverDup", "LoseSome": "Lose",
-            "FlushSome": "FlushOps", "CrashSome": "CrashRestart"}
+            "FlushSome": "FlushOps", "CrashSome": "CrashRestart", "ReadSome": "ReadOps"}
 
 
 def _step(action: str, before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.tla.traces.spec_input import MessageFields, SpecInput, Step
+from txmq.transaction.scan import OP_BATCH
 
 MODULE_NAME = "TxMQTraceRun"
 DATA_MODULE = "TxMQTraceData"
@@ -153,6 +154,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # functions over the slots and the half queue in chunks (TxMQ's Get, Put, HalfAt...)
         "    Get <- ChunkGet\n    Put <- ChunkPut\n    PerTxn <- Chunked\n"
         "    HalfAt <- ChunkHalfAt\n    HalfLen <- ChunkHalfLen\n    HalfAppend <- ChunkHalfAppend\n"
+        "    OpAt <- ChunkHalfAt\n    OpLen <- ChunkHalfLen\n    OpAppend <- ChunkHalfAppend\n"
         f"    SlotChunk = {spec.slot_chunk}\n    HalfChunk = {spec.half_chunk}\n"
         # a history keeps its last entry alone: the steps read no other (TxMQ's Logged)
         "    Logged <- LastOnly\n"
@@ -179,6 +181,8 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         f"    AsyncChecks = {tla(mode == 'rocketmq')}\n    UnorderedOps = {tla(mode == 'rocketmq')}\n"
         # a client may answer a check without the fromTransactionCheck flag (the C++-core client)
         f"    UnmarkedAnswers = {tla(mode == 'rocketmq')}\n"
+        # rocketmq reads at most OP_MSG_PULL_NUMS Op records at a time, of those dispatched (ReadOps)
+        f"    OpPullNums = {OP_BATCH}\n"
         "    Trace <- TraceV\n    Start <- StartV\n    ShowEnd <- ShowEndV\n"
         f"INIT {'WindowInit' if window else 'TraceInit'}\nNEXT TraceNext\nVIEW TraceView\n"
         "INVARIANT ReportAccepted\n"

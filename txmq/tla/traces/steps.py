@@ -290,10 +290,10 @@ class _Builder:
         self.add("OP", e, offs=[int(o) + 1 for o in e["half_offsets"]])
 
     def on_op_read(self, e: Mapping[str, Any]) -> None:
-        """The check service's view of the Op queue catches up with it (the spec's ``ReadOps``)."""
+        """A read of the Op queue to ``op_offset``, its next begin offset (``ReadOps``: rocketmq, <= 32)."""
         self.spec.op_reads = True
         self.tick(e)
-        self.add("READ", e)
+        self.add("READ", e, k=int(e["op_offset"]))
 
     def on_half_renew(self, e: Mapping[str, Any]) -> None:
         self.tick(e)
