@@ -66,7 +66,7 @@ CONSTANTS
                            \*   in a later step of its own (TRUE); FALSE: sent in the step that renews
     UnorderedOps,          \* rocketmq: END_TX runs on a thread pool, so an Op record may list its entries
                            \*   in another order than their END_TX were applied (TRUE); FALSE: in that order
-    UnmarkedAnswers        \* rocketmq: a client may answer a check without the fromTransactionCheck flag,
+    UnmarkedAnswers,       \* rocketmq: a client may answer a check without the fromTransactionCheck flag,
                            \*   which the broker then takes for the owner's own END_TX (TRUE); FALSE: marked
     OpPullNums             \* rocketmq with LaggingOpView: a read of the Op queue takes at most this many Op
                            \*   records (OP_MSG_PULL_NUMS, 32 upstream), of those dispatched; 0: to its end
