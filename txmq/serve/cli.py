@@ -44,6 +44,7 @@ def _serve(args: argparse.Namespace) -> int:
     from txmq.broker.facade import validate_topic
     from txmq.serve.admin_http import LOOPBACK
     from txmq.serve.config import ServeConfig
+    from txmq.serve.inject import parse_injection
     from txmq.serve.server import ServeSession
     from txmq.serve.types import parse_topic
 
@@ -73,6 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
         if port is not None and not 0 <= port < 65536:
             raise ConfigError(f"{flag} {port}: use 0 (any free port) to 65535")
     advertise = _endpoint(args.advertise) if args.advertise else None
+    injections = tuple(parse_injection(text) for text in args.inject or [])
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -84,7 +86,8 @@ def _serve(args: argparse.Namespace) -> int:
                                port=args.port, trace=trace, advertise=advertise,
                                remoting_port=args.remoting, manual_clock=args.clock == "manual",
                                admin_port=admin, topic_types=types,
-                               fifo_groups=frozenset(_group(g) for g in args.groups or [])).start()
+                               fifo_groups=frozenset(_group(g) for g in args.groups or []),
+                               injections=injections).start()
         named = (f"{name} ({types[name]})" if name in types else name for name in sorted(topics))
         print(f"txmq serve: listening on {args.host}:{session.port} (mode {broker_config.mode}, flush "
               f"{broker_config.flush}, topics {', '.join(named)})", flush=True)
@@ -138,6 +141,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--admin", type=int, metavar="PORT",
                         help="serve the admin interface (HTTP/JSON, docs/serve.md) on this loopback port; 0 "
                              "picks a free one, the default with --clock manual")
+    parser.add_argument("--inject", action="append", metavar="ENTRY[:SELECTOR]",
+                        help="rocketmq mode: make the atlas anomaly ENTRY happen to the N-th producer COMMIT "
+                             "(SELECTOR N, default 1) or to those of a producer group (group=G); "
+                             "repeatable; `txmq atlas` lists the injectable entries (docs/serve.md)")
     parser.add_argument("--trace", help="write the session's trace here, *.parquet or *.ndjson")
     parser.add_argument("--broker", dest="broker_settings", action="append", metavar="SETTING=VALUE",
                         help="override one broker setting, e.g. check_interval_ms=5000; repeatable")
