@@ -3,7 +3,8 @@ entry; exit 1 when a scenario disagrees with its entry (an anomaly an entry says
 did not show, or one strict mode was to keep absent that showed). With ``--endpoint HOST:PORT``, run the
 entries a client can bring about against that endpoint instead (``txmq.atlas.endpoint``) and print
 reproduced / not reproduced / unreachable (or not seen, for a race of the endpoint's) for each; that run
-judges the endpoint, so it exits 0."""
+judges the endpoint, so it exits 0. ``--injectable`` lists the entries ``txmq serve --inject`` makes happen
+on demand (``txmq.serve.inject``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from txmq.atlas.runner import Run, run, select
 from txmq.audit.nemesis import split_endpoint
 from txmq.audit.timing import SETTLE_MARGIN_S, endpoint_settings
 from txmq.errors import ConfigError, TxmqError
+from txmq.serve.inject import INJECTABLE
 
 
 def agrees(rocketmq: Run, strict: Run) -> bool:
@@ -94,6 +96,10 @@ def _against_endpoint(args: argparse.Namespace) -> int:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.injectable:
+        for key, rule in INJECTABLE.items():
+            print(f"{key}: txmq serve --mode rocketmq --inject {key}[:N | :group=G]; {rule}")
+        return 0
     if args.endpoint:
         return _against_endpoint(args)
     rows, ok = table(args.names)
@@ -110,6 +116,8 @@ def register(sub: Any) -> None:
     parser.add_argument("names", nargs="*", metavar="NAME", help="entries to run (default: all)")
     parser.add_argument("--endpoint", metavar="HOST:PORT",
                         help="run the entries a client can bring about against this 5.x endpoint")
+    parser.add_argument("--injectable", action="store_true",
+                        help="list the entries txmq serve --inject can make happen, and exit")
     for option, kind, default, what in _ENDPOINT_OPTIONS:
         parser.add_argument(option, type=kind, default=default, help=f"with --endpoint: {what}")
     parser.set_defaults(launch=None)  # txmq.audit.timing.endpoint_settings: no launched endpoint here

@@ -10,6 +10,7 @@ from txmq.atlas.entries import ENTRIES
 from txmq.atlas.entry import Entry
 from txmq.atlas.pending import PENDING
 from txmq.catalogue.outcomes import OUTCOME_NAMES
+from txmq.serve.inject import INJECTABLE
 
 
 def reproduced_in(entry: Entry) -> str:
@@ -49,11 +50,19 @@ def _section(entry: Entry) -> list[str]:
              f"- txmq reproduces it in: {reproduced_in(entry)}; strict mode: {strict}.",
              f"- Against upstream HEAD through its proxy: {against_upstream(entry)}"
              + _how_brought_about(entry),
-             f"- Spec: {spec}.", f"- Audit: {audit}.",
+             f"- Spec: {spec}.", f"- Audit: {audit}.", *_injectable(entry),
              f"- Scenario: `txmq atlas {entry.key}` (`{entry.scenario.__module__}.{entry.scenario.__name__}`"
              + (", with " + ", ".join(f"{k}={v}" for k, v in entry.config.items()) if entry.config else "")
              + ").", ""]
     return lines
+
+
+def _injectable(entry: Entry) -> list[str]:
+    """The line saying how ``txmq serve`` injects the entry, if it can (``txmq.serve.inject``)."""
+    if entry.key not in INJECTABLE:
+        return []
+    return [f"- Injectable: `txmq serve --mode rocketmq --inject {entry.key}[:SELECTOR]`, through "
+            f"{INJECTABLE[entry.key]} ([serve.md](serve.md#anomalies-on-demand))."]
 
 
 def render_markdown() -> str:
@@ -81,6 +90,9 @@ def render_markdown() -> str:
         "(`--transaction-timeout`, `--check-interval`, `--check-max`, in seconds); `--settle` bounds the",
         "wait per entry. The column *upstream HEAD* is that run against the RocketMQ kit's broker and proxy",
         "(`tests/test_atlas_upstream.py`).",
+        "",
+        "`txmq atlas --injectable` lists the entries `txmq serve --mode rocketmq --inject ENTRY[:SELECTOR]`",
+        "makes happen on demand ([serve.md](serve.md#anomalies-on-demand)); their sections say so.",
         "",
         "| entry | upstream | title | status upstream | reproduced in | upstream HEAD | catalogue | spec "
         "| audit |",

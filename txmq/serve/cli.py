@@ -17,10 +17,14 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from txmq.config import BrokerConfig
 from txmq.errors import ConfigError
 from txmq.sim.cli import pairs
+
+if TYPE_CHECKING:
+    from txmq.serve.server import ServeSession
 
 DEFAULT_PORT = 8081  # upstream proxy's grpcServerPort
 
@@ -40,10 +44,31 @@ def _endpoint(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _announce(args: argparse.Namespace, session: ServeSession) -> None:
+    """The first lines serve prints: where it listens (a test reads the port from the first), what it
+    injects, and its other ports."""
+    from txmq.serve.admin_http import LOOPBACK
+
+    types, config = session.topic_types, session.broker_config
+    named = (f"{name} ({types[name]})" if name in types else name for name in sorted(session.topics))
+    print(f"txmq serve: listening on {args.host}:{session.port} (mode {config.mode}, flush "
+          f"{config.flush}, topics {', '.join(named)})", flush=True)
+    if session.injections:
+        print(f"txmq serve: injecting {', '.join(map(str, session.injections))} (docs/serve.md, anomalies on "
+              "demand)", flush=True)
+    if session.remoting is not None:
+        print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
+    if session.admin is not None:
+        address = f"{LOOPBACK}:{session.admin.port}"
+        use = f"txmq clock advance --admin {address} 30s" if args.clock == "manual" else (
+            f"txmq clock now --admin {address}")
+        print(f"txmq serve: admin on {address} (clock {args.clock}: {use})", flush=True)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from txmq.broker.facade import validate_topic
-    from txmq.serve.admin_http import LOOPBACK
     from txmq.serve.config import ServeConfig
+    from txmq.serve.inject import parse_injection
     from txmq.serve.server import ServeSession
     from txmq.serve.types import parse_topic
 
@@ -73,6 +98,7 @@ def _serve(args: argparse.Namespace) -> int:
         if port is not None and not 0 <= port < 65536:
             raise ConfigError(f"{flag} {port}: use 0 (any free port) to 65535")
     advertise = _endpoint(args.advertise) if args.advertise else None
+    injections = tuple(parse_injection(text) for text in args.inject or [])
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -84,17 +110,9 @@ def _serve(args: argparse.Namespace) -> int:
                                port=args.port, trace=trace, advertise=advertise,
                                remoting_port=args.remoting, manual_clock=args.clock == "manual",
                                admin_port=admin, topic_types=types,
-                               fifo_groups=frozenset(_group(g) for g in args.groups or [])).start()
-        named = (f"{name} ({types[name]})" if name in types else name for name in sorted(topics))
-        print(f"txmq serve: listening on {args.host}:{session.port} (mode {broker_config.mode}, flush "
-              f"{broker_config.flush}, topics {', '.join(named)})", flush=True)
-        if session.remoting is not None:
-            print(f"txmq serve: remoting on {args.host}:{session.remoting.port} (NAMESRV_ADDR)", flush=True)
-        if session.admin is not None:
-            address = f"{LOOPBACK}:{session.admin.port}"
-            use = f"txmq clock advance --admin {address} 30s" if args.clock == "manual" else (
-                f"txmq clock now --admin {address}")
-            print(f"txmq serve: admin on {address} (clock {args.clock}: {use})", flush=True)
+                               fifo_groups=frozenset(_group(g) for g in args.groups or []),
+                               injections=injections).start()
+        _announce(args, session)
         try:
             while not stop.wait(1.0):
                 pass
@@ -138,6 +156,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--admin", type=int, metavar="PORT",
                         help="serve the admin interface (HTTP/JSON, docs/serve.md) on this loopback port; 0 "
                              "picks a free one, the default with --clock manual")
+    parser.add_argument("--inject", action="append", metavar="ENTRY[:SELECTOR]",
+                        help="rocketmq mode: make the atlas anomaly ENTRY happen to the N-th producer COMMIT "
+                             "(SELECTOR N, default 1) or to those of a producer group (group=G); "
+                             "repeatable; `txmq atlas` lists the injectable entries (docs/serve.md)")
     parser.add_argument("--trace", help="write the session's trace here, *.parquet or *.ndjson")
     parser.add_argument("--broker", dest="broker_settings", action="append", metavar="SETTING=VALUE",
                         help="override one broker setting, e.g. check_interval_ms=5000; repeatable")

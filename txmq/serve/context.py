@@ -9,6 +9,7 @@ from txmq.broker.facade import Broker
 from txmq.protocol import EndTransactionRequest, EndTransactionResult, LocalTransactionState
 from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
+from txmq.serve.inject import Injector
 from txmq.serve.pop import PopService
 from txmq.serve.requests import TopicTable
 from txmq.serve.transactions import TransactionIndex
@@ -29,6 +30,7 @@ class ServeContext:
     host: str
     port: int
     client_clock: bool = True  # False on a manual clock: a client's born time is on another clock
+    injector: Injector | None = None  # --inject (txmq.serve.inject): rocketmq mode's anomalies on demand
 
     def end_transaction(self, request: EndTransactionRequest, check_count: int | None,
                         became_visible: Callable[[], None]) -> EndTransactionResult:
@@ -36,7 +38,10 @@ class ServeContext:
         ``EndTransactionActivity``, remoting's ``EndTransactionProcessor.processRequest``): one broker
         call traces the producer's decision and applies it; a commit that made a message visible wakes
         ``became_visible`` (the front end's held receives)."""
-        result = self.broker.end_transaction_as_received(request, check_count)
+        if self.injector is not None:
+            result = self.injector.end_transaction(self.broker, request, check_count)
+        else:
+            result = self.broker.end_transaction_as_received(request, check_count)
         if result.ok and request.state is LocalTransactionState.COMMIT_MESSAGE:
             became_visible()
         return result

@@ -35,6 +35,7 @@ from txmq.serve.clients import ClientRegistry
 from txmq.serve.config import ServeConfig
 from txmq.serve.context import BROKER_NAME, ServeContext
 from txmq.serve.heartbeat import HeartbeatGate, ImmediateRegistration
+from txmq.serve.inject import Injection, Injector
 from txmq.serve.manual import ClockDriver
 from txmq.serve.pop import PopService, dead_letter
 from txmq.serve.remoting.server import RemotingServer
@@ -56,7 +57,7 @@ class ServeSession:
                  advertise: tuple[str, int] | None = None, remoting_port: int | None = None,
                  manual_clock: bool = False, admin_port: int | None = None,
                  topic_types: dict[str, str] | None = None,
-                 fifo_groups: frozenset[str] = frozenset()) -> None:
+                 fifo_groups: frozenset[str] = frozenset(), injections: tuple[Injection, ...] = ()) -> None:
         self.store = store
         self.broker_config = broker_config
         self.config = config
@@ -78,6 +79,9 @@ class ServeSession:
         self.manual_clock = manual_clock  # time moves only through the admin interface (txmq.serve.manual)
         self.admin_port = admin_port  # the admin interface's port (txmq.serve.admin_http), if any
         self.admin: AdminServer | None = None
+        if injections and broker_config.strict:
+            raise ConfigError("--inject needs --mode rocketmq: strict mode keeps upstream's anomalies absent")
+        self.injections = injections  # txmq.serve.inject
 
     def start(self) -> ServeSession:
         """Bind, open the store, start the timed services and serve; ``port`` is the bound port. A port
@@ -127,7 +131,8 @@ class ServeSession:
         table = TopicTable(self.topics, self.topic_types, self.fifo_groups)
         self.context = ServeContext(broker=broker, config=cfg, topics=table, pop=pop, transactions=index,
                                     clients=ClientRegistry(broker, gate or ImmediateRegistration(broker)),
-                                    host=host, port=port, client_clock=not self.manual_clock)
+                                    host=host, port=port, client_clock=not self.manual_clock,
+                                    injector=Injector(self.injections) if self.injections else None)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
         if self.remoting_port is not None:
             self.remoting = RemotingServer(self.context, self.host, self.remoting_port, host).start()
@@ -147,6 +152,8 @@ class ServeSession:
         config["topics"] = dict(self.topics)
         config["topic_types"] = dict(self.topic_types)
         config["fifo_groups"] = sorted(self.fifo_groups)
+        if self.injections:
+            config["inject"] = [str(i) for i in self.injections]  # what the trace's anomalies come from
         return config
 
     def stop(self) -> None:
