@@ -116,10 +116,10 @@ def lane(item: pytest.Item) -> str:
     real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
+    if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
+        return "upstream"  # a client module's test on the session's cluster too: one cluster per session
     if name in _CLIENT_MODULES:
         return "clients"
-    if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
-        return "upstream"
     if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME:
         return "real_time"
     if item.get_closest_marker("needs_tlc") is None:

@@ -22,6 +22,7 @@ from remotingkit import RemotingClient
 from servekit import ClientProcess, ServerProcess
 from test_remoting_java import DEADLINE_S, EXAMPLES, Jvm, launch
 from test_serve_java import Example, java5_example
+from test_serve_types import _bodies
 from upstreamkit import kit_file
 
 from txmq.serve.admin_client import AdminClient
@@ -51,13 +52,6 @@ def _judged(server: ServerProcess) -> None:
     assert server.terminate() == 0
     assert server.trace is not None
     assert judge_session(server.trace) == {}
-
-
-def _bodies(client: ClientProcess, consumer: str) -> list[str]:
-    messages = client.ok("receive", consumer=consumer, max=16, invisible_s=10)["messages"]
-    for m in messages:
-        client.ok("ack", consumer=consumer, handle=m["handle"])
-    return [m["body"] for m in messages]
 
 
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
