@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,18 @@ _RECEIVED = re.compile(r"Receive New Messages: \[MessageExt \[brokerName=\w+, qu
                        r".*?queueOffset=(\d+).*?TAGS=(\w+).*?body=\[([-\d, ]*)\]")
 
 
-def _served(tmp_path: Path, mode: str, *args: str) -> ServerProcess:
-    return ServerProcess(tmp_path / "store", "--mode", mode, *args, trace=tmp_path / "serve.ndjson")
+@pytest.fixture
+def servers() -> Iterator[list[ServerProcess]]:
+    """The test's serve processes, killed at teardown if a failure left them running."""
+    made: list[ServerProcess] = []
+    yield made
+    for server in made:
+        server.kill()
+
+
+def _served(servers: list[ServerProcess], tmp_path: Path, mode: str, *args: str) -> ServerProcess:
+    servers.append(ServerProcess(tmp_path / "store", "--mode", mode, *args, trace=tmp_path / "serve.ndjson"))
+    return servers[-1]
 
 
 def _judged(server: ServerProcess) -> None:
@@ -55,12 +66,13 @@ def _judged(server: ServerProcess) -> None:
 
 
 @pytest.mark.parametrize("mode", ["strict", "rocketmq"])
-def test_the_java_clients_delay_and_fifo_examples(tmp_path: Path, mode: str) -> None:
+def test_the_java_clients_delay_and_fifo_examples(servers: list[ServerProcess], tmp_path: Path,
+                                                  mode: str) -> None:
     """Both producer examples send their one message; the FIFO one is received by an orderly group, the
     delayed one only once serve's manual clock passed its delivery time (the example stamps it from the
     wall clock, which serve's manual clock trails: it started at the wall time before the example)."""
     script = java5_example()
-    server = _served(tmp_path, mode, "--topic=JavaDelay:DELAY", "--topic=JavaFifo:FIFO",
+    server = _served(servers, tmp_path, mode, "--topic=JavaDelay:DELAY", "--topic=JavaFifo:FIFO",
                      "--group=JavaFifo:FIFO", "--clock", "manual", *LONG_POLL)
     assert server.admin is not None
     admin = AdminClient(server.admin)
@@ -110,7 +122,7 @@ def _order_consumed(text: str) -> dict[int, list[tuple[int, str, str]]]:
 
 
 @pytest.mark.parametrize("mode", ["rocketmq"])
-def test_upstreams_order_examples(tmp_path: Path, mode: str) -> None:
+def test_upstreams_order_examples(servers: list[ServerProcess], tmp_path: Path, mode: str) -> None:
     """The producer sends 100 messages, each order's to one queue (MessageQueueSelector). The consumer
     subscribes to TopicTest, not the producer's TopicTestjjj (upstream's example does so), so TopicTest
     gets ORDER_MESSAGES messages with the producer's tags from the Python client first. The orderly
@@ -118,7 +130,7 @@ def test_upstreams_order_examples(tmp_path: Path, mode: str) -> None:
     order; every fifth consumption suspends its queue for 3 s and consumes that message again."""
     kit = kit_file("bin/tools.sh", "upstream's Java client").parent.parent
     tools = [str(kit / "bin" / "tools.sh")]
-    server = _served(tmp_path, mode, "--topic=TopicTestjjj", "--topic=TopicTest", "--remoting", "0",
+    server = _served(servers, tmp_path, mode, "--topic=TopicTestjjj", "--topic=TopicTest", "--remoting", "0",
                      *LONG_POLL)
     namesrv = f"127.0.0.1:{server.remoting_port}"
     deadline = time.monotonic() + DEADLINE_S
@@ -163,14 +175,14 @@ def _stored(remoting: RemotingClient, topic: str) -> int:
 
 
 @pytest.mark.parametrize("mode", ["rocketmq"])
-def test_upstreams_schedule_examples(tmp_path: Path, mode: str) -> None:
+def test_upstreams_schedule_examples(servers: list[ServerProcess], tmp_path: Path, mode: str) -> None:
     """The consumer starts first (as the example says), so that it reads TestTopic from its start; the
     producer's 100 messages of delay level 3 are sent on serve's manual clock, and none is in TestTopic
     1 ms before the level's 10 s (ScheduleMessageService.computeDeliverTimestamp), all are a timer step
     later, and the consumer receives each."""
     kit = kit_file("bin/tools.sh", "upstream's Java client").parent.parent
     tools = [str(kit / "bin" / "tools.sh")]
-    server = _served(tmp_path, mode, "--topic=TestTopic", "--remoting", "0", "--clock", "manual")
+    server = _served(servers, tmp_path, mode, "--topic=TestTopic", "--remoting", "0", "--clock", "manual")
     assert server.admin is not None and server.remoting_port is not None
     admin, remoting = AdminClient(server.admin), RemotingClient(server.remoting_port)
     namesrv = f"127.0.0.1:{server.remoting_port}"
