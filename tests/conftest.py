@@ -87,7 +87,8 @@ def mode(request: pytest.FixtureRequest) -> str:
 # process the longest (25 min in a fresh-clone run, 6 of them theirs), and the serve sessions made the
 # real-time process, which mostly waits, the longest after that (26 min).
 _CLIENT_MODULES = ("test_serve_java", "test_remoting_java", "test_upstream_trace", "test_serve_grpc",
-                   "test_serve_types", "test_serve_fifo", "test_serve_fuzz", "test_serve_clock")
+                   "test_serve_types", "test_serve_fifo", "test_serve_fuzz", "test_serve_clock",
+                   "test_serve_examples")
 
 
 # Test modules that run servers and clients on the real clock (serve, remoting, Spark's JVM). The
@@ -113,10 +114,10 @@ def lane(item: pytest.Item) -> str:
     real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
+    if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
+        return "upstream"  # a client module's test on the session's cluster too: one cluster per session
     if name in _CLIENT_MODULES:
         return "clients"
-    if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
-        return "upstream"
     if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME:
         return "real_time"
     if item.get_closest_marker("needs_tlc") is None:

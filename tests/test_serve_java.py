@@ -33,10 +33,11 @@ def java5_example() -> Path:
 class Example:
     """One example's JVM, its output read line by line."""
 
-    def __init__(self, script: Path, name: str, endpoint: str, topic: str, home: Path) -> None:
+    def __init__(self, script: Path, name: str, endpoint: str, topic: str, home: Path,
+                 timeout_s: int = EXAMPLE_TIMEOUT_S) -> None:
         home.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, EXAMPLE_TOPIC=topic, EXAMPLE_GROUP=GROUP, HOME=str(home),
-                   RMQ_EXAMPLE_TIMEOUT=str(EXAMPLE_TIMEOUT_S), RMQ_LOG_DIR=str(home / "logs"))
+                   RMQ_EXAMPLE_TIMEOUT=str(timeout_s), RMQ_LOG_DIR=str(home / "logs"))
         self.name = name
         self.proc = subprocess.Popen([str(script), name, endpoint], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, env=env,

@@ -289,3 +289,22 @@ def test_an_end_transaction_is_one_hold_of_the_broker_lock(make_env: EnvFactory,
     [local] = env.sink.of(ev.LOCAL_TX)
     assert env.sink.events[local["seq"] + 1]["event"] == ev.END_TX
     assert (local["from_check"], local["check_count"]) == (from_check, 3 if from_check else None)
+
+
+def test_an_orderly_consumers_queue_lock_is_its_holders_until_it_expires() -> None:
+    """``RebalanceLockManager.tryLockBatch``: a queue another client holds is refused until 60 s after its
+    holder's last lock; the holder renews it by locking again and gives it up by unlocking."""
+    from txmq.serve.remoting.lock import LOCK_MAX_LIVE_MS, RebalanceLocks
+
+    clock = ManualClock(1_000_000)
+    locks = RebalanceLocks(clock)
+    q0, q1 = ("orders", "txmq", 0), ("orders", "txmq", 1)
+    assert locks.try_lock_batch("g", [q0, q1], "a") == [q0, q1]
+    assert locks.try_lock_batch("g", [q0, q1], "b") == []
+    assert locks.try_lock_batch("other", [q0], "b") == [q0]  # locks are per consumer group
+    clock.advance(LOCK_MAX_LIVE_MS)
+    assert locks.try_lock_batch("g", [q0], "a") == [q0]  # a renews q0 at the last moment
+    clock.advance(1)
+    assert locks.try_lock_batch("g", [q0, q1], "b") == [q1]  # q1 expired, q0 was renewed
+    locks.unlock_batch("g", [q0, q1], "b")  # b's q1 goes; a's q0 stays a's
+    assert locks.try_lock_batch("g", [q0, q1], "c") == [q1]

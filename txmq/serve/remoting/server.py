@@ -20,7 +20,7 @@ from functools import partial
 
 from txmq.errors import ConfigError, TxmqError
 from txmq.serve.context import ServeContext
-from txmq.serve.remoting import codes, consumer, producer
+from txmq.serve.remoting import codes, consumer, lock, producer
 from txmq.serve.remoting.clients import RemotingClients
 from txmq.serve.remoting.connection import Connection
 from txmq.serve.remoting.consumer import PullHold
@@ -76,6 +76,9 @@ class RemotingServer:
         handlers: dict[int, Handler] = {code: partial(fn, ctx) for code, fn in table.items()}
         pull = partial(consumer.pull, ctx, self.hold)
         handlers[codes.PULL_MESSAGE] = handlers[codes.LITE_PULL_MESSAGE] = pull
+        locks = lock.RebalanceLocks(ctx.serve.broker.clock)
+        handlers[codes.LOCK_BATCH_MQ] = partial(lock.lock_batch, ctx, locks)
+        handlers[codes.UNLOCK_BATCH_MQ] = partial(lock.unlock_batch, ctx, locks)
         return handlers
 
     def start(self) -> RemotingServer:
