@@ -17,6 +17,10 @@ OneGroup == [p \in Producers |-> "g1"]
 TwoGroups == [p \in Producers |-> IF p = p1 THEN "g1" ELSE "g2"]
 
 ClockToHorizon == 0..Horizon
+\* A rocketmq send retry born 1 earlier, as far, or 1 later from the broker's clock than its first send;
+\* or not later (a later one may come of age only after the horizon).
+AroundTheFirstStamp == -1..1
+NotLaterThanTheFirstStamp == -1..0
 
 NoSkew == [t \in Txns |-> 0]
 \* t1's producer clock is 2 ahead of the broker's: t1 is born in the broker's future.
@@ -127,6 +131,15 @@ OpReadsReachTheEnd == [][opRead'.to > opRead.to => opRead'.to = Len(opRecords)]_
 \* heartbeat, so a running owner's transaction is checked and its check goes to nobody (an action
 \* property); crash_forgets_producers must find such a check.
 CheckReachesARunningOwner == [][ScanCheckNobody => ~alive[OwnerOf(Rec.t)]]_vars
+
+\* Rocketmq (ClockReadLag): the check service decides a record by a clock it read before its step is logged,
+\* so a half is re-put for its immunity although at the step's own clock it is older than its immunity (an
+\* action property); immunity_read_before_the_step must find such a re-put.
+ReputWithinImmunityAtItsStep == [][ScanImmunity => Age(Next1) <= ImmunityOf(Rec.t).scan]_vars
+
+\* Rocketmq: a send retried over another connection of the group after the owner's closed, and the owner's
+\* own END_TX over that one; retry_over_another_connection must find such an END_TX in flight.
+OwnEndOverItsOwner == \A m \in net : (m.type = "end" /\ ~m.chk) => m.p = OwnerOf(m.t)
 
 \* The CI models reach two broker crashes and two admin resumes (the controls built on strict_two_crashes
 \* and strict_two_resumes must violate these).

@@ -68,8 +68,12 @@ CONSTANTS
                            \*   in another order than their END_TX were applied (TRUE); FALSE: in that order
     UnmarkedAnswers,       \* rocketmq: a client may answer a check without the fromTransactionCheck flag,
                            \*   which the broker then takes for the owner's own END_TX (TRUE); FALSE: marked
-    OpPullNums             \* rocketmq with LaggingOpView: a read of the Op queue takes at most this many Op
+    OpPullNums,            \* rocketmq with LaggingOpView: a read of the Op queue takes at most this many Op
                            \*   records (OP_MSG_PULL_NUMS, 32 upstream), of those dispatched; 0: to its end
+    ClockReadLag,          \* rocketmq: how long before its step is logged the check service may have read
+                           \*   the clock it decides a record by (EarliestRead); strict decides at the step
+    RetryStamps            \* rocketmq: how much later (or earlier) than its transaction's first send a send
+                           \*   retry may be born, on the broker's clock (a set; strict: always 0)
 
 Actions == {"commit", "rollback"}
 None == "none"
@@ -87,6 +91,8 @@ ASSUME
     /\ Skew \in [Txns -> Int]
     /\ \A t \in Txns : Immunity[t].has \in BOOLEAN /\ Immunity[t].scan \in Int /\ Immunity[t].end \in Int
     /\ {MaxCrash, MaxProducerCrash, MaxLoss, MaxDup, MaxRetry, MaxStoreError, MaxResume} \subseteq Nat
+    /\ ClockReadLag \in Nat
+    /\ RetryStamps \subseteq Int
     /\ {GuardResolvedIndex, GuardDurableRollback, GuardRebuildFromReal,
         GuardSkipResolved, GuardSkipSuperseded, GuardDiscardFinal, LaggingOpView, AsyncChecks,
         UnorderedOps, UnmarkedAnswers} \subseteq BOOLEAN
@@ -102,9 +108,11 @@ VARIABLES
     unregistered, \* running producers the broker's producer table lost when it crashed (rocketmq:
                   \*   ProducerManager is memory); no check reaches one until it registers again
     \* --- broker, durable ---
-    half,         \* the half queue: Seq of [t, n (check count), born (producer clock), and two fields the
-                  \*   broker never reads: put (the broker's clock at the original's HALF_PUT) and from
-                  \*   (the offset of the copy this one renews; 0 for an original or a resumed copy)]
+    half,         \* the half queue: Seq of [t, n (check count), born (producer clock), put (the broker's
+                  \*   clock at the original's HALF_PUT, or the one a retry's stamp stands for
+                  \*   (ResendHalf): the broker never reads it, but the check service
+                  \*   cannot have read its clock for the record before it, EarliestRead) and from (the offset
+                  \*   of the copy this one renews; 0 for an original or a resumed copy, never read)]
     latest,       \* [Txns -> Nat]: offset of t's newest half record (0: none)
     covered,      \* half offsets listed by Op records in the Op queue
     opRecords,    \* the Op queue: Seq of the Op records, each the half offsets it lists when the check service
@@ -134,8 +142,8 @@ VARIABLES
     delivered,    \* [Txns -> Nat]: how many END_TX messages of t were delivered to the broker
     checks,       \* [Txns -> Seq([kind, n, age, covered, renewedCovered, life])]: every check sent and
                   \*   every immunity re-put (both spend the check budget), in order, with what held when it
-                  \*   was made (age on the broker's clock, from put and Skew; whether an Op record lists
-                  \*   the copy, or a copy it renews)
+                  \*   was made (age on the broker's clock value it was decided by, from put and Skew;
+                  \*   whether an Op record lists the copy, or a copy it renews)
     discardLog,   \* [Txns -> Seq([n, why, expired, life])]: every discard
     opDup,        \* some half offset was listed by two Op entries
     \* --- perturbation counters ---
@@ -186,12 +194,15 @@ OpAt(r, j) == r[j]
 OpLen(r) == Len(r)
 OpAppend(r, x) == Append(r, x)
 
-Age(i) == now - HalfAt(half, i).born
+\* The age of record i on the broker's clock value c, and now.
+AgeAt(i, c) == c - HalfAt(half, i).born
+Age(i) == AgeAt(i, now)
 
 \* What the invariants measure an age with: the broker's clock minus the half's birth as the producer's clock
 \* really had it (the broker's clock at the original's HALF_PUT plus the producer's skew), not the stamp the
 \* broker acts on, so that a wrong stamp or a wrong subtraction is seen.
-TrueAge(i) == now - (HalfAt(half, i).put + SkewOf(HalfAt(half, i).t))
+TrueAgeAt(i, c) == c - (HalfAt(half, i).put + SkewOf(HalfAt(half, i).t))
+TrueAge(i) == TrueAgeAt(i, now)
 
 AllTxns(v) == PerTxn([t \in Txns |-> v])
 
@@ -287,18 +298,36 @@ SendHalf(t) ==
 (***************************************************************************)
 (* A client send retry (S33): the first attempt timed out at the client   *)
 (* but was stored, so the same transaction has a second half; the owner   *)
-(* ends the one the retry returned.                                        *)
+(* ends the one the retry returned.  Rocketmq: a 4.x client retries      *)
+(* (DefaultMQProducerImpl.sendDefaultImpl) over whichever connection it   *)
+(* has open then, another one if the first closed (its close looks to the *)
+(* broker like a producer going down), and re-stamps the born timestamp  *)
+(* at each attempt (sendKernelImpl), so the copy is born at its own       *)
+(* distance from the broker's clock (RetryStamps); both attempts reach    *)
+(* SendMessageProcessor and each copy is checked on its own.  A retry    *)
+(* shows that the client still runs: its own END_TX is still to come.    *)
+(* The spec's producers are the broker's connections, and it cannot tell *)
+(* one client's connections from another client's of the same group.     *)
 (***************************************************************************)
+\* The connections the owner's sends of t can leave over: its own (strict), or any open one of its group.
+Senders(t) ==
+    IF Strict THEN {p \in {OwnerOf(t)} : alive[p]}
+    ELSE {p \in Producers : alive[p] /\ Group[p] = Group[OwnerOf(t)]}
+
+\* What a retry of t is born at: the first send's distance from the broker's clock, or (rocketmq) another.
+RetryBorns(t) == {now + SkewOf(t) + d : d \in IF Strict THEN {0} ELSE RetryStamps}
+
 ResendHalf(t) ==
     /\ retries < MaxRetry
     /\ Get(local, t) = "unknown"
-    /\ ~Get(ownEndDone, t)
-    /\ alive[OwnerOf(t)]
+    /\ Strict => ~Get(ownEndDone, t)
+    /\ Senders(t) # {}
     /\ sent' = Put(sent, t, HalfLen(half) + 1)
-    /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
+    /\ \E born \in RetryBorns(t) : AppendHalf(t, 0, born, born - SkewOf(t), 0)
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ retries' = retries + 1
-    /\ UNCHANGED <<local, said, ownEndDone, alive, unregistered, covered, opRecords, reals, lives, durable,
+    /\ ownEndDone' = IF Strict THEN ownEndDone ELSE Put(ownEndDone, t, FALSE)
+    /\ UNCHANGED <<local, said, alive, unregistered, covered, opRecords, reals, lives, durable,
                    cursorDurable, opBuf, cursor, index, opRead, pending, now, net, historyVars,
                    crashes, pcrashes, losses, dups, storeErrors, resumes>>
 
@@ -313,13 +342,13 @@ Decide(t) ==
 
 (***************************************************************************)
 (* The owner's own one-way END_TRANSACTION for the half its send returned *)
-(* (DefaultMQProducerImpl.endTransaction), sent once.                      *)
+(* (DefaultMQProducerImpl.endTransaction), sent once, over its connection *)
+(* (rocketmq: the one its client has open to the broker then).            *)
 (***************************************************************************)
 ProducerEnd(t) ==
-    /\ alive[OwnerOf(t)]
     /\ ~Get(ownEndDone, t)
     /\ Get(local, t) \in Actions
-    /\ net' = net \cup {EndMsg(t, Get(sent, t), Get(local, t), FALSE, OwnerOf(t))}
+    /\ \E p \in Senders(t) : net' = net \cup {EndMsg(t, Get(sent, t), Get(local, t), FALSE, p)}
     /\ ownEndDone' = Put(ownEndDone, t, TRUE)
     /\ UNCHANGED <<local, said, sent, alive, unregistered, durableVars, volatileVars, now, historyVars,
                    budgetVars>>
@@ -563,14 +592,36 @@ ScanSkipResolved ==
 
 Unsettled == Examinable /\ Next1 \notin OpView /\ ~Settled(Next1)
 
-\* A half checked now would be checked in time: older than its immunity, or without immunity older
-\* than the timeout or born in the broker's future.
-DueForCheck(i) ==
-    IF ImmunityOf(HalfAt(half, i).t).has THEN Age(i) > ImmunityOf(HalfAt(half, i).t).scan
-    ELSE Age(i) > TimeoutT \/ Age(i) < 0
+(***************************************************************************)
+(* The clock the check service decides by.  Upstream reads               *)
+(* System.currentTimeMillis() for each record it examines (needSkip, then *)
+(* the age in TransactionalMessageServiceImpl.check) before it appends    *)
+(* the record's copy or discard, so the step is logged later than the    *)
+(* clock it was decided by: rocketmq decides by a clock value anywhere   *)
+(* from EarliestRead to now, no earlier than ClockReadLag before the step *)
+(* nor than the record's original was stored (the check service reads   *)
+(* the record before the clock).  An age above a bound holds from some   *)
+(* read on (so at now), one below a bound up to some read (so at the     *)
+(* earliest): each decision is taken at the read that allows it.  Strict *)
+(* decides at its step's clock.                                            *)
+(***************************************************************************)
+EarliestRead ==
+    IF Strict THEN now
+    ELSE LET lagged == IF now > ClockReadLag THEN now - ClockReadLag ELSE 0
+         IN IF lagged > Rec.put THEN lagged ELSE Rec.put
 
-Spent(kind) ==   \* the check-budget history entry of the record examined
-    [kind |-> kind, n |-> Rec.n + 1, age |-> TrueAge(Next1), covered |-> Next1 \in covered,
+\* Record i would be checked in time on the clock value c: older than its immunity, or without immunity
+\* older than the timeout or born in the broker's future.
+DueAt(i, c) ==
+    IF ImmunityOf(HalfAt(half, i).t).has THEN AgeAt(i, c) > ImmunityOf(HalfAt(half, i).t).scan
+    ELSE AgeAt(i, c) > TimeoutT \/ AgeAt(i, c) < 0
+\* ... on some clock value the check service can have read for it (the record examined, Next1).
+DueForCheck(i) == IF DueAt(i, now) THEN TRUE ELSE DueAt(i, EarliestRead)
+\* The clock value a check was decided by: now when due then, else the earliest read.
+CheckClock(i) == IF DueAt(i, now) THEN now ELSE EarliestRead
+
+Spent(kind, c) ==   \* the check-budget history entry of the record examined, decided on clock value c
+    [kind |-> kind, n |-> Rec.n + 1, age |-> TrueAgeAt(Next1, c), covered |-> Next1 \in covered,
      renewedCovered |-> (Lineage(Next1) \ {Next1}) \cap covered # {}, life |-> Get(lives, Rec.t)]
 
 (***************************************************************************)
@@ -594,7 +645,7 @@ ScanDiscard ==
     /\ Examined
     /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, pending, net, ends, delivered, checks, opDup>>
 
-NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
+NotDiscarded == Rec.n < CheckMax /\ AgeAt(Next1, EarliestRead) <= RetentionT
 
 (***************************************************************************)
 (* Re-put (the immunity path, putImmunityMsgBackToHalfQueue): a half with *)
@@ -605,9 +656,9 @@ NotDiscarded == Rec.n < CheckMax /\ Age(Next1) <= RetentionT
 (***************************************************************************)
 ScanImmunity ==
     /\ Unsettled /\ NotDiscarded
-    /\ ImmunityOf(Rec.t).has /\ Age(Next1) <= ImmunityOf(Rec.t).scan
+    /\ ImmunityOf(Rec.t).has /\ AgeAt(Next1, EarliestRead) <= ImmunityOf(Rec.t).scan
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
-    /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("reput")))
+    /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("reput", EarliestRead)))
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, pending, net, ends, delivered, discardLog,
                    opDup>>
@@ -625,7 +676,7 @@ CheckRecord ==
     /\ Unsettled /\ NotDiscarded
     /\ DueForCheck(Next1)
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
-    /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("check")))
+    /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("check", CheckClock(Next1))))
     /\ Examined
     /\ UNCHANGED <<covered, opRecords, reals, lives, durable, index, ends, delivered, discardLog, opDup>>
 
@@ -823,7 +874,8 @@ CheckBound ==
 
 \* No check of a half younger than its timeout (or its immunity), but for a half born in the broker's
 \* future without immunity, which upstream checks at once.  The age is the one the history recorded from
-\* the broker's clock and the producer's real skew (TrueAge), not the stamp the check service read.
+\* the broker's clock value the check was decided by and the producer's real skew (TrueAgeAt), not the
+\* stamp the check service read.
 CheckAfterTimeout ==
     \A t \in Txns : \A j \in DOMAIN checks[t] :
         LET c == checks[t][j]
@@ -884,8 +936,9 @@ EndTxAnswered ==
 CheckToOwnGroup == \A m \in net : Group[m.p] = Group[OwnerOf(m.t)]
 
 \* Every half record carries its original's birth on its producer's clock: the broker's clock at the
-\* HALF_PUT plus that producer's skew (renewed and resumed copies keep it), so every age the broker
-\* computes is the broker's clock minus the producer's real birth.
+\* HALF_PUT plus that producer's skew (renewed and resumed copies keep it; a rocketmq retry's put is the
+\* broker's clock its own stamp stands for), so every age the broker computes is the broker's clock minus
+\* the producer's real birth.
 AgeOnBrokerClock == \A i \in DOMAIN half : half[i].born = half[i].put + SkewOf(half[i].t)
 
 \* IMMUNITY_REJECTED answers exactly an END_TX without the fromTransactionCheck flag (the producer's own, or

@@ -146,6 +146,10 @@ ExaminesRecord(d) ==
        C(d, "Examinable", Examinable, HalfLen(half)),
        C(d, "RecordOfTheTransaction", Examinable /\ Rec.t = Ev.t, IF Examinable THEN Rec.t ELSE 0) >>
 
+\* The clock the check service decided the record by was read within TxMQ's ClockReadLag of the step.
+ReadWithinLag(d) ==
+    C(d, "ClockReadWithinTheLag", now - EarliestRead <= ClockReadLag, [read |-> EarliestRead, lag |-> ClockReadLag])
+
 \* The copy a renewal or re-put appends carries one more check than the record examined.
 RenewedCount(d) == C(d, "CountIsOneMore", Ev.n = Rec.n + 1, Rec.n + 1)
 
@@ -185,6 +189,14 @@ RECURSIVE FloorLineage(_)
 FloorLineage(i) ==
     IF i <= floor THEN {}
     ELSE IF HalfAt(half, i).from = 0 THEN {i} ELSE {i} \cup FloorLineage(HalfAt(half, i).from)
+
+\* TxMQ's EarliestRead for a trace: upstream's check service read the clock it decided the record by after
+\* its own previous event (Ev.read, the time of the check service's last OP_READ, renewal, discard or
+\* checkpoint before this one) and after reading the record (stored at put), and before this step's
+\* event was stamped (now).  Strict decides at its step's clock.  ClockReadWithinTheLag checks that this
+\* is a clock value TxMQ's EarliestRead allows.
+TraceEarliestRead ==
+    IF Strict THEN now ELSE IF Ev.read > Rec.put THEN Ev.read ELSE Rec.put
 
 \* Slot t as TxMQ's Init has a transaction: no trace of what it held.  A function that already holds
 \* the initial value is kept as it is: each Put copies a chunk, and a simulation keeps each copy for the
@@ -294,16 +306,23 @@ SameEntries(a, b) == Len(a) = Len(b) /\ \A v \in Range(a) \cup Range(b) : Count(
 Enabled(d, name, enabled) == C(d, name, enabled, "not enabled")
 
 CondsOf(d) ==
-    CASE Ev.e \in {"SEND", "RESEND"} ->
+    CASE Ev.e = "SEND" ->
             << NothingOwed(d), AppendedAt(d),
                C(d, "BornIsProducerClock", Ev.born = now + SkewOf(Ev.t), now + SkewOf(Ev.t)) >>
-            \o SameMessage(d, Ev.t, "Half") \o
-            << IF Ev.e = "SEND" THEN Enabled(d, "SendHalf", ENABLED SendHalf(Ev.t))
-               ELSE Enabled(d, "ResendHalf", ENABLED ResendHalf(Ev.t)) >>
+            \o SameMessage(d, Ev.t, "Half") \o << Enabled(d, "SendHalf", ENABLED SendHalf(Ev.t)) >>
+      \* A retry leaves over an open connection of the owner's group (strict: the owner's), born at a stamp
+      \* RetryBorns allows (strict: the first send's distance from the broker's clock).
+      [] Ev.e = "RESEND" ->
+            << NothingOwed(d), AppendedAt(d),
+               C(d, "RetryBornIsAStamp", Ev.born \in RetryBorns(Ev.t), RetryBorns(Ev.t)),
+               C(d, "RetryOverAConnectionOfTheGroup", Ev.p \in Senders(Ev.t), Senders(Ev.t)) >>
+            \o SameMessage(d, Ev.t, "Half") \o << Enabled(d, "ResendHalf", ENABLED ResendHalf(Ev.t)) >>
       [] Ev.e = "DECIDE" ->
             << NothingOwed(d), C(d, "DecisionIsPossible", Ev.act \in Decisions, Decisions),
                Enabled(d, "Decide", ENABLED Decide(Ev.t)) >>
-      [] Ev.e = "PEND" -> << NothingOwed(d), Enabled(d, "ProducerEnd", ENABLED ProducerEnd(Ev.t)) >>
+      [] Ev.e = "PEND" ->
+            << NothingOwed(d), C(d, "OwnEndOverAConnectionOfTheGroup", Ev.p \in Senders(Ev.t), Senders(Ev.t)),
+               Enabled(d, "ProducerEnd", ENABLED ProducerEnd(Ev.t)) >>
       [] Ev.e = "UP" -> << NothingOwed(d), Enabled(d, "ProducerStart", ENABLED ProducerStart(Ev.p)) >>
       [] Ev.e = "DOWN" -> << NothingOwed(d), Enabled(d, "ProducerCrash", ENABLED ProducerCrash(Ev.p)) >>
       [] Ev.e = "TICK" -> << NothingOwed(d), Enabled(d, "Tick", ENABLED Tick(Ev.ts)) >>
@@ -359,14 +378,16 @@ CondsOf(d) ==
       [] Ev.e = "RENEW" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
             << UnsettledRecord(d),
+               ReadWithinLag(d),
                C(d, "NotDiscarded", NotDiscarded, [n |-> Rec.n, age |-> Age(Next1)]),
-               C(d, "DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), immunity |-> ImmunityOf(Rec.t)]),
+               C(d, "DueForCheck", DueForCheck(Next1), [age |-> Age(Next1), read |-> EarliestRead,
+                                                        immunity |-> ImmunityOf(Rec.t)]),
                \* with AsyncChecks the recipient is chosen when the executor sends the check (CHECK)
                IF Async THEN C(d, "CheckHandedToTheExecutor", TRUE, TRUE) ELSE Recipient(d, Rec.t),
                AppendedAt(d), RenewedCount(d) >>
       [] Ev.e = "IMMUNITY" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
-            << UnsettledRecord(d), AppendedAt(d), RenewedCount(d),
+            << UnsettledRecord(d), ReadWithinLag(d), AppendedAt(d), RenewedCount(d),
                Enabled(d, "ScanImmunity", ENABLED ScanImmunity) >>
       [] Ev.e = "DISCARD" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
@@ -409,9 +430,10 @@ Act ==
       [] Ev.e = "UP" -> ProducerStart(Ev.p)
       [] Ev.e = "DOWN" -> ProducerCrash(Ev.p)
       [] Ev.e = "SEND" -> SendHalf(Ev.t)
-      [] Ev.e = "RESEND" -> ResendHalf(Ev.t)
+      [] Ev.e = "RESEND" -> ResendHalf(Ev.t) /\ HalfAt(half', Ev.off).born = Ev.born
       [] Ev.e = "DECIDE" -> Decide(Ev.t) /\ Get(local', Ev.t) = Ev.act
-      [] Ev.e = "PEND" -> ProducerEnd(Ev.t)
+      [] Ev.e = "PEND" ->   \* over the connection the END_TX arrives by
+            ProducerEnd(Ev.t) /\ EndMsg(Ev.t, Get(sent, Ev.t), Get(local, Ev.t), FALSE, Ev.p) \in net'
       [] Ev.e = "ANSWER" -> AnswerEv
       [] Ev.e = "END" -> DeliverEnd(Ev.res)
       [] Ev.e = "OP" -> FlushOps(Listed)

@@ -82,6 +82,8 @@ def join(traces: Sequence[BatchTrace]) -> tuple[list[Step], SpecInput, list[tupl
         joined.subscribed.update({f"b{number}:{g}": topics for g, topics in spec.subscribed.items()})
         joined.budgets.update(spec.budgets)
         joined.op_reads = joined.op_reads or spec.op_reads  # the same in every trace of a run (spec_key)
+        joined.clock_read_lag = max(joined.clock_read_lag, spec.clock_read_lag)
+        joined.retry_stamps |= spec.retry_stamps
     return steps, joined, bounds
 
 

@@ -22,7 +22,7 @@ DATA_MODULE = "TxMQTraceData"
 _GUARDS = ("GuardResolvedIndex", "GuardDurableRollback", "GuardRebuildFromReal", "GuardSkipResolved",
            "GuardSkipSuperseded", "GuardDiscardFinal")
 # The constants a trace fixes, each given as ``<name>V == <name>Data`` (see module_texts).
-_FIXED = ("Txns", "Producers", "Group", "PlainMsg", "Subscribed", "Trace", "Start", "ShowEnd")
+_FIXED = ("Txns", "Producers", "Group", "PlainMsg", "Subscribed", "Trace", "Start", "ShowEnd", "RetryStamps")
 _BUDGETS = ("MaxCrash", "MaxProducerCrash", "MaxLoss", "MaxDup", "MaxRetry", "MaxStoreError", "MaxResume")
 
 
@@ -116,6 +116,9 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
         f"GroupData == {groups}",
         *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
+        # how far from its first send's distance to the broker's clock each send retry was born (a TLC
+        # configuration cannot write a negative number)
+        "RetryStampsData == {" + ", ".join(str(d) for d in sorted(spec.retry_stamps | {0})) + "}",
         *_records("TraceData", [step_record(s) for s in steps], tag="e"),
         # a window's start state, one item per line (``windows.end_state``): SANY's cost grows with the
         # square of a line's length
@@ -160,7 +163,9 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         "    Logged <- LastOnly\n"
         # the copies of a record down to the floor: those below may be buried (TxMQTrace's Gone)
         "    Lineage <- FloorLineage\n"
-        "    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n"
+        # the check service decides a record by a clock read since its previous event (TxMQTrace.tla)
+        f"    EarliestRead <- TraceEarliestRead\n    ClockReadLag = {spec.clock_read_lag}\n"
+        "    PlainMsg <- PlainMsgV\n    Subscribed <- SubscribedV\n    RetryStamps <- RetryStampsV\n"
         "    InitiallyUp = {}\n"
         '    Decisions = {"commit", "rollback"}\n'
         f'    UnknownAnswer = "{unknown_answer}"\n'

@@ -172,6 +172,8 @@ class SpecInput:
     budgets: Counter[str] = field(default_factory=Counter)  # MaxCrash, MaxDup, ... as the trace spends them
     base_ts: int = 0  # broker ms that is 0 on the spec's clock
     op_reads: bool = False  # the trace shows the check service's Op reads (OP_READ): LaggingOpView
+    clock_read_lag: int = 0  # the longest a scan decision's clock read may precede its event: ClockReadLag
+    retry_stamps: set[int] = field(default_factory=set)  # each send retry's born - its first's distance
 
     @property
     def slot_chunk(self) -> int:
@@ -187,6 +189,26 @@ class SpecInput:
     def chunked_slots(self) -> int:
         """The trace spec's Txns, 1..chunked_slots: the slots, rounded up to whole chunks."""
         return -(-self.slots // self.slot_chunk) * self.slot_chunk
+
+
+class ScanClock:
+    """When the check service last logged an event (an OP_READ, a renewal, a discard, a checkpoint).
+    Upstream's check service reads the clock it decides a record by (``TransactionalMessageServiceImpl
+    .check``) after its own previous event and before the event of its decision is stamped, so that is the
+    earliest clock a decision can have read (TxMQTrace.tla's ``TraceEarliestRead``); the longest such gap
+    is the trace's ``ClockReadLag``."""
+
+    def __init__(self, spec: SpecInput) -> None:
+        self.spec = spec
+        self.last = 0
+
+    def read(self, at: int, decision: bool = False) -> int:
+        """The check service logs an event at ``at`` (the spec's clock), a ``decision`` on a record by a
+        clock it read since its previous event: the time of that one."""
+        last, self.last = self.last, at
+        if decision:
+            self.spec.clock_read_lag = max(self.spec.clock_read_lag, at - last)
+        return last
 
 
 # A step that changes one value copies its chunk and the sequence of chunks: about 2 * sqrt(n) values for

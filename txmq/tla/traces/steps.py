@@ -26,7 +26,6 @@ from typing import Any
 
 from txmq.config import BrokerConfig
 from txmq.errors import TraceError
-from txmq.tla.traces.copies import Copies
 from txmq.tla.traces.decisions import ACTS as _ACTS
 from txmq.tla.traces.decisions import Decisions
 from txmq.tla.traces.lookahead import Lookahead, end_key, producer_key
@@ -39,6 +38,7 @@ from txmq.tla.traces.spec_input import (
     TLC_INT_MAX,
     ClockBackwardsError,
     MessageFields,
+    ScanClock,
     SpecInput,
     Step,
     half_immunity,
@@ -60,11 +60,11 @@ class _Builder:
         self.spec = SpecInput(base_ts=ahead.base_ts,
                               subscribed={str(g): [str(t) for t in ts] for g, ts in subscribed.items()})
         self.steps: list[Step] = []  # the steps of the event being walked
-        self.txn_ids: dict[str, int] = {}  # each transaction id's first spec transaction
-        self.copies = Copies()  # and the others' (a client's send retry: trace_copies)
+        self.txn_ids: dict[str, int] = {}  # each transaction id's spec transaction
         self.now = 0
         self.halves = 0  # the half queue's length
         self.cursor = 0  # records examined by the check service
+        self.scan = ScanClock(self.spec)  # when it last logged an event
         self.decisions = Decisions(config, self.add)
         self.local = self.decisions.local
         self.in_flight: set[tuple[Any, ...]] = set()  # owners' END_TX messages the spec has in flight
@@ -92,7 +92,8 @@ class _Builder:
             raise unmodelled(e, "the trace spans more time than TLC's integers hold (about 24 days)")
         return value
 
-    def tick(self, e: Mapping[str, Any]) -> None:
+    def tick(self, e: Mapping[str, Any]) -> int:
+        """A TICK to the event's time, if later than the last: the spec's clock then."""
         at = self.ts(e)
         if at < self.now:
             raise ClockBackwardsError(f"seq {e['seq']} ({e['event']}): the broker clock went backwards: ts "
@@ -100,6 +101,7 @@ class _Builder:
         if at > self.now:
             self.now = at
             self.add("TICK", None, ts=at)
+        return self.now
 
     def txn(self, e: Mapping[str, Any], create: bool = False) -> int:
         key = e.get("txn")
@@ -111,7 +113,7 @@ class _Builder:
                 raise unmodelled(e, f"transaction {key} has no HALF_PUT before this event")
             t = self.txn_ids[key] = len(self.spec.txns) + 1
             self.spec.txns.append(key)
-        return self.copies.find(e, t)
+        return t
 
     def producer(self, e: Mapping[str, Any]) -> str:
         return named(self.spec.producers, e)
@@ -204,7 +206,7 @@ class _Builder:
             if seq > int(e["seq"]) and end not in self.in_flight and only in (None, txn):
                 t = self.txn({"seq": seq, "event": ev.END_TX, "txn": end[0], "half_offset": end[1]})
                 self.decisions.before_own_end(t, _ACTS[end[2]])
-                self.add("PEND", None, t=t)
+                self.add("PEND", None, t=t, p=p)
                 self.in_flight.add(end)
         self.spec.budgets["MaxProducerCrash"] += 1
         self.add("DOWN", e if e["event"] == ev.PRODUCER else None, p=p)
@@ -217,22 +219,20 @@ class _Builder:
         p = self.producer(e)
         born = int(e["born_ts"] if e.get("born_ts") is not None else e["ts"]) - self.spec.base_ts
         skew = born - self.now
-        offset = self.half_appended(e)
-        if known and (self.spec.owner[t - 1] != p or self.spec.skew[t - 1] != skew):  # trace_copies
-            t, known = len(self.spec.txns) + 1, False
-            self.copies.split_off(e, t)
-            self.spec.txns.append(f"{e['txn']}@{e['half_offset']}")
+        off = self.half_appended(e)
         if known and self.local.get(t) != "unknown":
             raise unmodelled(e, "a second HALF_PUT of a transaction is modelled only as a send retry, "
                                  "before its local transaction decided")
-        if not known:
+        if known:  # a retry, maybe over another connection, re-stamped: the spec's RetryStamps
+            self.spec.retry_stamps.add(skew - self.spec.skew[t - 1])
+        else:
             self.spec.owner.append(p)
             self.spec.skew.append(skew)
             self.spec.immunity.append(half_immunity(e.get("immunity"), self.timeout))
             self.spec.half_messages.append(MessageFields.of(e))
             self.local[t] = "unknown"
         self.spec.budgets["MaxRetry"] += known
-        self.add("RESEND" if known else "SEND", e, t=t, off=offset, born=born, **MessageFields.step_fields(e))
+        self.add(("SEND", "RESEND")[known], e, t=t, off=off, born=born, p=p, **MessageFields.step_fields(e))
         if producer_key(e) in self.unregistered:
             self.unregistered.discard(producer_key(e))
             self.down(e, producer_key(e), only=e.get("txn"))
@@ -262,7 +262,7 @@ class _Builder:
         key, act, unmarked = end_key(e), _ACTS[e["action"]], self.ahead.unmarked_answer(e)
         if not e["from_check"] and not unmarked and key not in self.in_flight:
             self.decisions.before_own_end(t, act)
-            self.add("PEND", None, t=t)  # the owner sends its END_TX just before it arrives
+            self.add("PEND", None, t=t, p=p)  # the owner sends its END_TX just before it arrives
             self.in_flight.add(key)
         answered = self.decisions.answer_of(e, t, p, unmarked)  # then never a duplicate delivery
         # Looking ahead: a message delivered again later stays in flight (a duplicate delivery).
@@ -292,7 +292,7 @@ class _Builder:
     def on_op_read(self, e: Mapping[str, Any]) -> None:
         """A read of the Op queue to ``op_offset``, its next begin offset (``ReadOps``: rocketmq, <= 32)."""
         self.spec.op_reads = True
-        self.tick(e)
+        self.scan.read(self.tick(e))
         self.add("READ", e, k=int(e["op_offset"]))
 
     def on_half_renew(self, e: Mapping[str, Any]) -> None:
@@ -307,16 +307,16 @@ class _Builder:
         self.skip_to(examined - 1)
         self.cursor = examined
         offset = self.half_appended(e)
-        n = int(e["check_count"])
+        n, read = int(e["check_count"]), self.scan.read(self.now, decision=True)
         if e["result"] == ev.RENEW_IMMUNITY:
-            return self.add("IMMUNITY", e, t=t, i=examined, off=offset, n=n)
+            return self.add("IMMUNITY", e, t=t, i=examined, off=offset, n=n, read=read)
         if not self.strict:  # the check waits in the executor; its CHECK, later, names the recipient
-            return self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=EXECUTOR)
+            return self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=EXECUTOR, read=read)
         check = self.following(ev.CHECK)
         if check is None or check.get("txn") != e.get("txn"):
             raise unmodelled(e, "a HALF_RENEW for a check must be followed by its CHECK")
         p = self.producer(check) if check["result"] == ev.CHECK_SENT else NO_PRODUCER
-        self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=p)
+        self.add("RENEW", e, t=t, i=examined, off=offset, n=n, p=p, read=read)
 
     def on_check(self, e: Mapping[str, Any]) -> None:
         if not self.strict:  # the executor's own step (upstream's resolveHalfMsg hands it to a thread pool)
@@ -326,7 +326,7 @@ class _Builder:
                  ts=self.ts(e))
 
     def on_discard(self, e: Mapping[str, Any]) -> None:
-        self.tick(e)
+        self.scan.read(self.tick(e))
         examined = int(e["half_offset"]) + 1
         self.skip_to(examined - 1)
         self.cursor = examined
@@ -334,7 +334,7 @@ class _Builder:
         self.add("DISCARD", e, t=self.txn(e), i=examined, n=int(e["check_count"]), why=why)
 
     def on_checkpoint(self, e: Mapping[str, Any]) -> None:
-        self.tick(e)
+        self.scan.read(self.tick(e))
         self.skip_to(int(e["half_offset"]))
         self.add("CHECKPOINT", e, i=int(e["half_offset"]))
 
