@@ -45,7 +45,9 @@ class Message:
     delay_level: int = 0
 
 
-@dataclass(frozen=True)
+# slots on the answers and requests: a simulation builds millions of them (a MessageExt per delivery and
+# check, a request per END_TRANSACTION), and slots make a frozen dataclass's construction about twice as fast.
+@dataclass(frozen=True, slots=True)
 class MessageExt:
     """A stored message as a consumer or a check listener sees it."""
 
@@ -87,7 +89,7 @@ class SendStatus(enum.Enum):
     SEND_OK = "SEND_OK"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SendResult:
     """The broker's answer to a send: for a half, ``queue_offset`` is the half-queue offset."""
 
@@ -99,7 +101,7 @@ class SendResult:
     transaction_id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PullResult:
     """The broker's answer to a pull: the messages, and the queue offset to read next.
 
@@ -113,7 +115,7 @@ class PullResult:
     moved: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TransactionSendResult:
     """What ``send_message_in_transaction`` returns."""
 
@@ -126,7 +128,7 @@ class TransactionSendResult:
         return self.send_result.transaction_id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EndTransactionRequest:
     """END_TRANSACTION (request code 37): one-way from producer to broker."""
 
@@ -139,7 +141,7 @@ class EndTransactionRequest:
     producer: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EndTransactionResult:
     """The broker's answer to END_TRANSACTION: txmq's result name (the trace's ``result``) and what a
     RocketMQ broker would answer, its response code and remark (``EndTransactionProcessor``).
@@ -158,7 +160,7 @@ class EndTransactionResult:
         return self.code == 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckTransactionStateRequest:
     """CHECK_TRANSACTION_STATE: one-way from broker to one producer of the half's group."""
 

@@ -131,7 +131,9 @@ class OpView:
         return offset
 
 
-@dataclass(frozen=True)
+# slots here and on the decisions: a run makes one decision per half record it passes, and slots make a
+# frozen dataclass's construction about twice as fast.
+@dataclass(frozen=True, slots=True)
 class Moment:
     """When the decision is taken: the run's start and now (broker clock)."""
 
@@ -144,7 +146,7 @@ class Moment:
 # time limit); ``count`` the check count the new copy or discard record carries; ``reason`` why.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkipCovered:
     """An Op entry matched: ``covered`` is the cursor's own half offset or, ``by_original``, an immunity
     copy's original."""
@@ -155,7 +157,7 @@ class SkipCovered:
     spec_action: ClassVar[str] = SKIP_COVERED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkipResolved:
     """Strict: the transaction is resolved (RESOLVED), or this copy is superseded (SUPERSEDED)."""
 
@@ -164,7 +166,7 @@ class SkipResolved:
     spec_action: ClassVar[str] = SKIP_RESOLVED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Discard:
     """The copy goes to TRANS_CHECK_MAX_TIME_TOPIC (reason: the trace's DISCARD reasons)."""
 
@@ -174,7 +176,7 @@ class Discard:
     spec_action: ClassVar[str] = DISCARD
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stop:
     """The run ends at this record (reason: STOP_*); the next run examines it again."""
 
@@ -183,7 +185,7 @@ class Stop:
     spec_action: ClassVar[str] = STOP
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReputImmunity:
     """A renewed copy without a check; ``mark_original``: the first copy records its original's offset."""
 
@@ -193,7 +195,7 @@ class ReputImmunity:
     spec_action: ClassVar[str] = REPUT_IMMUNITY
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     """Renew, then check the copy."""
 
@@ -202,7 +204,7 @@ class Check:
     spec_action: ClassVar[str] = CHECK
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadOps:
     """Read the next Op batch, then decide on the same record again."""
 
