@@ -65,7 +65,7 @@ def test_an_unmarked_end_tx_from_a_producer_no_check_went_to_stays_an_own_end_tx
     """c2 got no check of copy 1: its END_TX is taken for an own END_TX, which TLC then refuses (the owner
     is c1, and its own END_TX names the half its send returned)."""
     assert _producer_steps(_trace(answered_by="c2")) == [
-        ("DECIDE", "rollback", None, None), ("PEND", None, None, None), ("END", "rollback", False, "p2")]
+        ("DECIDE", "rollback", None, None), ("PEND", None, None, "p2"), ("END", "rollback", False, "p2")]
 
 
 @needs_tlc
