@@ -20,6 +20,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -203,6 +204,23 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
 # task's share of a 2 GB heap; a partition per 2 million rows keeps a task near what 10^6 transactions
 # give it (4 partitions of 5.3 million events), where the job was measured. Not yet measured at 10^7.
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000
+
+
+def cpu_s() -> float:
+    """CPU seconds so far of this process and of the driver JVM it started (Linux ``/proc``; only this
+    process's elsewhere, or when the JVM is not this process's child, as under spark-submit): what the
+    job costs whatever else the machine runs, where a pass's wall seconds grow with the load."""
+    from pyspark import SparkContext
+
+    total = time.process_time()
+    child = getattr(SparkContext._gateway, "proc", None)
+    try:
+        with open(f"/proc/{child.pid}/stat", encoding="ascii") as f:  # type: ignore[union-attr]
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError, IndexError):
+        pass  # no JVM of ours to read
+    return total
 
 
 def size_shuffles(spark: Any, rows: int) -> None:
