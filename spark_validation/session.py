@@ -182,6 +182,11 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Shuffle and spill files stay on this machine's disk for the one job: compressing them and
+        # checksumming each partition is CPU spent on nothing a user can lose.
+        .config("spark.shuffle.compress", "false")
+        .config("spark.shuffle.spill.compress", "false")
+        .config("spark.shuffle.checksum.enabled", "false")
         # txmq's Parquet traces carry page CRCs; a damaged page then fails the job instead of being read.
         .config("spark.hadoop.parquet.page.verify-checksum.enabled", "true")
     )
