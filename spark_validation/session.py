@@ -54,7 +54,11 @@ logger.tasks.level = fatal
 # transactions took 32.7-34.6 s against 36.3-38.9 s (three alternating runs each). 30x and 100x were slower.
 _C2_LATER = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
              "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
-DRIVER_JAVA_OPTIONS = f"-XX:+UseParallelGC {_C2_LATER}"
+# Less inlining (defaults 15, 35, 325, 2500): C2 then compiles smaller methods. On 10^6 transactions its
+# threads took 20.7 s of CPU against 32.4 s, the whole JVM and driver 109 s against 136 s (one run each,
+# at load 4-6 and 8-9: not yet confirmed by the benchmark), the same report apart from timings.
+_INLINE_LESS = "-XX:MaxInlineLevel=9 -XX:MaxInlineSize=20 -XX:FreqInlineSize=200 -XX:InlineSmallCode=1500"
+DRIVER_JAVA_OPTIONS = f"-XX:+UseParallelGC {_C2_LATER} {_INLINE_LESS}"
 # In local mode the driver JVM runs the tasks too. Spark's 1 GB default heap ran out now and then on 10^6
 # transactions (sort spills next to window buffers and broadcast tables); SPARK_DRIVER_MEMORY overrides.
 DEFAULT_DRIVER_MEMORY = "2g"
