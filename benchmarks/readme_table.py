@@ -50,8 +50,9 @@ def validate_row(n: int, directory: Path) -> tuple[str, str]:
     return (f"`txmq validate` of {n:,} transactions",
             f"{measured.spark_s:.0f} s, the whole process (Spark session {timings['session_start_s']:.0f} s; "
             f"passes {passes(timings)}); DuckDB doing the same checks and outcomes "
-            f"(`python -m benchmarks.validate`) takes {measured.duck_s:.1f} s: {measured.ratio:.1f}× "
-            f"({load()})")
+            f"(`python -m benchmarks.validate`) takes {measured.duck_s:.1f} s: {measured.ratio:.1f}×; in CPU "
+            f"seconds {measured.spark_cpu:.0f} against {measured.duck_cpu:.1f}: "
+            f"{measured.spark_cpu / measured.duck_cpu:.1f}× ({load()})")
 
 
 def simulate_row(n: int, directory: Path) -> tuple[str, str]:

@@ -20,6 +20,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,7 +54,11 @@ logger.tasks.level = fatal
 # transactions took 32.7-34.6 s against 36.3-38.9 s (three alternating runs each). 30x and 100x were slower.
 _C2_LATER = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
              "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
-DRIVER_JAVA_OPTIONS = f"-XX:+UseParallelGC {_C2_LATER}"
+# Less inlining (defaults 15, 35, 325, 2500): C2 then compiles smaller methods. On 10^6 transactions its
+# threads took 20.7 s of CPU against 32.4 s, the whole JVM and driver 109 s against 136 s (one run each,
+# at load 4-6 and 8-9: not yet confirmed by the benchmark), the same report apart from timings.
+_INLINE_LESS = "-XX:MaxInlineLevel=9 -XX:MaxInlineSize=20 -XX:FreqInlineSize=200 -XX:InlineSmallCode=1500"
+DRIVER_JAVA_OPTIONS = f"-XX:+UseParallelGC {_C2_LATER} {_INLINE_LESS}"
 # In local mode the driver JVM runs the tasks too. Spark's 1 GB default heap ran out now and then on 10^6
 # transactions (sort spills next to window buffers and broadcast tables); SPARK_DRIVER_MEMORY overrides.
 DEFAULT_DRIVER_MEMORY = "2g"
@@ -181,6 +186,11 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Shuffle and spill files stay on this machine's disk for the one job: compressing them and
+        # checksumming each partition is CPU spent on nothing a user can lose.
+        .config("spark.shuffle.compress", "false")
+        .config("spark.shuffle.spill.compress", "false")
+        .config("spark.shuffle.checksum.enabled", "false")
         # txmq's Parquet traces carry page CRCs; a damaged page then fails the job instead of being read.
         .config("spark.hadoop.parquet.page.verify-checksum.enabled", "true")
     )
@@ -203,6 +213,23 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
 # task's share of a 2 GB heap; a partition per 2 million rows keeps a task near what 10^6 transactions
 # give it (4 partitions of 5.3 million events), where the job was measured. Not yet measured at 10^7.
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000
+
+
+def cpu_s() -> float:
+    """CPU seconds so far of this process and of the driver JVM it started (Linux ``/proc``; only this
+    process's elsewhere, or when the JVM is not this process's child, as under spark-submit): what the
+    job costs whatever else the machine runs, where a pass's wall seconds grow with the load."""
+    from pyspark import SparkContext
+
+    total = time.process_time()
+    child = getattr(SparkContext._gateway, "proc", None)
+    try:
+        with open(f"/proc/{child.pid}/stat", encoding="ascii") as f:  # type: ignore[union-attr]
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError, IndexError):
+        pass  # no JVM of ours to read
+    return total
 
 
 def size_shuffles(spark: Any, rows: int) -> None:

@@ -79,19 +79,25 @@ def _spark(path: Path) -> tuple[float, float, dict[str, Any]]:
 
 
 def passes(timings: dict[str, float]) -> str:
-    """The Spark job's passes and their seconds, from the report's timings."""
-    return ", ".join(f"{k.removeprefix('pass_').removesuffix('_s')} {v:.1f} s"
-                     for k, v in timings.items() if k.startswith("pass_"))
+    """The Spark job's passes and their seconds, with their CPU seconds (the driver's and its JVM's) when
+    the report has them, from the report's timings."""
+    names = [k.removeprefix("pass_").removesuffix("_s") for k in timings if k.startswith("pass_")]
+    return ", ".join(f"{name} {timings[f'pass_{name}_s']:.1f} s"
+                     + (f" ({timings[f'cpu_{name}_s']:.1f} CPU)" if f"cpu_{name}_s" in timings else "")
+                     for name in names)
 
 
 @dataclass(frozen=True)
 class Measured:
-    """One size's figures: DuckDB's time, the whole Spark process's, and Spark's report."""
+    """One size's figures: DuckDB's time, the whole Spark process's, and Spark's report; the CPU seconds of
+    both (the Spark process's with its JVM's)."""
 
     transactions: int
     duck_s: float
     spark_s: float
     report: dict[str, Any]
+    duck_cpu: float
+    spark_cpu: float
 
     @property
     def ratio(self) -> float:
@@ -117,7 +123,8 @@ def run(n: int, seed: int, directory: Path) -> Measured:
     print(f"{n:>9,} transactions  {events:>10,} events  {path.stat().st_size / 1e6:6.1f} MB")
     print(f"  duckdb: {duck_s:6.2f} s  ({events / duck_s:,.0f} events/s), {duck_cpu:.1f} s of CPU")
     print(
-        f"  spark:  {wall:6.2f} s whole process = session start {timings['session_start_s']:.2f} s + job "
+        f"  spark:  {wall:6.2f} s whole process = session start {timings['session_start_s']:.2f} s "
+        f"({timings.get('session_start_cpu_s', 0):.1f} CPU) + job "
         f"{timings['job_s']:.2f} s ({timings['events_per_s']:,.0f} events/s) + interpreter/report"
     )
     print(f"  spark passes: {passes(timings)}")
@@ -128,7 +135,7 @@ def run(n: int, seed: int, directory: Path) -> Measured:
     print(f"  CPU: spark {spark_cpu:.1f} s (the process and its JVM), duckdb {duck_cpu:.1f} s: "
           f"{spark_cpu / duck_cpu:.1f}x (the fairer figure on a loaded machine)")
     print(f"  violation counts: {agree}")
-    return Measured(n, duck_s, wall, report)
+    return Measured(n, duck_s, wall, report, duck_cpu, spark_cpu)
 
 
 def load() -> str:
