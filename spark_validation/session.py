@@ -169,8 +169,8 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
         if chosen.startswith("local"):
             # Loopback only: avoids the hostname warning and binding a public interface.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            # The outcome pass runs txmq's own judges in Python workers: they need this interpreter's
-            # packages, not whatever "python3" is first on PATH.
+            # The store import (spark_validation.store_import) decodes segments in Python workers: they
+            # need this interpreter's packages, not whatever "python3" is first on PATH.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (
             SparkSession.builder.master(chosen)
