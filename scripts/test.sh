@@ -93,5 +93,10 @@ fi
 set -e
 coverage combine -q || true
 echo "== coverage of txmq/ (branch)" >&2
-coverage report
+if [ "$#" -gt 0 ]; then
+    # Some tests only: their coverage is shown, but the 90% floor is the whole suite's.
+    coverage report --fail-under=0
+else
+    coverage report
+fi
 exit "$status"
