@@ -88,6 +88,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError("declare the topics to serve with --topic NAME (repeatable): upstream too needs "
                           "topics created before clients use them")
     trace = Path(args.trace) if args.trace else None
+    if args.judge and trace is None:
+        raise ConfigError("--judge judges the session's trace: name it with --trace FILE")
     if trace is not None:
         if not trace.parent.exists():
             raise ConfigError(f"--trace {trace}: directory {trace.parent} does not exist")
@@ -124,6 +126,20 @@ def _serve(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
     if trace is not None:
         print(f"txmq serve: trace {trace}", file=sys.stderr)
+    return judgement(trace) if args.judge and trace is not None else 0
+
+
+def judgement(trace: Path) -> int:
+    """``--judge``: the finished trace judged by the catalogue's pure-Python checks (``txmq.serve.judge``);
+    1 and the violations on stderr when it breaks an invariant, as ``txmq validate`` exits."""
+    from txmq.errors import ExitCode
+    from txmq.serve.judge import judge_session, verdict
+
+    problems = judge_session(trace)
+    if problems:
+        print(f"txmq serve: {verdict(trace, problems)}", file=sys.stderr, flush=True)
+        return ExitCode.CHECK_FAILED
+    print("txmq serve: the session's trace holds every invariant the judge checks", file=sys.stderr)
     return 0
 
 
@@ -161,6 +177,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "(SELECTOR N, default 1) or to those of a producer group (group=G); "
                              "repeatable; `txmq atlas` lists the injectable entries (docs/serve.md)")
     parser.add_argument("--trace", help="write the session's trace here, *.parquet or *.ndjson")
+    parser.add_argument("--judge", action="store_true",
+                        help="when stopped, judge the trace with the invariant catalogue's quick checks (as "
+                             "the pytest fixture does) and exit 1 on a violation; needs --trace")
     parser.add_argument("--broker", dest="broker_settings", action="append", metavar="SETTING=VALUE",
                         help="override one broker setting, e.g. check_interval_ms=5000; repeatable")
     parser.add_argument("--proxy", dest="proxy_settings", action="append", metavar="SETTING=VALUE",

@@ -33,6 +33,7 @@ from typing import IO, Any
 import pytest
 
 from txmq.serve.admin_client import AdminClient
+from txmq.serve.judge import judge_session, verdict
 
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
@@ -55,22 +56,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """Declare the marker."""
     config.addinivalue_line("markers", "txmq_serve(topics, mode, args): how the txmq_serve fixture starts "
                                        "serve (default: topic TopicTest, strict mode)")
-
-
-def judge_session(trace: Path) -> dict[str, list[str]]:
-    """What the served session's trace violates, by catalogue name, with the problems: the invariants the
-    model tests check, and the outcomes strict mode never shows (empty when all is well); ``rocketmq``
-    mode's expected anomalies are not violations."""
-    from txmq.checks.invariants import Observation, check
-    from txmq.checks.model_outcomes import outcomes_shown
-    from txmq.trace.reader import read_events
-
-    header, events = read_events(trace)
-    config, strict = header.config, header.mode == "strict"
-    rows = list(events)
-    observed = Observation(rows, int(config["check_max"]), int(config["transaction_timeout_ms"]),
-                           timer_precision_ms=int(config.get("timer_precision_ms", 1_000)))
-    return {**check(observed, strict), **outcomes_shown(rows, strict)[1]}
 
 
 def _start(directory: Path, topics: list[str], mode: str, args: list[str]) -> tuple[Any, ServedBroker]:
@@ -139,6 +124,4 @@ def txmq_serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         pytest.fail(f"txmq serve ended with {code}; see {served.log}", pytrace=False)
     problems = judge_session(served.trace)
     if problems:
-        lines = [f"{name}: {p}" for name, found in problems.items() for p in found[:5]]
-        pytest.fail("the session's trace violates the invariant catalogue ("
-                    f"{served.trace}):\n" + "\n".join(lines), pytrace=False)
+        pytest.fail(verdict(served.trace, problems), pytrace=False)

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
 
-from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
+from txmq.upstream.java5 import compile_java
 
 SOURCES = Path(__file__).parent / "agent"
 PREMAIN = "txmq.agent.Agent"
-_JDK_HINT = "install a JDK 17 (apt-get install openjdk-17-jdk-headless)"
 
 
 def _cache_dir() -> Path:
@@ -55,17 +52,9 @@ def agent_jar(home: Path) -> Path:
 
 
 def _build(home: Path, sources: list[Path], jar: Path) -> None:
-    javac = shutil.which("javac")
-    if javac is None:
-        raise ToolMissingError(f"javac not found: the trace agent is compiled at first use; {_JDK_HINT}")
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".txmq-agent-", dir=jar.parent) as work:
-        classes = Path(work) / "classes"
-        done = proc.run([javac, "-nowarn", "-d", str(classes), "-cp", str(home / "lib" / "*"),
-                         *map(str, sources)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if done.returncode != 0:
-            first = next((line for line in done.stdout.splitlines() if "error:" in line), done.stdout.strip())
-            raise ToolMissingError(f"the trace agent does not compile against {home}/lib: {first}")
+        classes = compile_java(sources, Path(work) / "classes", str(home / "lib" / "*"), "the trace agent")
         temporary = Path(work) / "agent.jar"
         with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("META-INF/MANIFEST.MF", f"Manifest-Version: 1.0\nPremain-Class: {PREMAIN}\n")
