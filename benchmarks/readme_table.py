@@ -1,13 +1,16 @@
 """The README's Performance table, measured again: reruns the benchmarks behind its rows and prints the
 whole table in the README's markdown form, the rows measured replaced, to paste.
-    python -m benchmarks.readme_table [--rows validate simulate import validate-trace] [--transactions N]
+    python -m benchmarks.readme_table [--rows validate simulate import validate-trace serve-upstream]
+        [--transactions N]
 Each row gives the load average it ran at (2 cores shared with other work, figures vary). ``validate``
 (``benchmarks.validate``: the whole Spark process against DuckDB doing the same checks, each pass of the
 Spark job) and ``simulate`` (``txmq simulate``, light faults) take a few minutes at 10^6 transactions and
 run by default; ``import`` (``benchmarks.importer``, which simulates the same number again) and
 ``validate-trace`` (``benchmarks.trace_validation``, TLC over 10^3 to 10^5 heavy-fault transactions:
-tens of minutes) when asked. The rows of the serve and longevity benchmarks are printed as the README
-has them.
+tens of minutes) and ``serve-upstream`` (``benchmarks.serve --against upstream``, the 5.x Java client
+against serve and against an upstream cluster, 1,000 rounds whatever ``--transactions`` says: a few
+minutes) when asked. The other rows of the serve benchmarks and the longevity rows are printed as the
+README has them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from benchmarks.serve import latency_ratio, measure_upstream, percentile
 from benchmarks.validate.__main__ import load, passes
 from benchmarks.validate.__main__ import run as validate_run
 
@@ -84,12 +89,35 @@ def validate_trace_row(_: int, directory: Path) -> tuple[str, str]:
     return "`txmq spec validate-trace` (heavy faults, strict)", f"{sizes} ({load()})"
 
 
+SERVE_ROUNDS = 1_000  # the Java client's rounds for the serve-upstream row
+
+
+def serve_upstream_row(_: int, __: Path) -> tuple[str, str]:
+    serve, upstream = measure_upstream(SERVE_ROUNDS, 4, java=True)
+
+    def side(figures: dict[str, Any]) -> str:
+        commit, e2e = figures["commit_ms"], figures["end_to_end_ms"]
+        return (f"{SERVE_ROUNDS / figures['elapsed_s']:,.0f} rounds/s (send+commit p50 "
+                f"{percentile(commit, 0.5):.0f} ms, p99 {percentile(commit, 0.99):.0f} ms; send to "
+                f"consumption p50 {percentile(e2e, 0.5):,.0f} ms, p99 {percentile(e2e, 0.99):,.0f} ms)")
+
+    rate = upstream["elapsed_s"] / serve["elapsed_s"]
+    return (f"`python -m benchmarks.serve --against upstream` ({SERVE_ROUNDS:,} rounds of a send and a "
+            "committed transaction, the official 5.x Java client, 4 threads)",
+            f"`txmq serve --mode rocketmq` {side(serve)} against upstream's proxy from a local cluster "
+            f"{side(upstream)}: {rate:.1f}× the rounds per second; send+commit latency upstream / serve p50 "
+            f"{latency_ratio(serve, upstream, 'commit_ms', 0.5):.1f}×, p99 "
+            f"{latency_ratio(serve, upstream, 'commit_ms', 0.99):.1f}×. One simple consumer receives and "
+            f"acks each message in turn: send to consumption is mostly the wait in its backlog ({load()})")
+
+
 # Each row: the start of the first cell of the README row it replaces, and what measures it.
 ROWS: dict[str, tuple[str, Callable[[int, Path], tuple[str, str]]]] = {
     "validate": ("`txmq validate` of", validate_row),
     "simulate": ("`txmq simulate -n", simulate_row),
     "import": ("`txmq import` of", import_row),
     "validate-trace": ("`txmq spec validate-trace`", validate_trace_row),
+    "serve-upstream": ("`python -m benchmarks.serve --against upstream` (", serve_upstream_row),
 }
 
 

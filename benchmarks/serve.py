@@ -10,12 +10,15 @@ baseline does the same through ``TransactionProducer`` and ``PullConsumer`` on a
 with the system clock. Prints both rates, their ratio, and p50/p99 latencies of send+commit and of send to
 consumption. Timing on a shared machine is noisy: compare figures of one run.
 
-    python -m benchmarks.serve --against upstream [--transactions N] [--threads T]
+    python -m benchmarks.serve --against upstream [--client java|python] [--transactions N] [--threads T]
 
 compares instead ``txmq serve`` (rocketmq mode, async flush) with upstream RocketMQ's 5.x proxy, broker and
 name server started from ``ROCKETMQ_HOME`` (``txmq.upstream``), in the same run and through the same
-client process: both rates, the ratio serve / upstream, and both sides' latencies. Upstream's broker
-flushes asynchronously by default, as serve's ``--flush async`` does.
+client program: both rates, the ratio serve / upstream, and both sides' latencies (p50, p99) with their
+ratios. The client is RocketMQ's official 5.x Java client from ``ROCKETMQ_HOME`` (``benchmarks
+.serve_java``: each round a normal send and a transactional send committed at once, all consumed once);
+``--client python`` runs the Python client's transactions above instead. Upstream's broker flushes
+asynchronously by default, as serve's ``--flush async`` does; its JVMs end with the benchmark.
 
     python -m benchmarks.serve --protocol remoting [--transactions N] [--threads T]
 
@@ -37,9 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.serve_java import SERVE_TOPICS, UPSTREAM_TOPICS, java_client
 from txmq.broker.facade import Broker
 from txmq.client.consumer import PullConsumer
 from txmq.client.producer import TransactionProducer
@@ -49,6 +54,8 @@ from txmq.protocol import LocalTransactionState, Message
 from txmq.upstream import UpstreamCluster, rocketmq_home
 
 CLIENT = Path(__file__).with_name("serve_client.py")
+# a client run: (endpoint, transactions, threads, home) -> the client's figures
+Client = Callable[[str, int, int, str], dict[str, Any]]
 REMOTING_CLIENT = Path(__file__).with_name("remoting_client.py")
 
 
@@ -84,23 +91,29 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
 
 
-def client_run(endpoint: str, n: int, threads: int, home: str, remoting: bool = False) -> dict[str, Any]:
-    """The client process against ``endpoint`` (topic T, group G; with ``remoting`` a name server and the
-    C++-core client); returns its figures."""
-    env = dict(os.environ, HOME=home)  # the client logs under ~/logs
-    client = REMOTING_CLIENT if remoting else CLIENT
-    command = [sys.executable, str(client), endpoint, "T", "G", str(n), str(threads)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=True)
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
+def python_client(remoting: bool = False) -> Client:
+    """The Python client process as a runner (endpoint, transactions, threads, home: figures), topic T,
+    group G; with ``remoting`` a name server and the C++-core client."""
+
+    def run(endpoint: str, n: int, threads: int, home: str) -> dict[str, Any]:
+        env = dict(os.environ, HOME=home)  # the client logs under ~/logs
+        client = REMOTING_CLIENT if remoting else CLIENT
+        command = [sys.executable, str(client), endpoint, "T", "G", str(n), str(threads)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=True)
+        figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return figures
+
+    return run
 
 
-def over_grpc(n: int, threads: int, mode: str = "strict", remoting: bool = False) -> dict[str, Any]:
+def over_grpc(n: int, threads: int, mode: str = "strict", remoting: bool = False,
+              client: Client | None = None, topics: tuple[str, ...] = ("T",)) -> dict[str, Any]:
     """Run the server and the client processes; returns the client's figures. ``remoting``: the server
     also serves ``--remoting``, and the C++-core client goes through that port."""
+    run = client or python_client(remoting)
     with tempfile.TemporaryDirectory(prefix="txmq-bench-") as directory:
         server = subprocess.Popen([sys.executable, "-m", "txmq.cli", "serve", "--store", f"{directory}/store",
-                                   "--port", "0", "--topic", "T", "--mode", mode,
+                                   "--port", "0", *(f"--topic={topic}" for topic in topics), "--mode", mode,
                                    *(["--remoting", "0"] if remoting else [])], stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True)
         try:
@@ -109,46 +122,76 @@ def over_grpc(n: int, threads: int, mode: str = "strict", remoting: bool = False
             if remoting:
                 match = re.search(r"remoting on (\S+:\d+)", server.stdout.readline())
             assert match, "txmq serve did not start"
-            return client_run(match.group(1), n, threads, directory, remoting)
+            return run(match.group(1), n, threads, directory)
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(60)
 
 
-def against_upstream(n: int, threads: int, remoting: bool = False) -> dict[str, Any]:
-    """The client process against upstream's proxy (a cluster started from ROCKETMQ_HOME, topic T of type
-    TRANSACTION), or with ``remoting`` against its name server and broker; returns its figures and how
-    long the cluster took to start."""
+def against_upstream(n: int, threads: int, remoting: bool = False, client: Client | None = None,
+                     topics: tuple[str, ...] = ("T:TRANSACTION",)) -> dict[str, Any]:
+    """The client process against upstream's proxy (a cluster started from ROCKETMQ_HOME, ``topics`` as
+    NAME:TYPE), or with ``remoting`` against its name server and broker; returns its figures and how long
+    the cluster took to start."""
+    run = client or python_client(remoting)
     with tempfile.TemporaryDirectory(prefix="txmq-bench-upstream-") as directory:
         started = time.perf_counter()
         with UpstreamCluster(rocketmq_home(), Path(directory) / "cluster") as cluster:
-            cluster.create_topic("T", "TRANSACTION")
+            for topic in topics:
+                name, _, kind = topic.partition(":")
+                cluster.create_topic(name, kind)
             ready = time.perf_counter() - started
             endpoint = cluster.namesrv_addr if remoting else cluster.proxy_endpoint
-            return client_run(endpoint, n, threads, directory, remoting) | {"start_s": ready}
+            return run(endpoint, n, threads, directory) | {"start_s": ready}
+
+
+LATENCIES = (("send", "send_ms"), ("send+commit", "commit_ms"), ("send to consumption", "end_to_end_ms"))
 
 
 def _latencies(figures: dict[str, Any]) -> str:
     return "  ".join(f"{name} p50 {percentile(figures[key], 0.5):6.1f} ms "
                      f"p99 {percentile(figures[key], 0.99):7.1f} ms"
-                     for name, key in (("send+commit", "commit_ms"),
-                                       ("send to consumption", "end_to_end_ms")))
+                     for name, key in LATENCIES if key in figures)
 
 
-def compare_upstream(n: int, threads: int, remoting: bool = False) -> None:
-    """``--against upstream``: serve (rocketmq mode) and upstream, the same client, one run; with
-    ``remoting``, over the remoting protocol (``--protocol remoting``)."""
-    serve = over_grpc(n, threads, mode="rocketmq", remoting=remoting)
-    upstream = against_upstream(n, threads, remoting)
+def measure_upstream(n: int, threads: int, remoting: bool = False, java: bool = False
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """serve (rocketmq mode) and upstream, the same client, one run: both sides' figures. ``remoting``:
+    over the remoting protocol; ``java``: the official 5.x Java client's workload (``benchmarks.serve_java``:
+    each of the ``n`` rounds a send and a transaction)."""
+    with tempfile.TemporaryDirectory(prefix="txmq-bench-java-") as build:
+        client = java_client(Path(build)) if java else python_client(remoting)
+        serve = over_grpc(n, threads, "rocketmq", remoting, client, SERVE_TOPICS if java else ("T",))
+        typed = UPSTREAM_TOPICS if java else ("T:TRANSACTION",)
+        return serve, against_upstream(n, threads, remoting, client, typed)
+
+
+def latency_ratio(serve: dict[str, Any], upstream: dict[str, Any], key: str, q: float) -> float:
+    """How many times serve's ``q`` quantile of the latency ``key`` upstream's is."""
+    return percentile(upstream[key], q) / percentile(serve[key], q)
+
+
+def compare_upstream(n: int, threads: int, remoting: bool = False, java: bool = False) -> None:
+    """``--against upstream``: ``measure_upstream``, printed; with ``remoting`` over the remoting protocol
+    (``--protocol remoting``), with ``java`` the Java client (``--client java``)."""
+    serve, upstream = measure_upstream(n, threads, remoting, java)
     serve_rate, upstream_rate = n / float(serve["elapsed_s"]), n / float(upstream["elapsed_s"])
-    wire = "remoting, C++-core client" if remoting else "gRPC, official 5.x client"
-    print(f"transactions: {n:,} (send half, commit, consume once); {wire}; client threads: {threads}")
-    print(f"txmq serve --mode rocketmq: {serve_rate:8,.0f} tx/s  ({float(serve['elapsed_s']):.2f} s)  "
+    wire = ("remoting, C++-core client" if remoting else
+            "gRPC, official 5.x Java client" if java else "gRPC, official 5.x Python client")
+    unit = "rounds/s" if java else "tx/s"
+    work = "a send, and a half sent and committed; all consumed once" if java else (
+        "send half, commit, consume once")
+    print(f"{'rounds' if java else 'transactions'}: {n:,} ({work}); {wire}; client threads: {threads}")
+    print(f"txmq serve --mode rocketmq: {serve_rate:8,.0f} {unit}  ({float(serve['elapsed_s']):.2f} s)  "
           + _latencies(serve))
     side = "upstream " + ("name server + broker:" if remoting else "RocketMQ proxy:")
-    print(f"{side:27} {upstream_rate:8,.0f} tx/s  ({float(upstream['elapsed_s']):.2f} s)  "
+    print(f"{side:27} {upstream_rate:8,.0f} {unit}  ({float(upstream['elapsed_s']):.2f} s)  "
           + _latencies(upstream) + f"  (cluster start {upstream['start_s']:.0f} s, not counted)")
     print(f"ratio serve / upstream:     {serve_rate / upstream_rate:8.3f}")
+    for name, key in LATENCIES:
+        if key in serve:
+            print(f"{name} latency, upstream / serve: p50 {latency_ratio(serve, upstream, key, 0.5):.2f}  "
+                  f"p99 {latency_ratio(serve, upstream, key, 0.99):.2f}")
 
 
 def main() -> None:
@@ -158,13 +201,17 @@ def main() -> None:
     parser.add_argument("--against", choices=("in-process", "upstream"), default="in-process",
                         help="the baseline: the in-process API (default), or upstream RocketMQ from "
                              "ROCKETMQ_HOME")
+    parser.add_argument("--client", choices=("java", "python"),
+                        help="with --against upstream over gRPC: the official 5.x Java client from "
+                             "ROCKETMQ_HOME (default) or the Python client")
     parser.add_argument("--protocol", choices=("grpc", "remoting"), default="grpc",
                         help="remoting: txmq serve --remoting against upstream's name server and broker "
                              "through the C++-core client (implies --against upstream)")
     args = parser.parse_args()
     n = args.transactions
     if args.against == "upstream" or args.protocol == "remoting":
-        compare_upstream(n, args.threads, remoting=args.protocol == "remoting")
+        remoting = args.protocol == "remoting"
+        compare_upstream(n, args.threads, remoting, java=not remoting and args.client != "python")
         return
     local = in_process(n)
     remote = over_grpc(n, args.threads)
