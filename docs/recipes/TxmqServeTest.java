@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -28,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -80,6 +82,9 @@ class TxmqServeTest {
         serve.destroy();  // SIGTERM: serve completes the trace, then judges it (--judge)
         assertTrue(serve.waitFor(60, TimeUnit.SECONDS), "txmq serve did not stop");
         assertEquals(0, serve.exitValue(), Files.readString(dir.resolve("serve.log")));
+        try (Stream<Path> files = Files.walk(dir)) {  // kept above, for a look at the trace, when it failed
+            files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        }
     }
 
     @Test

@@ -43,6 +43,7 @@ after(async () => {
   const [code] = await once(serve, 'exit');
   serve.stdout.destroy();
   assert.equal(code, 0, fs.readFileSync(log, 'utf8'));
+  fs.rmSync(dir, { recursive: true }); // kept above, for a look at the trace, when it failed
 });
 
 // The admin interface: HTTP and JSON on loopback (docs/serve.md, "Time belongs to the test").
