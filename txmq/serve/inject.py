@@ -141,8 +141,7 @@ class Injector:
         broker.persist_offsets()
         commit()
         broker.flush_op_batches(force=True)
-        broker.crash()
-        broker.restart()
+        broker.crash_and_restart()
         restarted()
         if self._restarted is not None:
             self._restarted()
