@@ -2,13 +2,13 @@
 one judge (``txmq.trace.outcomes``), not by a second statement in SQL.
 
 Only a transaction with one of the judges' telling events (``txmq.trace.outcomes.TELLING``: a DISCARD, a
-CHECK sent, an applied END_TX ROLLBACK) can show an outcome, so the JVM selects those (an eighth of a
-trace), gathers each one's events in seq order, and hands them to the driver as Arrow batches, one row
-per transaction, for the Python judges. Sending every row of the trace through Python workers as pickled
-rows, and grouping there, took 84-97 s of a 113-131 s job at 10^6 transactions. The driver holds the
-selected transactions' events at once, as Arrow. A transaction's line from a judge is its sample. An
-outcome is counted, not a failure, but in a strict trace one the catalogue says strict mode never shows
-fails the run (``report.OutcomeResult``).
+CHECK sent, an applied END_TX ROLLBACK, a pop delivery's first attempt) can show an outcome, so the JVM
+selects those (an eighth of a simulated trace), gathers each one's events in seq order, and hands them to
+the driver as Arrow batches, one row per transaction, for the Python judges. Sending every row of the
+trace through Python workers as pickled rows, and grouping there, took 84-97 s of a 113-131 s job at 10^6
+transactions. The driver holds the selected transactions' events at once, as Arrow. A transaction's line
+from a judge is its sample. An outcome is counted, not a failure, but in a strict trace one the catalogue
+says strict mode never shows fails the run (``report.OutcomeResult``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from txmq.trace.outcomes import OUTCOME_JUDGES, TELLING
 OUTCOME_IDS: tuple[str, ...] = outcome_names(SPARK)
 EVENTS = sorted({e for name in OUTCOME_IDS for e in BY_NAME[name].needs})
 # seq first: sorting a transaction's events as structs sorts them by seq.
-COLUMNS = ("seq", "event", "txn", "result", "action", "from_check", "check_count")
+COLUMNS = ("seq", "event", "txn", "result", "action", "from_check", "check_count", "attempt",
+           "consumer_group", "topic", "queue_id", "queue_offset")
 
 
 def judged(events: list[Mapping[str, Any]]) -> Iterator[tuple[str, str]]:

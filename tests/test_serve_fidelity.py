@@ -222,6 +222,29 @@ def test_the_heartbeat_gate_registers_a_group_at_its_first_beat(make_env: Any) -
         gate.close()
 
 
+def test_after_a_broker_restart_the_gate_names_its_groups_again_at_the_next_beat(make_env: Any) -> None:
+    """``--inject redelivery-after-restart`` crashes the broker under a proxy that stays up: the crash
+    forgets the producers (rocketmq mode), and the proxy's next heartbeat names their groups again."""
+    env = make_env("rocketmq")
+    gate = HeartbeatGate(env.broker, period_ms=3_600_000)
+    try:
+        kept, gone = Channel("kept"), Channel("gone")
+        gate.register("G", kept)
+        gate.beat()
+        gate.register("G", gone)
+        gate.unregister("G", "gone")
+        env.broker.crash()
+        env.broker.restart()
+        gate.broker_restarted()
+        assert env.broker._producers.select("G") is None  # until the heartbeat
+        gate.beat()
+        assert env.broker._producers.select("G") is kept
+        env.broker.unregister_producer("G", "kept")
+        assert env.broker._producers.select("G") is None  # the one that left is not named again
+    finally:
+        gate.close()
+
+
 class Channel:
     """A producer channel that records nothing: the gate only registers it."""
 

@@ -237,3 +237,23 @@ def test_an_acknowledged_delay_survives_a_kill_of_serve(tmp_path: Path) -> None:
     finally:
         client.close()
         server.terminate()
+
+
+@pytest.mark.txmq_serve(topics=["Once:NORMAL"], mode="rocketmq",
+                        args=["--inject", "redelivery-after-restart:1", "--proxy",
+                              "min_long_polling_ms=1000"])
+def test_an_injected_restart_hands_an_acked_message_to_the_official_client_again(txmq_serve: ServedBroker,
+                                                                                  tmp_path: Path) -> None:
+    """``--inject redelivery-after-restart:1`` through the gRPC front end: the first ack crashes and
+    restarts the broker in place; the client's next receive gets the acked message again, as a first
+    attempt, with its message id (the fixture's teardown judges the session's trace)."""
+    client = ClientProcess(txmq_serve.endpoint, tmp_path / "client")
+    try:
+        client.ok("producer", name="p", topics=["Once"])
+        client.ok("consumer", name="c", group="GOnce", topics=["Once"], await_s=1)
+        client.ok("send", producer="p", topic="Once", body="once")
+        [first] = _received(client, "c", 1, ack=True)
+        [again] = _received(client, "c", 1, ack=True)
+    finally:
+        client.close()
+    assert (again["body"], again["attempt"], again["message_id"]) == ("once", 1, first["message_id"])

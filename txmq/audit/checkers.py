@@ -22,6 +22,7 @@ from txmq.audit.blind import Window, checks_lost, checks_lost_unheard, closing_w
 from txmq.audit.findings import Expectations, Finding, is_expected
 from txmq.audit.groups import churned, group_findings
 from txmq.audit.history import Record, at, kill_times
+from txmq.audit.type_checks import type_findings
 from txmq.checks.check_bound import at_bound, beyond_bound
 from txmq.checks.linearizability import check_history
 from txmq.checks.register import Operation, Reply, Resolution, State, Verdict
@@ -388,4 +389,5 @@ def run_checks(records: list[Record], expectations: Expectations) -> list[Findin
         findings += check_resolved(tx, expectations)
         findings += check_checks(tx, expectations, kills)
         findings += check_delivery(tx, expectations, kills, owed)
+    findings += type_findings(records, expectations)  # the message-type probes', if any ran
     return sorted(findings, key=lambda f: (f.t, f.tx, f.invariant))

@@ -66,6 +66,11 @@ def _validate(args: argparse.Namespace) -> Path:
         raise ConfigError("--producers, --consumers, --check-max and --invisible must be at least 1")
     if args.group_churn and args.protocol != "remoting":
         raise ConfigError("--group-churn needs --protocol remoting (its members are remoting push consumers)")
+    if (args.delay_topic or args.fifo_topic or args.dlq_topic) and args.protocol != "grpc":
+        raise ConfigError("--delay-topic, --fifo-topic and --dlq-topic need --protocol grpc (the official "
+                          "5.x client sends delivery times and message groups)")
+    if args.max_delivery_attempts < 1 or args.timer_precision < 0:
+        raise ConfigError("--max-delivery-attempts must be at least 1, --timer-precision not negative")
     if args.settle is not None and args.settle < 0:
         raise ConfigError("--settle must not be negative")
     out = Path(args.out)
@@ -158,6 +163,7 @@ def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: ti
     bar = timing.ProgressBar(total)
     try:
         driver(plan, settings, recorder, launched, bar.update).run()
+        _probe_types(args, recorder)
     finally:
         bar.close()
         if launched is not None:
@@ -166,7 +172,8 @@ def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: ti
             history.write(out / "history.jsonl", header, recorder.records)
     records = recorder.records
     expectations = checkers.Expectations(args.expect, endpoint.transaction_timeout_s, endpoint.check_max,
-                                         _heartbeat_s(args), endpoint.check_interval_s)
+                                         _heartbeat_s(args), endpoint.check_interval_s,
+                                         args.max_delivery_attempts, args.timer_precision, args.invisible)
     findings = checkers.run_checks(records, expectations)
     result = report.build(header, records, findings, expectations)
     report.write_json(out / "report.json", result)
@@ -175,6 +182,41 @@ def _run(args: argparse.Namespace, out: Path, seed: int, plan: Any, endpoint: ti
     print(f"\nhistory {out / 'history.jsonl'}, report {out / 'report.json'}"
           + (f", plot {out / 'report.png'}" if plotted else " (no plot: pip install matplotlib)"))
     return VIOLATION_EXIT if result["violations"] else 0
+
+
+def _probe_types(args: argparse.Namespace, recorder: history.History) -> None:
+    """The message-type probes asked for (``txmq.audit.types``), after the transactional workload."""
+    from txmq.audit.types import Probes, ProbeSettings
+
+    settings = ProbeSettings(args.endpoint, args.group, args.invisible, args.max_delivery_attempts,
+                             args.delay_topic, args.fifo_topic, args.fifo_group, args.dlq_topic)
+    if settings.any:
+        _progress("probing the message types: " + ", ".join(
+            f"{what} {topic}" for what, topic in (("delay", args.delay_topic), ("fifo", args.fifo_topic),
+                                                  ("dead letters", args.dlq_topic)) if topic))
+        Probes(settings, recorder).run()
+
+
+def _add_type_arguments(parser: argparse.ArgumentParser) -> None:
+    """The message-type probes' options (docs/audit.md, message types)."""
+    parser.add_argument("--delay-topic", metavar="TOPIC",
+                        help="a DELAY topic: send 3 messages a few seconds ahead and judge "
+                             "NotBeforeDeliveryTime (gRPC only)")
+    parser.add_argument("--fifo-topic", metavar="TOPIC",
+                        help="a FIFO topic: send 2 message groups of 4 and judge MessageGroupOrder with "
+                             "--fifo-group (gRPC only)")
+    parser.add_argument("--fifo-group", metavar="GROUP",
+                        help="a consumer group the endpoint consumes orderly (default GROUP-fifo, from "
+                             "--group)")
+    parser.add_argument("--dlq-topic", metavar="TOPIC",
+                        help="a NORMAL topic: one message never acked by group GROUP-dlq, judged by "
+                             "DeadLetterOnlyAtMax; takes (--max-delivery-attempts + 1) invisible times")
+    parser.add_argument("--max-delivery-attempts", type=int, default=17,
+                        help="the endpoint's delivery attempts before the dead-letter queue (upstream: the "
+                             "group's retryMaxTimes + 1; default 17)")
+    parser.add_argument("--timer-precision", type=float, default=1.0,
+                        help="with --expect rocketmq, how early a delayed message may come, seconds "
+                             "(upstream's timerPrecisionMs; default 1)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -227,4 +269,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="seconds to wait after the workload for every transaction to resolve "
                              "(default: timeout + (check-max + 1) x check interval + 10, from the endpoint's "
                              "settings)")
+    _add_type_arguments(parser)
     parser.set_defaults(handler=_audit)

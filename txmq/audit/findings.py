@@ -21,6 +21,12 @@ class Expectations:
     # None: producers are reachable at once
     heartbeat_s: float | None = None
     check_interval_s: float = 30.0  # the endpoint's check interval: how many checks an unheard window holds
+    # the message-type probes (``txmq.audit.types``): a consumer group's delivery attempts before the
+    # dead-letter queue (upstream: retryMaxTimes + 1), the timer's precision (upstream's timerPrecisionMs),
+    # and the invisible time the probes ask for
+    max_delivery_attempts: int = 17
+    timer_precision_s: float = 1.0
+    invisible_s: float = 10.0
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,14 @@ class BrokerCore:
                        half_offset=ctx.checkpoints.get(HALF_TOPIC, HALF_QUEUE_ID),
                        op_offset=ctx.checkpoints.get(OP_TOPIC, HALF_QUEUE_ID))
 
+    def crash_and_restart(self) -> None:
+        """``crash()`` then ``restart()`` in one hold of the lock: no request finds the broker down in
+        between, as none reaches a broker restarted behind a proxy that stays up until it is back (txmq
+        serve's ``--inject redelivery-after-restart``)."""
+        with self._lock:
+            self.crash()
+            self.restart()
+
     def close(self) -> None:
         """Clean shutdown: the batch thread's last run (strict writes every buffered Op; rocketmq only the
         due ones, as upstream's shutdown wake-up does), then checkpoints are persisted and the store

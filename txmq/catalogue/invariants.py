@@ -214,24 +214,24 @@ ENTRIES: tuple[Invariant, ...] = (
         "under at-least-once delivery.",
         not_in_spec=_DELIVERY_BELOW_SPEC, needs=("DELIVER",)),
     Invariant(
-        "NotBeforeDeliveryTime", SAFETY, PART, MODEL | SPARK,
+        "NotBeforeDeliveryTime", SAFETY, PART, MODEL | SPARK | AUDIT,
         "A delayed message (its PLAIN_PUT carries deliver_ms: a 5.x delivery time, or a 4.x delay level's "
         "store time plus delay) is delivered no earlier than timer_precision_ms before its deliver_ms.",
         strict_part="no DELIVER of it before its deliver_ms",
         rocketmq="the timer rounds a delivery time down to its precision (HookUtils.transformTimerMessage: "
         "a multiple of timerPrecisionMs, 1 s, one step earlier), so a message is visible up to 1 s early",
         not_in_spec="delayed messages are plain messages and a timer, below the transaction protocol; trace "
-        "validation follows only that protocol, and the audit's clients send none",
+        "validation follows only that protocol",
         needs=("DELIVER",)),
     Invariant(
-        "MessageGroupOrder", SAFETY, BOTH, MODEL | SPARK,
+        "MessageGroupOrder", SAFETY, BOTH, MODEL | SPARK | AUDIT,
         "A FIFO consumer group (its DELIVERs carry the message's message_group) has at most one message of a "
         "message group in flight: per (consumer group, topic, queue_id, message_group) no redelivery "
         "(attempt above 1) is of a lower queue offset than one delivered before it (the message redelivered "
         "is the one in flight; the next of its group comes only after it was acked or dead-lettered). A "
         "restart starts over, with attempt 1, from the group's committed offset.",
         not_in_spec="orderly pop consumption is below the transaction protocol the spec states; trace "
-        "validation follows only that protocol, and the audit's consumers read no FIFO topic",
+        "validation follows only that protocol",
         needs=("DELIVER",)),
     Invariant(
         "QueueContiguity", SAFETY, BOTH, MODEL | SPARK,
@@ -256,13 +256,12 @@ ENTRIES: tuple[Invariant, ...] = (
         "retry topic) from there on was consumed: no committed message is skipped, even across rebalances.",
         spec_module=GROUP_SPEC, needs=("CONSUME", "OFFSET_COMMIT"), unchecked=_GROUP_UNCHECKED),
     Invariant(
-        "DeadLetterOnlyAtMax", SAFETY, BOTH, MODEL | SPARK,
+        "DeadLetterOnlyAtMax", SAFETY, BOTH, MODEL | SPARK | AUDIT,
         "A failed message goes to the dead-letter topic (RETRY result DLQ) exactly when it failed more than "
         "max_reconsume_times times (its attempt exceeds the header's max_reconsume_times, 16 by default); "
         "before that, back to the retry topic (result RETRY).",
         not_in_spec="spec/ConsumerGroup.tla models no failed consumption: the rule is arithmetic on one "
-        "message's count; trace validation sees no consumer group, and the audit's members fail no message "
-        "16 times", needs=("RETRY",)),
+        "message's count; trace validation sees no consumer group", needs=("RETRY",)),
     Invariant(
         "HalfCacheBounded", SAFETY, BOTH, SPEC,
         "The half cache (txmq's RIP-50 extension) holds at most its capacity of distinct original halves; "

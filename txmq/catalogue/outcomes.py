@@ -74,6 +74,19 @@ OUTCOMES: tuple[Outcome, ...] = (
         strict="never: resolved transactions are skipped",
         audit="not observable from outside: the discard topic is the broker's", layers=MODEL | SPARK,
         strict_never=True, needs=("DISCARD", "END_TX")),
+    Outcome(
+        "RedeliveredAfterRestart",
+        "A pop consumer group is handed one position (topic, queue_id, queue_offset) twice as a first "
+        "attempt (two DELIVERs with attempt 1): the broker forgot the group's progress past it, as a restart "
+        "does for what was acked or popped since its consumer offsets were last persisted; the message comes "
+        "again though the consumer may have consumed it",
+        rocketmq="a crash within flushConsumerOffsetInterval (5 s) of the ack: ConsumerOffsetManager is "
+        "persisted only by BrokerController's scheduled task and at shutdown, and PopMessageProcessor moves "
+        "a pop group's offset in memory (txmq serve --inject redelivery-after-restart)",
+        strict="the same: consumer offsets are persisted every offset_persist_interval_ms in both modes; "
+        "delivery is at least once",
+        audit="duplicates_by_cause ENDPOINT_RESTART, over remoting, when the audit killed the endpoint "
+        "between the two deliveries", layers=SPARK, needs=("DELIVER",)),
 )
 
 OUTCOME_NAMES: tuple[str, ...] = tuple(o.name for o in OUTCOMES)

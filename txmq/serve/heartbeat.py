@@ -55,6 +55,7 @@ class HeartbeatGate(ImmediateRegistration):
         self._lock = threading.Lock()
         self._known: set[str] = set()
         self._waiting: dict[tuple[str, str], ProducerChannel] = {}
+        self._registered: dict[tuple[str, str], ProducerChannel] = {}  # what a broker restart forgets
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat_every, args=(period_ms / 1000,),
                                         name="txmq-tx-heartbeat", daemon=True)
@@ -67,13 +68,24 @@ class HeartbeatGate(ImmediateRegistration):
             if group not in self._known:
                 self._waiting[(group, channel.producer_id)] = channel
                 return
+            self._registered[(group, channel.producer_id)] = channel
         super().register(group, channel)
 
     def unregister(self, group: str, producer_id: str) -> None:
         """A producer that left before the heartbeat is never registered."""
         with self._lock:
             self._waiting.pop((group, producer_id), None)
+            self._registered.pop((group, producer_id), None)
         super().unregister(group, producer_id)
+
+    def broker_restarted(self) -> None:
+        """The broker crashed and restarted under a proxy that stayed up (``--inject
+        redelivery-after-restart``): it knows no group any more, and the proxy's next heartbeat names
+        again every group with a live producer (``scanProducerHeartBeat`` sends its whole set each time)."""
+        with self._lock:
+            self._known.clear()
+            self._waiting.update(self._registered)
+            self._registered.clear()
 
     def beat(self) -> None:
         """One heartbeat (``scanProducerHeartBeat``): the broker learns every group that has a live
@@ -82,6 +94,7 @@ class HeartbeatGate(ImmediateRegistration):
             waiting, self._waiting = self._waiting, {}
             live = {(group, pid): channel for (group, pid), channel in waiting.items() if channel.active}
             self._known.update(group for group, _ in live)
+            self._registered.update(live)
         for (group, _), channel in sorted(live.items(), key=lambda item: item[0]):
             super().register(group, channel)
 

@@ -3,27 +3,33 @@
 listener meet each way upstream misbehaves, on demand rather than by luck.
 
 An injection never writes an event itself: it changes only *when* and *how often* a producer's
-END_TRANSACTION reaches the broker, as a network or a client's retry of the one-way request does, and
-the broker's own rocketmq-mode path (``EndTransactionProcessor.processRequest``, which looks the half up
-by offset each time and remembers no resolution) does the rest. The trace stays a true trace of the
-broker, so the spec accepts it; its header lists the injections (``config["inject"]``).
+END_TRANSACTION reaches the broker, as a network or a client's retry of the one-way request does, or
+*when* the broker crashes, and the broker's own rocketmq-mode path (``EndTransactionProcessor
+.processRequest``, which looks the half up by offset each time and remembers no resolution; a crash that
+loses the consumer offsets committed since the last ``ConsumerOffsetManager.persist``) does the rest. The
+trace stays a true trace of the broker, so the spec accepts it; its header lists the injections
+(``config["inject"]``).
 
-SELECTOR: ``N`` is the N-th producer COMMIT the broker receives in the session (from 1; a check's answer
-does not count); ``group=G`` is every producer COMMIT of producer group ``G``; none means ``1``. Which
-commit is chosen depends only on the order in which commits arrive, so a test that sends its
-transactions one after another gets the same injection, and the same trace, every run.
+SELECTOR of the transaction entries: ``N`` is the N-th producer COMMIT the broker receives in the session
+(from 1; a check's answer does not count); ``group=G`` is every producer COMMIT of producer group ``G``;
+none means ``1``. Of ``redelivery-after-restart``: ``N`` is the N-th time a 5.x consumer's acks move a
+consumer group's offset on (``PopService``), ``group=G`` the first time they move consumer group ``G``'s
+(every time would crash the broker after each redelivery's ack again). Which one is chosen depends only on
+the order in which commits or acks arrive, so a test that sends and consumes one message after another
+gets the same injection, and the same trace, every run.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from txmq.broker.facade import Broker
 from txmq.errors import ConfigError
 from txmq.protocol import EndTransactionRequest, EndTransactionResult, LocalTransactionState
 
+REDELIVERY = "redelivery-after-restart"  # the entry chosen by a consumer's ack, not a producer's COMMIT
 # The atlas entries serve can inject: entry -> the upstream rule the injection drives. txmq.atlas (above
 # serve in the layers) lists them as injectable; tests/test_serve_inject.py holds the keys to the atlas.
 INJECTABLE: dict[str, str] = {
@@ -34,6 +40,11 @@ INJECTABLE: dict[str, str] = {
     "TransactionalMessageServiceImpl.check: the chosen COMMIT is held, as a slow network holds a one-way "
     "request, until the broker's check of that transaction has been answered; the application's check "
     "listener is asked about a transaction it committed, and the late COMMIT writes the message again",
+    REDELIVERY: "ConsumerOffsetManager.persist (BrokerController's task every flushConsumerOffsetInterval, "
+    "5 s) after PopMessageProcessor moved the group's offset in memory: the broker persists its offsets, "
+    "takes the chosen ack's offset in memory, and crashes before its next persist, as a kill -9 within "
+    "those 5 s; it restarts at once with the offset persisted before, and hands the acked message out "
+    "again as a first attempt",
 }
 
 HELD = "HELD"  # the result name of a producer end the injection holds (no broker answer yet)
@@ -75,9 +86,14 @@ def parse_injection(text: str) -> Injection:
 class Injector:
     """Applies the front ends' END_TRANSACTIONs (``ServeContext.end_transaction``) with the injections."""
 
-    def __init__(self, injections: Iterable[Injection]) -> None:
+    def __init__(self, injections: Iterable[Injection], restarted: Callable[[], None] | None = None) -> None:
+        """``restarted``: what the front ends do when the broker behind them restarts (the proxy's
+        heartbeat names its groups again: ``HeartbeatGate.broker_restarted``)."""
         self.injections = tuple(injections)
+        self._restarted = restarted
         self._commits = 0
+        self._offset_moves = 0
+        self._crashed_groups: set[str] = set()
         self._held: dict[str, EndTransactionRequest] = {}  # transaction id -> the held producer COMMIT
         self._lock = threading.Lock()
 
@@ -106,11 +122,42 @@ class Injector:
         with self._lock:
             self._commits += 1
             for injection in self.injections:
-                if injection.selects(self._commits, request.producer_group):
+                if injection.entry != REDELIVERY and injection.selects(self._commits, request.producer_group):
                     if injection.entry == "commit-after-check-commit":
                         self._held[request.transaction_id] = request
                     return injection.entry
         return None
+
+    def commit_offset(self, broker: Broker, group: str, commit: Callable[[], None],
+                      restarted: Callable[[], None]) -> None:
+        """A 5.x consumer group's offset moving on (``commit``, an ack's), with ``redelivery-after-restart``
+        when it chooses this move: the offsets are persisted just before (the scheduled ``persist``), the
+        Op batch thread has just written (so that the crash loses the offset only, not an Op record), the
+        broker crashes right after the move and restarts; ``restarted`` then forgets what the front end
+        kept of the broker's memory (the pop state)."""
+        if not self._choose_offset_move(group):
+            commit()
+            return
+        broker.persist_offsets()
+        commit()
+        broker.flush_op_batches(force=True)
+        broker.crash_and_restart()
+        restarted()
+        if self._restarted is not None:
+            self._restarted()
+
+    def _choose_offset_move(self, group: str) -> bool:
+        with self._lock:
+            self._offset_moves += 1
+            for injection in self.injections:
+                if injection.entry != REDELIVERY:
+                    continue
+                if injection.group is None and injection.nth == self._offset_moves:
+                    return True
+                if injection.group == group and group not in self._crashed_groups:
+                    self._crashed_groups.add(group)
+                    return True
+        return False
 
     @property
     def held(self) -> list[str]:

@@ -27,11 +27,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from txmq.broker.facade import Broker
 from txmq.protocol import Message, MessageExt
 from txmq.serve.convert import user_properties
 from txmq.serve.errors import ServeError
+from txmq.serve.inject import Injector
 from txmq.serve.requests import DLQ_PREFIX
 from txmq.transaction.constants import (
     PROPERTY_KEYS,
@@ -114,10 +116,12 @@ class PopService:
     """Receive, ack and change-invisible-duration for every consumer group of one broker."""
 
     def __init__(self, broker: Broker, broker_name: str,
-                 dead_letter: Callable[[str, MessageExt], None] | None = None) -> None:
+                 dead_letter: Callable[[str, MessageExt], None] | None = None,
+                 injector: Injector | None = None) -> None:
         self.broker = broker
         self.broker_name = broker_name
         self._dead_letter = dead_letter
+        self._injector = injector  # --inject redelivery-after-restart crashes the broker after an ack
         self._now = broker.clock.now_ms
         self._cond = threading.Condition()
         self._queues: dict[tuple[str, str, int], _QueueState] = {}
@@ -239,7 +243,7 @@ class PopService:
             flight = state.inflight.get(handle.offset)
             if flight is not None and flight.handle == handle_text:
                 del state.inflight[handle.offset]
-                self._acked(group, topic, handle.queue_id, state, handle.offset)
+                self._acked(group, topic, handle.queue_id, state, handle.offset, by_ack=True)
 
     def change_invisible(self, group: str, topic: str, handle_text: str, invisible_ms: int) -> str:
         """Give the delivery a new invisible time from now; returns its new handle."""
@@ -276,14 +280,23 @@ class PopService:
                              f"offset {handle.offset} is outside queue {topic}/{handle.queue_id}")
         return handle, self._state(group, topic, handle.queue_id)
 
-    def _acked(self, group: str, topic: str, queue_id: int, state: _QueueState, offset: int) -> None:
+    def _acked(self, group: str, topic: str, queue_id: int, state: _QueueState, offset: int,
+               by_ack: bool = False) -> None:
+        """``offset`` consumed; the group's offset moves on over what is consumed below it. Only a
+        consumer's ack (``by_ack``) is one an injection may choose: the others happen inside a receive,
+        whose loop goes on with the queue's state."""
         state.acked.add(offset)
         before = state.committed
         while state.committed in state.acked:
             state.acked.discard(state.committed)
             state.committed += 1
-        if state.committed != before:
-            self.broker.commit_consumer_offset(group, topic, queue_id, state.committed)
+        if state.committed == before:
+            return
+        commit = partial(self.broker.commit_consumer_offset, group, topic, queue_id, state.committed)
+        if self._injector is None or not by_ack:
+            commit()
+        else:  # a broker restart loses the pop state with the broker's memory, as upstream's does
+            self._injector.commit_offset(self.broker, group, commit, self._queues.clear)
 
 
 def _message_group(ext: MessageExt) -> str | None:

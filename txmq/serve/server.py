@@ -127,12 +127,14 @@ class ServeSession:
         period = cfg.transaction_heartbeat_period_ms
         gate = (None if self.broker_config.strict
                 else HeartbeatGate(broker, period, threaded=not self.manual_clock))
-        pop = PopService(broker, BROKER_NAME, partial(dead_letter, broker))
+        injector = (Injector(self.injections, gate.broker_restarted if gate is not None else None)
+                    if self.injections else None)
+        pop = PopService(broker, BROKER_NAME, partial(dead_letter, broker), injector)
         table = TopicTable(self.topics, self.topic_types, self.fifo_groups)
         self.context = ServeContext(broker=broker, config=cfg, topics=table, pop=pop, transactions=index,
                                     clients=ClientRegistry(broker, gate or ImmediateRegistration(broker)),
                                     host=host, port=port, client_clock=not self.manual_clock,
-                                    injector=Injector(self.injections) if self.injections else None)
+                                    injector=injector)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(MessagingService(self.context), server)
         if self.remoting_port is not None:
             self.remoting = RemotingServer(self.context, self.host, self.remoting_port, host).start()
