@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from upstreamkit import kit_file
 
+from txmq.protocol import MessageExt
 from txmq.serve.sql92 import SelectorError, compile_selector
 
 SEED = int(os.environ.get("TXMQ_FUZZ_SEED", "44"))
@@ -112,6 +113,27 @@ def test_any_text_compiles_or_is_refused_and_a_filter_always_answers(expression:
         return
     assert selector.matches(properties) in (True, False)
     assert selector.matches({}) in (True, False)
+
+
+# ------------------------------------------------------------------------------- a 5.x receive's filter
+def test_a_receives_sql92_filter_is_refused_with_the_proxys_codes_and_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``message_filter``: an empty expression is ILLEGAL_FILTER_EXPRESSION (the proxy's
+    ``FilterAPI.build``), one that does not compile the broker's SUBSCRIPTION_PARSE_FAILED, which the
+    proxy answers INTERNAL_SERVER_ERROR; a good one delivers what it matches."""
+    pb = pytest.importorskip("rocketmq.grpc_protocol.definition_pb2", reason="pip install -e '.[serve]'")
+    from txmq.serve.errors import ServeError
+    from txmq.serve.requests import message_filter
+
+    for text, code in (("", "ILLEGAL_FILTER_EXPRESSION"), ("a >", "INTERNAL_SERVER_ERROR")):
+        with pytest.raises(ServeError) as refused:
+            message_filter(pb.FilterExpression(type=pb.FilterType.SQL, expression=text), "G")
+        assert refused.value.code == code
+    assert capsys.readouterr().err.count("\n") == 1  # the one that does not compile
+    accept = message_filter(pb.FilterExpression(type=pb.FilterType.SQL, expression="a > 1"), "G")
+    assert accept is not None
+    messages = [MessageExt("T", 0, 0, 0, b"", {"a": a}, 0, 0) for a in ("2", "1", "x")]
+    assert [accept(m) for m in messages] == [True, False, False]
 
 
 # ------------------------------------------------------------------------ against upstream's own classes

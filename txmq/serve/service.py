@@ -28,8 +28,8 @@ from txmq.serve.convert import delivery_ms, inbound, outbound
 from txmq.serve.errors import ServeError
 from txmq.serve.pop import Popped, dead_letter
 from txmq.serve.requests import (
+    message_filter,
     polling_ms,
-    tag_filter,
     validate_group,
     validate_invisible,
     validate_topic_and_group,
@@ -325,7 +325,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         else:
             invisible = request.invisible_duration.ToMilliseconds()
             validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
-        accept = tag_filter(request.filter_expression)
+        accept = message_filter(request.filter_expression, group)
         batch = request.batch_size
         if not 1 <= batch <= MAX_POP_BATCH:
             raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
