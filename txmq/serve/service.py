@@ -331,10 +331,10 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
                                                       f"got {batch}")
         wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
-        attempts = settings.backoff_policy.max_attempts if settings is not None else 0
+        # the group's limit, never the client's: upstream's receive reads the merged Settings, whose
+        # max attempts mergeSubscriptionData sets to the group's retryMaxTimes + 1
         return self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
-                                    attempts or cfg.max_delivery_attempts,
-                                    orderly=group in self.ctx.topics.fifo_groups)
+                                    cfg.max_delivery_attempts, orderly=group in self.ctx.topics.fifo_groups)
 
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""
