@@ -28,11 +28,6 @@ class Selector:
     expression: str
     tree: Node
 
-    def evaluate(self, properties: Mapping[str, str]) -> object:
-        """The expression's value for a message's properties: True, False or None; raises ``JavaError``
-        where Java throws."""
-        return self.tree.evaluate(properties)
-
     def matches(self, properties: Mapping[str, str]) -> bool:
         """Whether a message with these properties is delivered: only a TRUE value is."""
         try:
