@@ -91,39 +91,24 @@ class Not(Node):
 
 
 @dataclass(frozen=True)
-class And(Node):
-    """``LogicExpression.createAND``."""
+class Logic(Node):
+    """``LogicExpression.createAND`` (``decisive`` False: a FALSE side decides) and ``createOR``
+    (``decisive`` True: a TRUE side decides); the right side is evaluated only if the left did not
+    decide, and a null side without a decisive one makes the result null."""
 
     left: Node
     right: Node
+    decisive: bool
     boolean = True
 
     def evaluate(self, props: Properties) -> Value:
         lv = _as_boolean(self.left.evaluate(props))
-        if lv is False:
-            return False
+        if lv is self.decisive:
+            return self.decisive
         rv = _as_boolean(self.right.evaluate(props))
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
-
-
-@dataclass(frozen=True)
-class Or(Node):
-    """``LogicExpression.createOR``."""
-
-    left: Node
-    right: Node
-    boolean = True
-
-    def evaluate(self, props: Properties) -> Value:
-        lv = _as_boolean(self.left.evaluate(props))
-        if lv is True:
-            return True
-        rv = _as_boolean(self.right.evaluate(props))
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
+        if rv is self.decisive:
+            return self.decisive
+        return None if lv is None or rv is None else not self.decisive
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,14 @@ from txmq.serve.sql92 import lexer as lx
 from txmq.serve.sql92.java import DOUBLE_MAX, DOUBLE_MIN, INT_MAX, INT_MIN, LONG_MAX, JavaError, Long, compare
 from txmq.serve.sql92.lexer import Lexer, SelectorError, Token
 from txmq.serve.sql92.nodes import (
-    And,
     BooleanCast,
     Constant,
     Equal,
     InList,
+    Logic,
     Negate,
     Node,
     Not,
-    Or,
     Ordered,
     Property,
     TextTest,
@@ -62,14 +61,14 @@ class _Parser:
         left = self.and_expression()
         while self._at("OR"):
             self.tokens.take()
-            left = Or(_as_boolean(left), _as_boolean(self.and_expression()))
+            left = Logic(_as_boolean(left), _as_boolean(self.and_expression()), decisive=True)
         return left
 
     def and_expression(self) -> Node:
         left = self.equality_expression()
         while self._at("AND"):
             self.tokens.take()
-            left = And(_as_boolean(left), _as_boolean(self.equality_expression()))
+            left = Logic(_as_boolean(left), _as_boolean(self.equality_expression()), decisive=False)
         return left
 
     def equality_expression(self) -> Node:
@@ -211,12 +210,12 @@ def _between(value: Node, low: Node, high: Node) -> Node:
         if backwards:
             raise SelectorError(f"Illegal values of between, left value({low.value}) must less than or "
                                 f"equal to right value({high.value})")
-    return And(_ordered(value, low, ">="), _ordered(value, high, "<="))
+    return Logic(_ordered(value, low, ">="), _ordered(value, high, "<="), decisive=False)
 
 
 def _not_between(value: Node, low: Node, high: Node) -> Node:
     """``createNotBetween``: below low or above high, without the bound checks."""
-    return Or(_ordered(value, low, "<"), _ordered(value, high, ">"))
+    return Logic(_ordered(value, low, "<"), _ordered(value, high, ">"), decisive=True)
 
 
 def _in_list(left: Node, items: list[str], negated: bool) -> Node:
