@@ -122,6 +122,10 @@ def pull_once(ctx: RemotingContext, cmd: Command, final: bool) -> Command | None
     ext = cmd.ext
     group, topic = ext.get("consumerGroup", ""), ext.get("topic", "")
     queue_id, offset = header_int(ext, "queueId"), header_int(ext, "queueOffset")
+    try:  # before the queue is read, as PullMessageProcessor refuses a filter before getMessage
+        accept = ctx.filters.pull_filter(ext, header_int(ext, "sysFlag", 0))
+    except Refusal as exc:
+        return cmd.response(exc.code, remark=exc.remark)
     broker = ctx.serve.broker
     low, high = broker.admin.min_offset(topic, queue_id), broker.max_offset(topic, queue_id)
     bounds = {"minOffset": str(low), "maxOffset": str(high), "suggestWhichBrokerId": "0"}
@@ -134,10 +138,6 @@ def pull_once(ctx: RemotingContext, cmd: Command, final: bool) -> Command | None
             return None
         return cmd.response(codes.PULL_NOT_FOUND, {**bounds, "nextBeginOffset": str(offset)},
                             remark="no new message")
-    try:
-        accept = ctx.filters.pull_filter(ext, header_int(ext, "sysFlag", 0))
-    except Refusal as exc:
-        return cmd.response(exc.code, remark=exc.remark)
     count = min(max(header_int(ext, "maxMsgNums", MAX_PULL_BATCH), 1), MAX_PULL_BATCH)
     result = broker.pull_messages(group, topic, queue_id, offset, count, accept, MAX_FILTER_SCAN)
     if not result.messages and accept is not None:  # GetMessageStatus.NO_MATCHED_MESSAGE
