@@ -8,10 +8,11 @@ Run as ``python tests/serve_client.py HOST:PORT``. Commands (``op``):
 - ``producer name topics [answers]``: start a producer; ``answers`` maps a message id to the list of
   answers its checks get in turn (COMMIT, ROLLBACK, UNKNOWN; the last repeats); default COMMIT.
 - ``decide message_id answers``: set the answers of a message's checks later.
-- ``send producer topic body [tag group deliver_s]`` (a FIFO message of ``group``, a DELAY message
-  delivered at ``deliver_s``) / ``half producer topic body`` / ``end tx action``.
+- ``send producer topic body [tag group deliver_s props]`` (a FIFO message of ``group``, a DELAY message
+  delivered at ``deliver_s``, user properties ``props``) / ``half producer topic body`` / ``end tx action``.
 - ``checks``: the checks received so far, as message id -> count.
-- ``consumer name group topics [await_s tag]``, ``receive consumer max invisible_s``, ``ack consumer handle``.
+- ``consumer name group topics [await_s tag sql]`` (``sql``: an SQL92 filter instead of the tag),
+  ``receive consumer max invisible_s``, ``ack consumer handle``.
 - ``push name group topics``: a push consumer (a body starting ``retry`` fails its first attempt);
   ``pushed name``: what it consumed, as (body, attempt) pairs.
 - ``drain consumer ids invisible_s timeout_s``: receive and ack until every id was received.
@@ -42,7 +43,7 @@ from rocketmq import (
     SimpleConsumer,
     TransactionChecker,
 )
-from rocketmq.grpc_protocol import TransactionResolution
+from rocketmq.grpc_protocol import FilterType, TransactionResolution
 
 RESOLUTIONS = {"COMMIT": TransactionResolution.COMMIT, "ROLLBACK": TransactionResolution.ROLLBACK,
                "UNKNOWN": TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED}
@@ -105,8 +106,10 @@ class Driver:
 
     @staticmethod
     def _message(topic: str, body: str, tag: str | None = None, group: str | None = None,
-                 deliver_s: int | None = None) -> Any:
+                 deliver_s: int | None = None, props: dict[str, str] | None = None) -> Any:
         message = Message()
+        for key, value in (props or {}).items():
+            message.add_property(key, value)
         message.topic = topic
         message.body = body.encode()
         if tag:
@@ -118,8 +121,8 @@ class Driver:
         return message
 
     def send(self, producer: str, topic: str, body: str, tag: str | None = None, group: str | None = None,
-             deliver_s: int | None = None) -> dict:
-        receipt = self.clients[producer].send(self._message(topic, body, tag, group, deliver_s))
+             deliver_s: int | None = None, props: dict[str, str] | None = None) -> dict:
+        receipt = self.clients[producer].send(self._message(topic, body, tag, group, deliver_s, props))
         return {"message_id": receipt.message_id, "offset": receipt.offset}
 
     def half(self, producer: str, topic: str, body: str) -> dict:
@@ -138,9 +141,10 @@ class Driver:
         with self.checker.lock:
             return {"checks": dict(self.checker.checks)}
 
-    def consumer(self, name: str, group: str, topics: list[str], await_s: int = 2, tag: str = "*") -> dict:
-        consumer = SimpleConsumer(self.config, group, {t: FilterExpression(tag) for t in topics},
-                                  await_duration=await_s)
+    def consumer(self, name: str, group: str, topics: list[str], await_s: int = 2, tag: str = "*",
+                 sql: str | None = None) -> dict:
+        expression = FilterExpression(sql, FilterType.SQL) if sql is not None else FilterExpression(tag)
+        consumer = SimpleConsumer(self.config, group, {t: expression for t in topics}, await_duration=await_s)
         consumer.startup()
         self.clients[name] = consumer
         return {"client_id": consumer.client_id}

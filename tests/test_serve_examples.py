@@ -219,3 +219,49 @@ def _tools_log(jvm: Jvm) -> str:
     """The Java client's own log (``tools.sh`` writes it to ``$RMQ_LOG_DIR/tools.log``)."""
     log = jvm.log.parent / "tools.log"
     return log.read_text(errors="replace") if log.exists() else ""
+
+
+SQL_WANTED = {f"Hello RocketMQ {i}" for i in (0, 1, 3)}  # TagA or TagB (i % 3 < 2) and 0 <= a <= 3
+
+
+@pytest.mark.parametrize("mode", ["rocketmq"])
+def test_upstreams_sql_filter_examples(servers: list[ServerProcess], tmp_path: Path, mode: str) -> None:
+    """``filter.SqlFilterConsumer`` (a push consumer of ``MessageSelector.bySql``: TAGS in TagA, TagB and
+    the property a between 0 and 3) starts on a serve with ``enable_property_filter=true`` (its start asks
+    CHECK_CLIENT_CONFIG), and of ``filter.SqlFilterProducer``'s ten messages (tags TagA, TagB, TagC by
+    i % 3, a = i) it is delivered those of i 0, 1 and 3, and no other once it has read every queue to its
+    end (its offsets, committed as it pulls, reach each queue's end: serve's filter skipped the rest)."""
+    kit = kit_file("bin/tools.sh", "upstream's Java client").parent.parent
+    tools = [str(kit / "bin" / "tools.sh")]
+    server = _served(servers, tmp_path, mode, "--topic=SqlFilterTest", "--remoting", "0",
+                     "--broker", "enable_property_filter=true")
+    assert server.remoting_port is not None
+    remoting = RemotingClient(server.remoting_port)
+    namesrv = f"127.0.0.1:{server.remoting_port}"
+    deadline = time.monotonic() + DEADLINE_S
+    jvms: list[Jvm] = []
+
+    def received() -> set[str]:
+        return {bytes(int(b) & 0xFF for b in body.split(",")).decode()
+                for _, _, _, body in _RECEIVED.findall(consumer.text())}
+
+    def read_to_the_end() -> bool:
+        queue = {"consumerGroup": "please_rename_unique_group_name", "topic": "SqlFilterTest"}
+        offsets = [remoting.call(codes.QUERY_CONSUMER_OFFSET, {**queue, "queueId": str(q)}) for q in range(4)]
+        return sum(int(o.ext.get("offset", "-1")) for o in offsets) == _stored(remoting, "SqlFilterTest")
+
+    try:
+        consumer = launch([*tools, EXAMPLES + "filter.SqlFilterConsumer"], tmp_path / "consumer.log", namesrv,
+                          lambda jvm: "Consumer Started." in jvm.text(), deadline)
+        jvms.append(consumer)
+        jvms.append(launch([*tools, EXAMPLES + "filter.SqlFilterProducer"], tmp_path / "producer.log",
+                           namesrv, lambda jvm: jvm.proc.poll() is not None, deadline))
+        assert jvms[-1].text().count("SendResult [sendStatus=SEND_OK") == 10
+        consumer.wait_for(lambda: received() >= SQL_WANTED and read_to_the_end(), "SqlFilterConsumer",
+                          deadline)
+    finally:
+        remoting.close()
+        for jvm in jvms:
+            jvm.stop()
+    assert received() == SQL_WANTED
+    _judged(server)

@@ -58,7 +58,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     print(f"fuzzing with seed {SEED} ({EXAMPLES} examples a test): TXMQ_FUZZ_SEED={SEED} repeats it")
     home = tmp_path_factory.mktemp("fuzz")
     server = ServerProcess(home / "store", "--topic", f"{TOPIC}:2", "--remoting", "0", "--proxy",
-                           "min_long_polling_ms=100")
+                           "min_long_polling_ms=100", "--broker", "enable_property_filter=true")
     yield server
     server.terminate()
     assert "Traceback" not in server.log.read_text(errors="replace")
@@ -123,11 +123,15 @@ def assert_still_serving(server: ServerProcess) -> None:
 
 
 _INTS = st.one_of(st.integers(-3, 40), st.integers(-(2**63), 2**63)).map(str)
-_TEXT = st.one_of(_INTS, st.text(max_size=20), st.sampled_from([TOPIC, "%RETRY%G", "%DLQ%G", "TBW102", ""]))
+# SQL92 expressions (a pull's "subscription" with sysFlag 4): well formed, cut, or anything
+_SQL = st.sampled_from(["a = 1", "a BETWEEN 1 AND 2", "TAGS IN ('x')", "a >", "a > 'x'", "(", "a = 1 .", ""])
+_TEXT = st.one_of(_INTS, st.text(max_size=20), _SQL,
+                  st.sampled_from([TOPIC, "%RETRY%G", "%DLQ%G", "TBW102", "", "SQL92", "TAG", "4", "6"]))
 _FIELDS = ("topic", "queueId", "sysFlag", "queueOffset", "commitOffset", "maxMsgNums", "consumerGroup",
            "producerGroup", "properties", "flag", "reconsumeTimes", "offset", "delayLevel", "timestamp",
            "tranStateTableOffset", "commitLogOffset", "commitOrRollback", "fromTransactionCheck", "clientID",
-           "namespace", "key", "originTopic", "maxReconsumeTimes", "a", "b", "e", "f", "g", "h", "i", "m")
+           "namespace", "key", "originTopic", "maxReconsumeTimes", "a", "b", "e", "f", "g", "h", "i", "m",
+           "subscription", "expressionType")
 _VALID = {"topic": TOPIC, "queueId": "0", "producerGroup": "PG", "consumerGroup": "CG", "sysFlag": "0",
           "queueOffset": "0", "bornTimestamp": "0", "flag": "0", "clientID": "fuzz", "offset": "0",
           "commitOffset": "0", "maxMsgNums": "4", "timestamp": "0", "delayLevel": "0", "originTopic": TOPIC}
@@ -149,7 +153,7 @@ _KNOWN = (codes.SEND_MESSAGE, codes.SEND_MESSAGE_V2, codes.SEND_BATCH_MESSAGE, c
           codes.SEARCH_OFFSET_BY_TIMESTAMP, codes.GET_MAX_OFFSET, codes.GET_MIN_OFFSET, codes.HEART_BEAT,
           codes.UNREGISTER_CLIENT, codes.CONSUMER_SEND_MSG_BACK, codes.END_TRANSACTION,
           codes.GET_CONSUMER_LIST_BY_GROUP, codes.GET_KV_CONFIG, codes.GET_ROUTEINFO_BY_TOPIC,
-          codes.LOCK_BATCH_MQ, codes.UNLOCK_BATCH_MQ)
+          codes.LOCK_BATCH_MQ, codes.UNLOCK_BATCH_MQ, codes.CHECK_CLIENT_CONFIG)
 
 
 @st.composite

@@ -40,7 +40,7 @@ FAST = ["--broker", f"check_interval_ms={CHECK_INTERVAL_MS}", "--broker", "trans
         "--proxy", "min_invisible_ms_for_receive=1000", "--proxy", "max_message_size=65536",
         "--proxy", "min_long_polling_ms=1000"]
 TOPICS = [f"--topic={t}" for t in ("Commit", "Orphans", "Limit", "Handover", "Raw:1", "Empty:1", "Late",
-                                   "Push")]
+                                   "Push", "Attempts:1")]
 META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
 
 
@@ -245,6 +245,34 @@ def test_pop_redelivers_after_the_invisible_time_and_checks_receipt_handles(stub
     # attempt arrived here once on a busy machine)
     assert [r for r in receive(stub, "Raw", "G-raw", wait_ms=1000)
             if r.HasField("message") and r.message.system_properties.message_id == "POP-1"] == []
+
+
+def test_the_attempt_limit_is_the_groups_not_the_clients(stub: Any) -> None:
+    """A consumer whose Settings ask for one attempt still gets a second: upstream's proxy answers with
+    the group's ``retryMaxTimes + 1`` (``GrpcClientSettingsManager.mergeSubscriptionData``) and its
+    receive uses that merged limit (``ReceiveMessageActivity``, ``PopMessageResultFilterImpl``), here
+    ``max_delivery_attempts`` (17)."""
+    meta = [("x-mq-client-id", "attempts-client"), ("x-mq-client-version", "5.1.2")]
+    settings = pb.Settings(client_type=pb.ClientType.SIMPLE_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name="G-attempts"), subscriptions=[pb.SubscriptionEntry(
+            topic=pb.Resource(name="Attempts"), expression=pb.FilterExpression(expression="*"))]))
+    settings.backoff_policy.max_attempts = 1
+    answer = next(iter(stub.Telemetry(iter([spb.TelemetryCommand(settings=settings)]), metadata=meta)))
+    assert answer.settings.backoff_policy.max_attempts == 17
+    message = pb.Message(topic=pb.Resource(name="Attempts"), body=b"again",
+                         system_properties=pb.SystemProperties(message_id="ATT-1"))
+    assert code_name(stub.SendMessage(spb.SendMessageRequest(messages=[message]), metadata=meta)) == "OK"
+    attempts = []
+    for _ in range(2):
+        request = spb.ReceiveMessageRequest(
+            group=pb.Resource(name="G-attempts"),
+            message_queue=pb.MessageQueue(topic=pb.Resource(name="Attempts"), id=0),
+            filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"), batch_size=8)
+        request.invisible_duration.FromMilliseconds(1000)
+        request.long_polling_timeout.FromMilliseconds(3000)
+        attempts += [r.message.system_properties.delivery_attempt
+                     for r in stub.ReceiveMessage(request, metadata=meta, timeout=6) if r.HasField("message")]
+    assert attempts == [1, 2]
 
 
 def test_a_forwarded_message_lands_in_the_groups_dead_letter_topic(stub: Any) -> None:

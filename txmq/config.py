@@ -63,6 +63,9 @@ class BrokerConfig(DataClassJsonMixin):
     queue_file_entries: int = DEFAULT_ENTRIES_PER_FILE
     reject_transaction_message: bool = False
     timer_precision_ms: int = 1_000  # MessageStoreConfig.timerPrecisionMs: the delay timer's step
+    # BrokerConfig.enablePropertyFilter: whether 4.x consumers may filter by SQL92 (txmq serve's remoting
+    # port; upstream's pop, which 5.x consumers use, never reads it)
+    enable_property_filter: bool = False
 
     def __post_init__(self) -> None:
         check_field_types(self)

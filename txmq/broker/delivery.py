@@ -29,10 +29,13 @@ class Deliveries:
         self._stats = stats
 
     def pull(self, store: Store, consumer_group: str, topic: str, queue_id: int, offset: int,
-             max_messages: int) -> PullResult:
+             max_messages: int, accept: Callable[[MessageExt], bool] | None = None, scan: int = 0
+             ) -> PullResult:
         """Up to ``max_messages`` from ``offset``, which is first corrected as upstream's
         ``DefaultMessageStore.getMessage`` does (``next_begin_offset``); the correction is logged as
-        upstream's PULL_OFFSET_MOVED is."""
+        upstream's PULL_OFFSET_MOVED is. With ``accept`` (a broker-side filter) up to ``scan`` positions
+        are read for them, as ``getMessage`` reads on past messages its filter refuses; the result's next
+        offset follows the last position read."""
         low = store.min_queue_offset(topic, queue_id)
         high = store.max_queue_offset(topic, queue_id)
         start = next_begin_offset(offset, low, high)
@@ -40,9 +43,15 @@ class Deliveries:
             self._stats["offsets_moved"] += 1
             log.warning("group %s read %s/%d at offset %d, outside [%d, %d): moved to %d",
                         consumer_group, topic, queue_id, offset, low, high, start)
-        end = min(high, start + max_messages)
-        found = (self.one(store, consumer_group, topic, queue_id, o, None) for o in range(start, end))
-        return PullResult([ext for ext in found if ext is not None], end, start != offset)
+        end = min(high, start + max(max_messages, scan))
+        found: list[MessageExt] = []
+        at = start
+        while at < end and len(found) < max_messages:
+            ext = self.one(store, consumer_group, topic, queue_id, at, None, accept)
+            at += 1
+            if ext is not None:
+                found.append(ext)
+        return PullResult(found, at, start != offset)
 
     def one(self, store: Store, consumer_group: str, topic: str, queue_id: int, queue_offset: int,
             attempt: int | None, accept: Callable[[MessageExt], bool] | None = None, orderly: bool = False

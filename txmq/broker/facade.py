@@ -195,10 +195,12 @@ class Broker(BrokerCore):
         return self.pull_messages(consumer_group, topic, queue_id, offset, max_messages).messages
 
     def pull_messages(self, consumer_group: str, topic: str, queue_id: int, offset: int,
-                      max_messages: int = 32) -> PullResult:
+                      max_messages: int = 32, accept: Callable[[MessageExt], bool] | None = None,
+                      scan: int = 0) -> PullResult:
         """``pull``, with the offset to read next. An offset outside the queue is corrected as upstream's
         ``DefaultMessageStore.getMessage`` does (``next_begin_offset``), and the correction is logged as
-        upstream's PULL_OFFSET_MOVED is."""
+        upstream's PULL_OFFSET_MOVED is. ``accept``: a broker-side filter (an SQL92 subscription), read
+        on for up to ``scan`` positions; what it refuses is not delivered (no DELIVER)."""
         validate_topic(topic)
         if max_messages < 1:
             raise ClientError(f"max_messages must be at least 1, got {max_messages}")
@@ -206,7 +208,7 @@ class Broker(BrokerCore):
             raise ClientError(f"offset must be >= 0, got {offset}")
         with self._lock:
             return self._deliveries.pull(self._context().store, consumer_group, topic, queue_id, offset,
-                                         max_messages)
+                                         max_messages, accept, scan)
 
     def deliver(self, consumer_group: str, topic: str, queue_id: int, queue_offset: int, attempt: int,
                 accept: Callable[[MessageExt], bool] | None = None, orderly: bool = False

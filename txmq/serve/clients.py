@@ -128,14 +128,16 @@ class ClientRegistry:
 
     def _subscribe(self, subscription: Any) -> None:
         for entry in subscription.subscriptions:
-            self.subscribe(subscription.group.name, entry.topic.name, entry.expression.expression)
+            self.subscribe(subscription.group.name, entry.topic.name, entry.expression.expression,
+                           filtered=entry.expression.type == pb.FilterType.SQL)
 
-    def subscribe(self, group: str, topic: str, expression: str) -> None:
-        """A consumer group subscribed to ``topic``: with ``*`` it is owed every message of the topic (the
-        header's ``consumer_groups``); with any filter it may be delivered the topic's messages
-        (``consumer_topics``, which the spec's GroupSubscribesTopic reads)."""
+    def subscribe(self, group: str, topic: str, expression: str, filtered: bool = False) -> None:
+        """A consumer group subscribed to ``topic``: with the tag expression ``*`` it is owed every message
+        of the topic (the header's ``consumer_groups``); with any filter (``filtered``: an SQL92 one,
+        whatever its text) it may be delivered the topic's messages (``consumer_topics``, which the spec's
+        GroupSubscribesTopic reads)."""
         self.subscribed_topics.setdefault(group, set()).add(topic)
-        if expression.strip() in ("", "*"):
+        if not filtered and expression.strip() in ("", "*"):
             self.subscriptions.setdefault(group, set()).add(topic)
 
     def stream_ended(self, client_id: str, stream: TelemetryStream) -> None:

@@ -1,5 +1,5 @@
 """Checks of requests as upstream's proxy makes them (``GrpcValidator``, ``TopicRouteHelper``): topic and
-group names, tag filters, invisible times, and the table of served topics. Each refusal is a
+group names, tag and SQL92 filters, invisible times, and the table of served topics. Each refusal is a
 ``ServeError`` with the code upstream's proxy answers."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from txmq.errors import TxmqError
 from txmq.protocol import MessageExt
 from txmq.serve.config import ServeConfig
 from txmq.serve.errors import ServeError
+from txmq.serve.sql92 import SelectorError, compile_selector
 from txmq.transaction.constants import CHECKPOINT_GROUP, PROPERTY_TAGS
 
 DLQ_PREFIX = "%DLQ%"  # MixAll.DLQ_GROUP_TOPIC_PREFIX
@@ -91,10 +92,24 @@ def validate_topic_and_group(topic: str, group: str) -> None:
     validate_group(group)
 
 
-def tag_filter(expression: Any) -> Callable[[MessageExt], bool] | None:
-    """TAG expressions (``*``, ``a || b``); SQL92 needs property filtering, which txmq does not do."""
+def message_filter(expression: Any, group: str) -> Callable[[MessageExt], bool] | None:
+    """What a receive delivers (None: everything). TAG expressions (``*``, ``a || b``) compare the tag;
+    an SQL92 one is compiled and evaluated on the message's properties, as upstream's broker does for a
+    pop (``PopMessageProcessor`` with ``ExpressionMessageFilter``; it does not read
+    ``enablePropertyFilter``). An empty SQL92 expression is ILLEGAL_FILTER_EXPRESSION (the proxy's
+    ``FilterAPI.build`` throws); one that does not compile is the broker's SUBSCRIPTION_PARSE_FAILED,
+    which the proxy answers INTERNAL_SERVER_ERROR (``ResponseBuilder.buildCode`` does not map it), with
+    one line on serve's console (upstream's broker logs it)."""
     if expression.type == pb.FilterType.SQL:
-        raise ServeError("ILLEGAL_FILTER_EXPRESSION", "SQL92 filtering is not supported by txmq")
+        if not expression.expression:
+            raise ServeError("ILLEGAL_FILTER_EXPRESSION", "Expression can't be null! SQL92")
+        try:
+            selector = compile_selector(expression.expression)
+        except SelectorError as exc:
+            print(f"txmq serve: the SQL92 filter {expression.expression!r} of group {group} does not "
+                  f"compile: {exc}", file=sys.stderr, flush=True)
+            raise ServeError("INTERNAL_SERVER_ERROR", "parse the consumer's subscription failed") from None
+        return lambda ext: selector.matches(ext.properties)
     text = expression.expression.strip()
     if text in ("", "*"):
         return None

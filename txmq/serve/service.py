@@ -28,8 +28,8 @@ from txmq.serve.convert import delivery_ms, inbound, outbound
 from txmq.serve.errors import ServeError
 from txmq.serve.pop import Popped, dead_letter
 from txmq.serve.requests import (
+    message_filter,
     polling_ms,
-    tag_filter,
     validate_group,
     validate_invisible,
     validate_topic_and_group,
@@ -325,16 +325,16 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         else:
             invisible = request.invisible_duration.ToMilliseconds()
             validate_invisible(invisible, cfg.min_invisible_ms_for_receive, cfg.max_invisible_ms)
-        accept = tag_filter(request.filter_expression)
+        accept = message_filter(request.filter_expression, group)
         batch = request.batch_size
         if not 1 <= batch <= MAX_POP_BATCH:
             raise ServeError("INTERNAL_SERVER_ERROR", f"the max message num must be 1 to {MAX_POP_BATCH}, "
                                                       f"got {batch}")
         wait_s = max(0, polling - cfg.long_polling_reserve_ms) / 1000
-        attempts = settings.backoff_policy.max_attempts if settings is not None else 0
+        # the group's limit, never the client's: upstream's receive reads the merged Settings, whose
+        # max attempts mergeSubscriptionData sets to the group's retryMaxTimes + 1
         return self.ctx.pop.receive(group, topic, list(range(queues)), batch, invisible, wait_s, accept,
-                                    attempts or cfg.max_delivery_attempts,
-                                    orderly=group in self.ctx.topics.fifo_groups)
+                                    cfg.max_delivery_attempts, orderly=group in self.ctx.topics.fifo_groups)
 
     def AckMessage(self, request: Any, context: grpc.ServicerContext) -> Any:
         """``AckMessageActivity.ackMessage``: one status per entry; MULTIPLE_RESULTS when they differ."""

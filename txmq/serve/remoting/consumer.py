@@ -4,7 +4,9 @@ A pull follows ``PullMessageProcessor``: the commit offset the consumer carries 
 bit 0), an offset outside the queue answers PULL_OFFSET_MOVED with where to go, messages found answer
 SUCCESS with the records in upstream's layout, and nothing found waits (sysflag bit 1, up to the request's
 ``suspendTimeoutMillis``) for a message to arrive, as ``PullRequestHoldService`` does, then answers
-PULL_NOT_FOUND. Tag filters are applied by the client, as the Java and C++ clients do on every pull.
+PULL_NOT_FOUND. Tag filters are applied by the client, as the Java and C++ clients do on every pull; an
+SQL92 filter by the broker (``txmq.serve.remoting.filters``): a pull whose messages it all refuses answers
+PULL_RETRY_IMMEDIATELY with where to read next.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ FLAG_SUSPEND = 0x2
 MAX_PULL_BATCH = 32  # MessageStoreConfig.maxTransferCountOnMessageInMemory
 MAX_PULL_BYTES = 256 * 1024  # maxTransferBytesOnMessageInMemory: an answer stays far below a frame's limit
 MAX_SUSPEND_MS = 30_000
+# MessageStoreConfig.maxFilterMessageSize (16000 bytes) over a consume-queue entry's 20: how far a filtered
+# pull reads on past messages its filter refuses
+MAX_FILTER_SCAN = 16_000 // 20
 HOLD_CHECK_S = 0.5  # a held pull looks again this often even if nothing woke it (gRPC sends, checks)
 DEFAULT_MAX_RECONSUME = 16  # SubscriptionGroupConfig.retryMaxTimes
 PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"  # MessageConst
@@ -117,6 +122,10 @@ def pull_once(ctx: RemotingContext, cmd: Command, final: bool) -> Command | None
     ext = cmd.ext
     group, topic = ext.get("consumerGroup", ""), ext.get("topic", "")
     queue_id, offset = header_int(ext, "queueId"), header_int(ext, "queueOffset")
+    try:  # before the queue is read, as PullMessageProcessor refuses a filter before getMessage
+        accept = ctx.filters.pull_filter(ext, header_int(ext, "sysFlag", 0))
+    except Refusal as exc:
+        return cmd.response(exc.code, remark=exc.remark)
     broker = ctx.serve.broker
     low, high = broker.admin.min_offset(topic, queue_id), broker.max_offset(topic, queue_id)
     bounds = {"minOffset": str(low), "maxOffset": str(high), "suggestWhichBrokerId": "0"}
@@ -130,7 +139,10 @@ def pull_once(ctx: RemotingContext, cmd: Command, final: bool) -> Command | None
         return cmd.response(codes.PULL_NOT_FOUND, {**bounds, "nextBeginOffset": str(offset)},
                             remark="no new message")
     count = min(max(header_int(ext, "maxMsgNums", MAX_PULL_BATCH), 1), MAX_PULL_BATCH)
-    result = broker.pull_messages(group, topic, queue_id, offset, count)
+    result = broker.pull_messages(group, topic, queue_id, offset, count, accept, MAX_FILTER_SCAN)
+    if not result.messages and accept is not None:  # GetMessageStatus.NO_MATCHED_MESSAGE
+        return cmd.response(codes.PULL_RETRY_IMMEDIATELY,
+                            {**bounds, "nextBeginOffset": str(result.next_offset)}, remark="no matched msg")
     records: list[bytes] = []
     next_offset = result.next_offset
     for message in result.messages:

@@ -13,7 +13,7 @@ import json
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from txmq.errors import TxmqError
 from txmq.protocol import EndTransactionRequest, LocalTransactionState, Message, SendResult
@@ -47,6 +47,9 @@ from txmq.transaction.constants import (
     PROPERTY_UNIQ_KEY,
     RESERVED_PROPERTIES,
 )
+
+if TYPE_CHECKING:
+    from txmq.serve.remoting.filters import ConsumerFilters
 
 RETRY_PREFIX = "%RETRY%"  # MixAll.RETRY_GROUP_TOPIC_PREFIX: a consumer group's retry topic, one queue
 DLQ_PREFIX = "%DLQ%"
@@ -89,6 +92,7 @@ class RemotingContext:
     clients: RemotingClients
     store_host: tuple[str, int]
     arrived: Callable[[], None]  # wakes held pulls: a message became visible
+    filters: ConsumerFilters  # the SQL92 filters heartbeats registered (txmq.serve.remoting.filters)
 
     def queues(self, topic: str) -> int:
         """Queue count of a served topic; retry and dead-letter topics have one; TOPIC_NOT_EXIST else."""
@@ -144,12 +148,14 @@ def heartbeat(ctx: RemotingContext, conn: Connection, cmd: Command) -> Command:
         producers = [str(p["groupName"]) for p in data.get("producerDataSet") or []]
         consumers = data.get("consumerDataSet") or []
         groups = [str(c["groupName"]) for c in consumers]
-        subscriptions = [(str(c["groupName"]), str(s["topic"]), str(s.get("subString", "*")))
+        subscriptions = [(str(c["groupName"]), str(s["topic"]), str(s.get("subString", "*")),
+                          str(s.get("expressionType") or ""))
                          for c in consumers for s in c.get("subscriptionDataSet") or []]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise Malformed(f"the heartbeat does not decode: {exc}") from None
-    for group, topic, expression in subscriptions:
-        ctx.serve.clients.subscribe(group, topic, expression)
+    for group, topic, expression, expression_type in subscriptions:
+        ctx.filters.register(group, topic, expression, expression_type)
+        ctx.serve.clients.subscribe(group, topic, expression, filtered=expression_type not in ("", "TAG"))
     ctx.clients.heartbeat(conn, client_id, producers, groups)
     return cmd.response(codes.SUCCESS)
 

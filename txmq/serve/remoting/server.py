@@ -20,7 +20,7 @@ from functools import partial
 
 from txmq.errors import ConfigError, TxmqError
 from txmq.serve.context import ServeContext
-from txmq.serve.remoting import codes, consumer, lock, producer
+from txmq.serve.remoting import codes, consumer, filters, lock, producer
 from txmq.serve.remoting.clients import RemotingClients
 from txmq.serve.remoting.connection import Connection
 from txmq.serve.remoting.consumer import PullHold
@@ -47,7 +47,8 @@ class RemotingServer:
         self.port = self._listener.getsockname()[1]
         store_host = (advertise_host or host, self.port)
         self.clients = RemotingClients(serve.broker, store_host)
-        self.ctx = RemotingContext(serve, self.clients, store_host, self._arrived)
+        sql_filters = filters.ConsumerFilters(serve.broker.config.enable_property_filter)
+        self.ctx = RemotingContext(serve, self.clients, store_host, self._arrived, sql_filters)
         self.hold = PullHold(self.ctx)
         self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="txmq-remoting")
         self._accepting = threading.Thread(target=self._accept, name="txmq-remoting-accept", daemon=True)
@@ -79,6 +80,7 @@ class RemotingServer:
         locks = lock.RebalanceLocks(ctx.serve.broker.clock)
         handlers[codes.LOCK_BATCH_MQ] = partial(lock.lock_batch, ctx, locks)
         handlers[codes.UNLOCK_BATCH_MQ] = partial(lock.unlock_batch, ctx, locks)
+        handlers[codes.CHECK_CLIENT_CONFIG] = partial(filters.check_client_config, ctx.filters)
         return handlers
 
     def start(self) -> RemotingServer:
