@@ -303,7 +303,8 @@ SendHalf(t) ==
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, unregistered, covered, opRecords, reals, lives, durable,
-                   cursorDurable, opBuf, cursor, index, opRead, rescan, pending, now, net, historyVars, budgetVars>>
+                   cursorDurable, opBuf, cursor, index, opRead, rescan, pending, now, net, historyVars,
+                   budgetVars>>
 
 (***************************************************************************)
 (* A client send retry (S33): the first attempt timed out at the client   *)
@@ -439,8 +440,8 @@ ApplyEnd(m, rest) ==
                     /\ index' = IF Strict THEN Put(index, t, m.act) ELSE index
                     /\ ends' = Put(ends, t, Logged(Get(ends, t), entry("OK")))
                     /\ UNCHANGED storeErrors
-       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead, rescan,
-                      pending, now, checks, discardLog, opDup>>
+       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead,
+                      rescan, pending, now, checks, discardLog, opDup>>
 
 (***************************************************************************)
 (* A producer answers a check from its group's local state               *)
@@ -725,8 +726,8 @@ ScanSkipPrepared ==
 PassEnds ==
     /\ rescan # NoRescan /\ cursor > rescan.from
     /\ rescan' = PassFrom(cursor, rescan.to)
-    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, pending, now, net, historyVars,
-                   budgetVars>>
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, pending, now, net,
+                   historyVars, budgetVars>>
 
 (***************************************************************************)
 (* Re-put (the immunity path, putImmunityMsgBackToHalfQueue): a half with *)
