@@ -137,6 +137,15 @@ CheckReachesARunningOwner == [][ScanCheckNobody => ~alive[OwnerOf(Rec.t)]]_vars
 \* action property); immunity_read_before_the_step must find such a re-put.
 ReputWithinImmunityAtItsStep == [][ScanImmunity => Age(Next1) <= ImmunityOf(Rec.t).scan]_vars
 
+\* Rocketmq: a check pass that begins below an immunity copy's original again (after a restart) reads the Op
+\* record of the original after passing it, and skips the copy (TransactionalMessageServiceImpl.
+\* checkPrepareQueueOffset); immunity_copy_skipped_by_its_original must find such a skip (an action property).
+NoSkipByOriginal == [][~ScanSkipPrepared]_vars
+\* ... and a copy is skipped so only after a restart that resumed below its original, with an Op record
+\* covering that original.
+SkipByOriginalAfterRestart ==
+    [][ScanSkipPrepared => crashes > 0 /\ cursorDurable < Rec.root /\ Rec.root \in covered]_vars
+
 \* Rocketmq: a send retried over another connection of the group after the owner's closed, and the owner's
 \* own END_TX over that one; retry_over_another_connection must find such an END_TX in flight.
 OwnEndOverItsOwner == \A m \in net : (m.type = "end" /\ ~m.chk) => m.p = OwnerOf(m.t)

@@ -111,8 +111,10 @@ VARIABLES
     half,         \* the half queue: Seq of [t, n (check count), born (producer clock), put (the broker's
                   \*   clock at the original's HALF_PUT, or the one a retry's stamp stands for
                   \*   (ResendHalf): the broker never reads it, but the check service
-                  \*   cannot have read its clock for the record before it, EarliestRead) and from (the offset
-                  \*   of the copy this one renews; 0 for an original or a resumed copy, never read)]
+                  \*   cannot have read its clock for the record before it, EarliestRead), from (the offset
+                  \*   of the copy this one renews; 0 for an original or a resumed copy) and root (the offset of
+                  \*   the original or resumed record its line of copies begins at: a copy's
+                  \*   PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET, see ScanSkipPrepared)]
     latest,       \* [Txns -> Nat]: offset of t's newest half record (0: none)
     covered,      \* half offsets listed by Op records in the Op queue
     opRecords,    \* the Op queue: Seq of the Op records, each the half offsets it lists when the check service
@@ -130,6 +132,10 @@ VARIABLES
                   \*   listed by the Op records it read, to: how many records it read (BoundedOpReads)]
     pending,      \* checks handed to the check executor and not yet sent (AsyncChecks): [t, off] with off
                   \*   the offset of the copy the check names
+    rescan,       \* rocketmq: the check pass under way since a restart, while it may still reach copies
+                  \*   stored before the restart (NoRescan: none): [from: the half checkpoint the pass began
+                  \*   at, to: the half queue's length at the restart, gone: offsets it took out of its
+                  \*   removeMap], see ScanSkipPrepared
     now,          \* the broker's clock
     \* --- network of one-way messages ---
     net,          \* END_TX and check messages in flight
@@ -151,7 +157,7 @@ VARIABLES
 
 producerVars == <<local, said, sent, ownEndDone, alive, unregistered>>
 durableVars == <<half, latest, covered, opRecords, reals, lives, durable, cursorDurable>>
-volatileVars == <<opBuf, cache, cursor, index, opRead, pending>>
+volatileVars == <<opBuf, cache, cursor, index, opRead, rescan, pending>>
 historyVars == <<ends, delivered, checks, discardLog, opDup>>
 budgetVars == <<crashes, pcrashes, losses, dups, retries, storeErrors, resumes>>
 vars == <<producerVars, durableVars, volatileVars, now, net, historyVars, budgetVars>>
@@ -165,6 +171,8 @@ Strict == Mode = "strict"
 \* has dispatched (see ReadOps); NothingRead is what it knows of the Op queue at a start.
 BoundedOpReads == LaggingOpView /\ ~Strict /\ OpPullNums > 0
 NothingRead == [offs |-> {}, to |-> 0]
+\* No check pass since a restart can reach a copy stored before it (rescan): none may skip by its original.
+NoRescan == [from |-> 0, to |-> 0, gone |-> {}]
 
 \* Who owns t, its producer's clock skew and its immunity.  Read only through these operators: trace
 \* validation (TxMQTrace.tla) moves a trace's transactions through a small pool of reusable ids, so it
@@ -234,7 +242,8 @@ CacheDelete(c, o) == IF o \in Range(c) THEN SelectSeq(c, LAMBDA x : x # o) ELSE 
 
 \* The broker appends a half record (original, renewed copy or resumed copy) for t.
 AppendHalf(t, n, born, put, from) ==
-    /\ half' = HalfAppend(half, [t |-> t, n |-> n, born |-> born, put |-> put, from |-> from])
+    /\ half' = HalfAppend(half, [t |-> t, n |-> n, born |-> born, put |-> put, from |-> from,
+                                 root |-> IF from = 0 THEN HalfLen(half) + 1 ELSE HalfAt(half, from).root])
     /\ latest' = Put(latest, t, HalfLen(half) + 1)
 
 EndMsg(t, off, act, chk, p) ==
@@ -265,6 +274,7 @@ Init ==
     /\ cursor = 0
     /\ index = AllTxns(None)
     /\ opRead = NothingRead
+    /\ rescan = NoRescan
     /\ pending = {}
     /\ now = 0
     /\ net = {}
@@ -293,7 +303,8 @@ SendHalf(t) ==
     /\ AppendHalf(t, 0, now + SkewOf(t), now, 0)
     /\ cache' = CacheInsert(cache, HalfLen(half) + 1)
     /\ UNCHANGED <<said, ownEndDone, alive, unregistered, covered, opRecords, reals, lives, durable,
-                   cursorDurable, opBuf, cursor, index, opRead, pending, now, net, historyVars, budgetVars>>
+                   cursorDurable, opBuf, cursor, index, opRead, rescan, pending, now, net, historyVars,
+                   budgetVars>>
 
 (***************************************************************************)
 (* A client send retry (S33): the first attempt timed out at the client   *)
@@ -328,7 +339,7 @@ ResendHalf(t) ==
     /\ retries' = retries + 1
     /\ ownEndDone' = IF Strict THEN ownEndDone ELSE Put(ownEndDone, t, FALSE)
     /\ UNCHANGED <<local, said, alive, unregistered, covered, opRecords, reals, lives, durable,
-                   cursorDurable, opBuf, cursor, index, opRead, pending, now, net, historyVars,
+                   cursorDurable, opBuf, cursor, index, opRead, rescan, pending, now, net, historyVars,
                    crashes, pcrashes, losses, dups, storeErrors, resumes>>
 
 \* LOCAL_TX: the local transaction reaches its outcome (possibly long after the half).
@@ -429,8 +440,8 @@ ApplyEnd(m, rest) ==
                     /\ index' = IF Strict THEN Put(index, t, m.act) ELSE index
                     /\ ends' = Put(ends, t, Logged(Get(ends, t), entry("OK")))
                     /\ UNCHANGED storeErrors
-       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead, pending,
-                      now, checks, discardLog, opDup>>
+       /\ UNCHANGED <<producerVars, half, latest, covered, opRecords, lives, cursorDurable, cursor, opRead,
+                      rescan, pending, now, checks, discardLog, opDup>>
 
 (***************************************************************************)
 (* A producer answers a check from its group's local state               *)
@@ -516,7 +527,7 @@ FlushOps(J) ==
           /\ opRecords' = OpAppend(opRecords, IF BoundedOpReads THEN listed ELSE {})
     /\ opBuf' = Without(opBuf, J)
     /\ UNCHANGED <<producerVars, half, latest, reals, lives, durable, cursorDurable, cache, cursor, index,
-                   opRead, pending, now, net, ends, delivered, checks, discardLog, budgetVars>>
+                   opRead, rescan, pending, now, net, ends, delivered, checks, discardLog, budgetVars>>
 
 (***************************************************************************)
 (* The check service (TransactionalMessageServiceImpl.check) examines the *)
@@ -564,22 +575,34 @@ ReadOps(k) ==
     /\ IF BoundedOpReads
        THEN /\ k \in (opRead.to + 1)..OpLen(opRecords)
             /\ \A j \in (opRead.to + 1)..(k - OpPullNums) : OpAt(opRecords, j) \subseteq 1..cursor
-            /\ opRead' = [offs |-> opRead.offs \cup UNION {OpAt(opRecords, j) : j \in (opRead.to + 1)..k},
-                          to |-> k]
+            /\ LET listed == UNION {OpAt(opRecords, j) : j \in (opRead.to + 1)..k}
+               IN /\ opRead' = [offs |-> opRead.offs \cup listed, to |-> k]
+                  \* an offset the pass took out of its removeMap is in it again once another record lists it
+                  /\ rescan' = IF rescan.gone \cap listed = {} THEN rescan
+                               ELSE [rescan EXCEPT !.gone = @ \ listed]
        ELSE /\ opRead.offs # covered
             /\ opRead' = [opRead EXCEPT !.offs = covered]
+            /\ UNCHANGED rescan
     /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, pending, now, net, historyVars,
                    budgetVars>>
 
-Examined ==
+\* The record examined, with gone the offsets the pass since a restart has taken out of its removeMap: that
+\* pass is over once it has examined every record stored before the restart.
+ExaminedTaking(gone) ==
     /\ cursor' = Next1
+    /\ rescan' = IF Next1 >= rescan.to THEN NoRescan
+                 ELSE IF gone = rescan.gone THEN rescan ELSE [rescan EXCEPT !.gone = gone]
     /\ UNCHANGED <<producerVars, cursorDurable, opBuf, cache, opRead, now, budgetVars>>
+Examined == ExaminedTaking(rescan.gone)
 
-\* Skip: an Op record covers this half offset: it was committed or rolled back (the removeMap).
+\* Skip: an Op record covers this half offset: it was committed or rolled back (the removeMap, which the
+\* scan takes the offset out of: ScanSkipPrepared can find it there no more, unless another Op record
+\* lists it again; only an original with immunity can be a copy's PREPARED offset, and only those are kept).
 ScanSkipCovered ==
     /\ Examinable
     /\ Next1 \in OpView
-    /\ Examined
+    /\ ExaminedTaking(IF Next1 < rescan.to /\ Rec.from = 0 /\ ImmunityOf(Rec.t).has
+                      THEN rescan.gone \cup {Next1} ELSE rescan.gone)
     /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, pending, net, historyVars>>
 
 \* Skip (strict): the transaction is resolved, or a newer copy of it exists.
@@ -647,6 +670,65 @@ ScanDiscard ==
 
 NotDiscarded == Rec.n < CheckMax /\ AgeAt(Next1, EarliestRead) <= RetentionT
 
+\* The record examined is inside its immunity window (on the earliest clock read: the window has an upper
+\* bound only).
+WithinImmunity == ImmunityOf(Rec.t).has /\ AgeAt(Next1, EarliestRead) <= ImmunityOf(Rec.t).scan
+
+(***************************************************************************)
+(* Skip by the original (TransactionalMessageServiceImpl.check, then      *)
+(* checkPrepareQueueOffset): a copy within its immunity whose             *)
+(* PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET names a half offset in the  *)
+(* pass's removeMap is passed, not re-put, and that offset leaves the     *)
+(* removeMap.  The first immunity re-put of a line sets that property to  *)
+(* the offset of the record it copies (TransactionalMessageBridge.         *)
+(* renewImmunityHalfMessageInner) and every later copy keeps it; a copy   *)
+(* still within its immunity had only immunity re-puts before it (an age  *)
+(* only grows), so the offset is its line's root.  An original has none,  *)
+(* and is re-put.  (A resumed copy keeps the property of the copy it      *)
+(* resumes; here it begins a line of its own, so that it is re-put: the   *)
+(* spec refuses the skip of a resumed copy.)  The                         *)
+(* removeMap (fillOpRemoveMap) holds the offsets the pass's Op reads      *)
+(* listed, from the half checkpoint it began at (miniOffset) on, less     *)
+(* those it took out.  A copy stored during a pass ends that pass when it *)
+(* is reached (its store time is after the pass began), and the next pass *)
+(* begins past the copy's original: so only a pass that begins below the *)
+(* original again, after a restart (rescan), reaches a copy whose         *)
+(* original it passed in the same pass, and only a copy stored before the *)
+(* restart.  The original was examined in that pass and not covered then  *)
+(* (else the scan took it out: gone), so the Op record listing it was    *)
+(* read after the scan passed it.                                          *)
+(***************************************************************************)
+\* A pass beginning at half checkpoint from, after a restart when the half queue held to records: told apart
+\* only while a copy it may skip lies ahead (its root past from, its count below the check max).
+PassFrom(from, to) ==
+    IF \E i \in (from + 1)..to : HalfAt(half, i).from # 0 /\ HalfAt(half, i).root > from
+                                 /\ HalfAt(half, i).n < CheckMax
+    THEN [from |-> from, to |-> to, gone |-> {}]
+    ELSE NoRescan
+
+SkipsByOriginal ==
+    /\ ~Strict
+    /\ Rec.from # 0 /\ rescan.from < Rec.root /\ Next1 <= rescan.to
+    /\ Rec.root \in OpView \ rescan.gone
+
+ScanSkipPrepared ==
+    /\ Unsettled /\ SkipsByOriginal /\ NotDiscarded /\ WithinImmunity
+    /\ ExaminedTaking(rescan.gone \cup {Rec.root})
+    /\ UNCHANGED <<half, latest, covered, opRecords, reals, lives, durable, index, pending, net, historyVars>>
+
+(***************************************************************************)
+(* A check pass ends (TransactionalMessageServiceImpl.check breaks at a   *)
+(* young or freshly stored half, the queue's end or its time limit) and   *)
+(* the next begins at the checkpoint, with a removeMap of its own.  Only  *)
+(* the passes since a restart are told apart (rescan), and only while one *)
+(* of them has examined a record.                                          *)
+(***************************************************************************)
+PassEnds ==
+    /\ rescan # NoRescan /\ cursor > rescan.from
+    /\ rescan' = PassFrom(cursor, rescan.to)
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, pending, now, net,
+                   historyVars, budgetVars>>
+
 (***************************************************************************)
 (* Re-put (the immunity path, putImmunityMsgBackToHalfQueue): a half with *)
 (* the check-immunity property, no older than its immunity, is copied to  *)
@@ -655,8 +737,8 @@ NotDiscarded == Rec.n < CheckMax /\ AgeAt(Next1, EarliestRead) <= RetentionT
 (* re-put too.                                                             *)
 (***************************************************************************)
 ScanImmunity ==
-    /\ Unsettled /\ NotDiscarded
-    /\ ImmunityOf(Rec.t).has /\ AgeAt(Next1, EarliestRead) <= ImmunityOf(Rec.t).scan
+    /\ Unsettled /\ NotDiscarded /\ WithinImmunity
+    /\ ~SkipsByOriginal
     /\ AppendHalf(Rec.t, Rec.n + 1, Rec.born, Rec.put, Next1)
     /\ checks' = Put(checks, Rec.t, Logged(Get(checks, Rec.t), Spent("reput", EarliestRead)))
     /\ Examined
@@ -717,14 +799,14 @@ SendCheck(c, p) ==
     /\ p \in Recipients(c.t)
     /\ net' = net \cup {CheckMsg(c.t, c.off, p)}
     /\ pending' = pending \ {c}
-    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, now, historyVars,
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, rescan, now, historyVars,
                    budgetVars>>
 
 SendCheckNobody(c) ==
     /\ c \in pending
     /\ Recipients(c.t) = {}
     /\ pending' = pending \ {c}
-    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, now, net, historyVars,
+    /\ UNCHANGED <<producerVars, durableVars, opBuf, cache, cursor, index, opRead, rescan, now, net, historyVars,
                    budgetVars>>
 
 Scan ==
@@ -732,6 +814,7 @@ Scan ==
     \/ ScanSkipResolved
     \/ ScanDiscard
     \/ ScanImmunity
+    \/ ScanSkipPrepared
     \/ \E p \in Producers : ScanCheck(p)
     \/ ScanCheckLater
     \/ ScanCheckNobody
@@ -751,7 +834,7 @@ Resume(t) ==
     /\ index' = IF Strict THEN Put(index, t, None) ELSE index
     /\ lives' = Put(lives, t, Get(lives, t) + 1)
     /\ resumes' = resumes + 1
-    /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor, opRead,
+    /\ UNCHANGED <<producerVars, covered, opRecords, reals, cursorDurable, opBuf, cache, cursor, opRead, rescan,
                    pending, now, net, historyVars, crashes, pcrashes, losses, dups, retries, storeErrors>>
 
 (***************************************************************************)
@@ -777,6 +860,7 @@ CrashRestart(c) ==
     /\ cache' = << >>
     /\ index' = Rebuilt
     /\ opRead' = NothingRead   \* the removeMap is memory
+    /\ rescan' = IF Strict THEN NoRescan ELSE PassFrom(c, HalfLen(half))
     /\ pending' = {}   \* the executor's queue is memory
     /\ unregistered' = IF Strict THEN unregistered ELSE {p \in Producers : alive[p]}
     /\ UNCHANGED <<local, said, sent, ownEndDone, alive, half, latest, covered, opRecords, reals, lives,
@@ -803,6 +887,7 @@ Next ==
     \/ FlushSome
     \/ ReadSome
     \/ Scan
+    \/ PassEnds
     \/ SendSome
     \/ CrashSome
 
@@ -840,6 +925,7 @@ TypeOK ==
     /\ \A t \in Txns : latest[t] \in 0..Len(half) /\ sent[t] \in 0..Len(half)
     /\ covered \subseteq Nat
     /\ opRead.offs \subseteq covered /\ opRead.to \in 0..Len(opRecords)
+    /\ rescan.from \in 0..Len(half) /\ rescan.to \in 0..Len(half) /\ rescan.gone \subseteq 1..Len(half)
     /\ \A c \in pending : c.t \in Txns /\ c.off \in 1..Len(half) /\ half[c.off].t = c.t
     /\ delivered \in [Txns -> Nat]
     /\ Range(opBuf) \subseteq 1..Len(half)

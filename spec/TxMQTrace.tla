@@ -212,7 +212,7 @@ FreeSlot(t) ==
     /\ recs' = Fresh(recs, t, << >>)
     /\ half' = BuryBelowFloor(half, Get(recs, t))
     /\ UNCHANGED <<alive, unregistered, covered, opRecords, cursorDurable, opBuf, cache, cursor, opRead,
-                   pending, now, net, opDup, budgetVars, floor>>
+                   rescan, pending, now, net, opDup, budgetVars, floor>>
 
 \* OPEN: free slot Ev.t takes transaction Ev.x, before its first event.
 Open ==
@@ -239,7 +239,8 @@ RaiseFloor ==
     /\ opRecords' = IF BoundedOpReads THEN FloorOps(Ev.i) ELSE opRecords
     /\ half' = BuryPassed(half, Ev.i)
     /\ UNCHANGED <<producerVars, latest, reals, lives, durable, cursorDurable,
-                   opBuf, cache, cursor, index, pending, now, net, historyVars, budgetVars, occupant, recs>>
+                   opBuf, cache, cursor, index, rescan, pending, now, net, historyVars, budgetVars, occupant,
+                   recs>>
 
 \* No scan reads whose record i is again: it is at or below the floor, or listed by an Op record.
 Passed(i) == i <= floor \/ i \in covered
@@ -259,7 +260,7 @@ Reset ==
     /\ recs' = AllSlots(<< >>)
     /\ half' = << >> /\ covered' = {} /\ opRecords' = << >> /\ cursor' = 0 /\ cursorDurable' = 0
     /\ opBuf' = << >> /\ cache' = << >> /\ now' = 0 /\ net' = {} /\ opDup' = FALSE /\ opRead' = NothingRead
-    /\ pending' = {}
+    /\ rescan' = NoRescan /\ pending' = {}
     /\ UNCHANGED <<alive, unregistered, budgetVars>>
 
 -----------------------------------------------------------------------------
@@ -374,7 +375,9 @@ CondsOf(d) ==
                  Ev.offs # << >> /\ Len(Ev.offs) <= Len(opBuf) /\ SubSeq(opBuf, 1, Len(Ev.offs)) = Ev.offs, opBuf) >>
       [] Ev.e = "SKIP" ->
             << NothingOwed(d), C(d, "Examinable", Examinable, HalfLen(half)),
-               C(d, "CoveredOrSettled", Next1 \in OpView \/ Settled(Next1), Rec) >>
+               \* or a copy passed because the pass read an Op record covering its original (rocketmq)
+               C(d, "CoveredOrSettled", Next1 \in OpView \/ Settled(Next1) \/ ENABLED ScanSkipPrepared,
+                 [record |-> Rec, rescan |-> rescan]) >>
       [] Ev.e = "RENEW" ->
             << NothingOwed(d) >> \o ExaminesRecord(d) \o
             << UnsettledRecord(d),
@@ -441,7 +444,9 @@ Act ==
       \* one that ends where the view does (a run re-reading from its Op checkpoint).
       [] Ev.e = "READ" -> IF (IF BoundedOpReads THEN Ev.k <= opRead.to ELSE ~LaggingOpView \/ opRead.offs = covered)
                           THEN Keep ELSE ReadOps(Ev.k)
-      [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved
+      [] Ev.e = "SKIP" -> ScanSkipCovered \/ ScanSkipResolved \/ ScanSkipPrepared
+      \* A run that moved the half checkpoint has ended, and the next begins there with a removeMap of its own.
+      [] Ev.e = "CHECKPOINT" -> IF ENABLED PassEnds THEN PassEnds ELSE Keep
       [] Ev.e = "RENEW" -> IF Async THEN ScanCheckLater
                            ELSE IF Ev.p = "nobody" THEN ScanCheckNobody ELSE ScanCheck(Ev.p)
       [] Ev.e = "CHECK" /\ Async ->
@@ -456,7 +461,7 @@ Act ==
       [] Ev.e = "FLOOR" -> RaiseFloor
       [] Ev.e = "LOSE" -> Lose(LostMsg)
       [] Ev.e = "RETIRE" -> FreeSlot(Ev.t)
-      [] OTHER -> Keep   \* REAL, CHECK (sent at once), CHECKPOINT, DELIVER, FINISH: checked by their
+      [] OTHER -> Keep   \* REAL, CHECK (sent at once), DELIVER, FINISH: checked by their
                          \* conditions alone
 
 \* Every variable: the state a window ends in, which the next one starts in (WindowInit, below).
@@ -465,8 +470,8 @@ WindowEnd ==
      unregistered |-> unregistered,
      half |-> half, latest |-> latest, covered |-> covered, opRecords |-> opRecords, reals |-> reals,
      lives |-> lives, durable |-> durable, cursorDurable |-> cursorDurable, opBuf |-> opBuf,
-     cache |-> cache, cursor |-> cursor, index |-> index, opRead |-> opRead, pending |-> pending, now |-> now,
-     net |-> net,
+     cache |-> cache, cursor |-> cursor, index |-> index, opRead |-> opRead, rescan |-> rescan,
+     pending |-> pending, now |-> now, net |-> net,
      ends |-> ends, delivered |-> delivered, checks |-> checks, discardLog |-> discardLog, opDup |-> opDup,
      crashes |-> crashes, pcrashes |-> pcrashes, losses |-> losses, dups |-> dups, retries |-> retries,
      storeErrors |-> storeErrors, resumes |-> resumes, owed |-> owed, plainsStored |-> plainsStored,
@@ -552,7 +557,8 @@ WindowInit ==
     /\ alive = Start.alive /\ unregistered = Start.unregistered /\ half = Start.half /\ latest = Start.latest /\ covered = Start.covered
     /\ opRecords = Start.opRecords /\ reals = Start.reals /\ lives = Start.lives /\ durable = Start.durable
     /\ cursorDurable = Start.cursorDurable /\ opBuf = Start.opBuf /\ cache = Start.cache
-    /\ cursor = Start.cursor /\ index = Start.index /\ opRead = Start.opRead /\ pending = Start.pending
+    /\ cursor = Start.cursor /\ index = Start.index /\ opRead = Start.opRead /\ rescan = Start.rescan
+    /\ pending = Start.pending
     /\ now = Start.now
     /\ net = Start.net /\ ends = Start.ends /\ delivered = Start.delivered /\ checks = Start.checks
     /\ discardLog = Start.discardLog /\ opDup = Start.opDup /\ crashes = Start.crashes

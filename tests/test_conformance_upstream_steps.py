@@ -31,9 +31,10 @@ class _Trace:
         self.events.append(row)
         return row
 
-    def end(self, ts: int, halves: int, buffered: tuple[int, ...] = ()) -> BatchTrace:
-        """The clean shutdown's END (no Op record written, the ``buffered`` entries not yet) and the trace."""
-        self.add(ts, ev.END, producer=None, half_offsets=list(buffered), queue_offset=halves, op_offset=0)
+    def end(self, ts: int, halves: int, buffered: tuple[int, ...] = (), ops: int = 0) -> BatchTrace:
+        """The clean shutdown's END (``ops`` Op records written, the ``buffered`` entries not yet) and the
+        trace."""
+        self.add(ts, ev.END, producer=None, half_offsets=list(buffered), queue_offset=halves, op_offset=ops)
         return BatchTrace("rocketmq", _AGENT, self.events)
 
 
@@ -102,3 +103,60 @@ def test_a_send_retried_over_another_connection_is_a_copy_of_the_same_transactio
     assert same_group.accepted
     assert sum(s.kind == "RESEND" for s in same_group.steps) == 1
     assert not other_group.accepted and other_group.condition == "RetryOverAConnectionOfTheGroup"
+
+
+def _skipped_by_its_original(op_read: bool = True, pass_ends: bool = False) -> BatchTrace:
+    """A half A with 60 s of check immunity is re-put (copy at offset 2) and the run stops at B, young; the
+    broker is killed before the checkpoint past A is persisted, so the run after the restart begins at A
+    again: it re-puts A (copy 4), A's owner commits, and the run, reading the Op queue again at B (its last
+    read had found records), finds A's Op record, checks B, then passes copy 2 without an event: its
+    TRAN_PREPARED_QUEUE_OFFSET names A, which the run's removeMap holds. Doctored: without that read
+    (``op_read`` false), or with the run ending after A's re-put (``pass_ends``), so that the next begins
+    past A and reads nothing below its start."""
+    trace = _Trace()
+    trace.add(1000, ev.PRODUCER, result=ev.PRODUCER_UP)
+    trace.add(1000, ev.HALF_PUT, "A", half_offset=0, commitlog_offset=0, born_ts=1000, immunity="60")
+    trace.add(1000, ev.HALF_PUT, "B", half_offset=1, commitlog_offset=100, born_ts=1000)
+    trace.add(2000, ev.OP_READ, producer=None, op_offset=0)
+    trace.add(2000, ev.HALF_RENEW, "A", producer=None, half_offset=2, prev_half_offset=0,
+              commitlog_offset=200, result=ev.RENEW_IMMUNITY, check_count=1)
+    trace.add(2000, ev.CHECKPOINT, producer=None, half_offset=1, op_offset=0)
+    trace.add(2100, ev.HALF_PUT, "C", half_offset=3, commitlog_offset=300, born_ts=2100)
+    trace.add(2200, ev.END_TX, "C", half_offset=3, commitlog_offset=300, action=ev.COMMIT, from_check=False,
+              result=ev.OK)
+    trace.add(2200, ev.REAL_PUT, "C", half_offset=3, commitlog_offset=400)
+    trace.add(2300, ev.OP_PUT, producer=None, half_offsets=[3])
+    trace.add(3000, ev.CRASH, producer=None)
+    trace.add(3000, ev.RESTART, producer=None, half_offset=0, op_offset=0)
+    trace.add(3500, ev.PRODUCER, result=ev.PRODUCER_UP)  # its next heartbeat registers it again
+    trace.add(5000, ev.OP_READ, producer=None, op_offset=1)
+    trace.add(5000, ev.HALF_RENEW, "A", producer=None, half_offset=4, prev_half_offset=0,
+              commitlog_offset=500, result=ev.RENEW_IMMUNITY, check_count=1)
+    if pass_ends:
+        trace.add(5000, ev.CHECKPOINT, producer=None, half_offset=1, op_offset=0)
+    trace.add(5050, ev.END_TX, "A", half_offset=0, commitlog_offset=0, action=ev.COMMIT, from_check=False,
+              result=ev.OK)
+    trace.add(5050, ev.REAL_PUT, "A", half_offset=0, commitlog_offset=600)
+    trace.add(5060, ev.OP_PUT, producer=None, half_offsets=[0])
+    trace.add(5100, ev.OP_READ, producer=None, op_offset=2 if op_read else 1)
+    trace.add(6100, ev.HALF_RENEW, "B", producer=None, half_offset=5, prev_half_offset=1,
+              commitlog_offset=700, result=ev.RENEW_FOR_CHECK, check_count=1)
+    trace.add(6100, ev.CHECK, "B", half_offset=5, commitlog_offset=700, result=ev.CHECK_SENT, check_count=1)
+    trace.add(6100, ev.CHECKPOINT, producer=None, half_offset=4, op_offset=2)
+    return trace.end(6200, halves=6, ops=2)
+
+
+@needs_tlc
+def test_an_immunity_copy_is_skipped_by_its_originals_op_in_the_same_run() -> None:
+    """``TransactionalMessageServiceImpl.check`` passes an immunity copy whose original's offset is in the
+    run's removeMap (``checkPrepareQueueOffset``), which holds only what the run's Op reads listed from its
+    start offset on: accepted after a restart took the run below the original again, refused without the
+    Op read and when a run that began past the original reaches the copy."""
+    skipped, unread, later_run = _verdicts(_skipped_by_its_original(),
+                                           _skipped_by_its_original(op_read=False),
+                                           _skipped_by_its_original(pass_ends=True))
+    assert skipped.accepted
+    for refused in (unread, later_run):  # the SKIP of copy 2, which only the run's CHECKPOINT shows
+        assert not refused.accepted and refused.condition == "CoveredOrSettled"
+        rejected = refused.first_unexplained
+        assert rejected is not None and rejected.kind == "CHECKPOINT"

@@ -88,6 +88,12 @@ class _Pool:
         self.blocking: list[int] = []  # the same records' offsets, a heap
         self.cursor = 0
         self.floor = 0
+        self.halves = 0  # half records appended
+        # After a restart, until the scan passes the records stored before it: (the half checkpoint the
+        # pass under way began at, the half queue's length at the restart). The floor stays at or below
+        # the first: that pass may still skip a copy by its original, an Op entry it reads above there
+        # (the trace spec's rescan, ScanSkipPrepared).
+        self.rescan: tuple[int, int] | None = None
 
     def run(self, steps: Iterable[Step]) -> Iterator[Step]:
         """The steps of ``steps`` with their transactions in slots, as each is walked."""
@@ -101,7 +107,7 @@ class _Pool:
                 self.wait(t)
             if step.kind == "OP":
                 self.covering(step.fields["offs"])
-            target = min(self.cursor, next(self.restarts))
+            target = min(self.cursor, next(self.restarts), self.rescan[0] if self.rescan else self.cursor)
             if step.kind == "CHECKPOINT" or (step.kind in _PASSING and target >= self.floor + FLOOR_STRIDE):
                 self.raise_floor(target)
             made, self.out = self.out, []
@@ -133,7 +139,14 @@ class _Pool:
         elif kind in ("RENEW", "IMMUNITY", "DISCARD", "CRASH"):
             self.cursor = fields["i"]
         if kind in HALF_APPENDS:
+            self.halves += 1
             self.records.setdefault(t, []).append(fields["off"])
+        if kind == "CRASH":
+            self.rescan = (fields["i"], self.halves)
+        elif kind == "CHECKPOINT" and self.rescan:
+            self.rescan = (fields["i"], self.rescan[1])
+        if self.rescan and self.cursor >= self.rescan[1]:
+            self.rescan = None
         flying = self.flying.setdefault(t, set()) if t else set()
         if kind in ("RENEW", "CHECK") and fields["p"] not in NOT_PRODUCERS:  # sent by either
             flying.add(("check", fields["off"], "none", True, fields["p"]))

@@ -23,7 +23,8 @@ from txmq.transaction.immunity import scanner_immunity_ms
 TLC_INT_MAX = 2**31 - 1
 
 # The TxMQ action each step kind stands for (the coverage report counts steps per action); REAL, CHECK,
-# CHECKPOINT, DELIVER and FINISH check the state without a step of their own; RESET starts the next
+# CHECKPOINT, DELIVER and FINISH check the state without a step of their own (a CHECKPOINT after a
+# restart may end a check pass, PassEnds, which changes no broker record); RESET starts the next
 # trace of a batch (txmq.tla.traces.batch).
 ACTION_OF = {
     "TICK": "Tick", "UP": "ProducerStart", "DOWN": "ProducerCrash", "SEND": "SendHalf",
@@ -209,6 +210,13 @@ class ScanClock:
         if decision:
             self.spec.clock_read_lag = max(self.spec.clock_read_lag, at - last)
         return last
+
+    def passed(self, at: int) -> int:
+        """The check service passes a record by, at the latest at ``at``, without an event of its own: a copy
+        it skips by its original is decided by a clock read since its previous event, as a renewal is
+        (``ScanSkipPrepared``), and that event's time."""
+        self.spec.clock_read_lag = max(self.spec.clock_read_lag, at - self.last)
+        return self.last
 
 
 # A step that changes one value copies its chunk and the sequence of chunks: about 2 * sqrt(n) values for

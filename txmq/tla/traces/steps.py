@@ -142,7 +142,7 @@ class _Builder:
         """SKIP steps until ``examined`` records were examined."""
         while self.cursor < examined:
             self.cursor += 1
-            self.add("SKIP")
+            self.add("SKIP", read=self.scan.passed(self.now))
 
     def half_appended(self, e: Mapping[str, Any]) -> int:
         offset = int(e["half_offset"]) + 1
@@ -326,16 +326,17 @@ class _Builder:
                  ts=self.ts(e))
 
     def on_discard(self, e: Mapping[str, Any]) -> None:
-        self.scan.read(self.tick(e))
-        examined = int(e["half_offset"]) + 1
+        examined, at = int(e["half_offset"]) + 1, self.tick(e)
         self.skip_to(examined - 1)
+        self.scan.read(at)
         self.cursor = examined
         why = "max" if e["result"] == ev.DISCARD_CHECK_MAX else "retention"
         self.add("DISCARD", e, t=self.txn(e), i=examined, n=int(e["check_count"]), why=why)
 
     def on_checkpoint(self, e: Mapping[str, Any]) -> None:
-        self.scan.read(self.tick(e))
+        at = self.tick(e)
         self.skip_to(int(e["half_offset"]))
+        self.scan.read(at)
         self.add("CHECKPOINT", e, i=int(e["half_offset"]))
 
     def on_crash(self, e: Mapping[str, Any]) -> None:
