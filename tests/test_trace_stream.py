@@ -13,9 +13,13 @@ import pytest
 from test_conformance_trace import DOCTORINGS, SPEC, _ndjson, broker_trace, first, renumber
 from tlc_tools import count_tlc, needs_tlc
 
+from txmq.config import BrokerConfig
+from txmq.sim.runner import simulate
+from txmq.sim.workload import FAULT_PRESETS, Workload
 from txmq.tla.traces import validation as trace_validation
 from txmq.tla.traces.spec_input import ClockBackwardsError
-from txmq.tla.traces.stream import validate_file
+from txmq.tla.traces.steps import build_steps
+from txmq.tla.traces.stream import _prepare, _slot_stream, validate_file
 from txmq.tla.traces.validation import validate
 from txmq.trace.reader import read_events, read_header
 
@@ -61,3 +65,22 @@ def test_a_trace_refused_before_tlc_is_refused_from_the_file(tmp_path: Path) -> 
     path = _ndjson(tmp_path / "backwards.ndjson", events)
     with pytest.raises(ClockBackwardsError, match=f"seq {at} .*clock went backwards"):
         validate_file(path, read_header(path), spec_dir=SPEC)
+
+
+def test_the_file_hands_tlc_the_steps_of_its_events_and_keeps_no_transaction(tmp_path: Path) -> None:
+    """The steps TLC gets from the file are those ``build_steps`` makes of the events in a list, step for
+    step, each OPEN with its transaction's constants read back from the spill: the command holds none of
+    them while TLC runs, nor an Op record's offsets once the floor has passed them."""
+    path = tmp_path / "t.ndjson"
+    simulate(Workload(transactions=150, **FAULT_PRESETS["heavy"]), seed=11,
+             config=BrokerConfig(mode="rocketmq"), out=path)
+    header, events = read_events(path)
+    listed, _ = build_steps(header.mode, header.config, list(events))
+    spec, ahead, total, _, _ = _prepare(path, tmp_path / "steps")
+    assert (spec.txns, spec.owner, spec.skew, spec.immunity, spec.half_messages) == ([], [], [], [], [])
+    with (tmp_path / "steps").open("rb") as spill:
+        stream, pool = _slot_stream(spill, ahead, spec)
+        streamed = [(step.kind, step.fields) for step in stream]
+    assert total == len(streamed) and streamed == [(step.kind, step.fields) for step in listed]
+    assert pool.floor > 0 and any(kind == "OP" for kind, _ in streamed)
+    assert all(offset > pool.floor for offset in pool.covered)

@@ -218,6 +218,9 @@ def _ndjson_rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield _check_row(_json_object(line, path, where, "event"), path, where)
 
 
+_ROWS_PER_BATCH = 4_096
+
+
 def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     parquet = pq.ParquetFile(path, page_checksum_verification=True)
     found = parquet.schema_arrow.remove_metadata()
@@ -226,7 +229,10 @@ def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
         raise TraceFormatError(f"{path}: columns differ from trace format v{FORMAT_VERSION}: {found.names}")
     later = dict.fromkeys(LATER_COLUMNS) if found == earlier else {}
     number = 0
-    for batch in parquet.iter_batches():
+    # Batches of a few thousand rows: a row is a dict of every column once it is Python, and a batch of
+    # the default 65,536 rows left a streaming reader (check_complete over 100,000 transactions) holding
+    # 232 MB where 4,096 leave it 133 MB, the interpreter's own 79 included.
+    for batch in parquet.iter_batches(batch_size=_ROWS_PER_BATCH):
         for row in batch.to_pylist():
             number += 1
             # Parquet types the columns; the nulls and event names are what it leaves to us.

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from txmq.tla.traces.spec_input import HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step
+from txmq.tla.traces.spec_input import HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step, TxnConstants
 
 # A message in flight as the trace spec's Lose names it: (type, offset, action, from a check, producer).
 _Message = tuple[str, int, str, bool, str]
@@ -69,11 +69,12 @@ FLOOR_STRIDE = 256
 _PASSING = ("SKIP", "DISCARD", "IMMUNITY", "CRASH")
 
 
-class _Pool:
+class Pool:
     """The walk: slots taken and freed, what the spec's state says of each open transaction."""
 
-    def __init__(self, ahead: Ahead, spec: SpecInput) -> None:
-        self.spec = spec
+    def __init__(self, ahead: Ahead, spec: SpecInput, constants: Callable[[int], TxnConstants] | None = None
+                 ) -> None:
+        self.constants = constants or spec.constants  # what an OPEN step says of its transaction
         self.last_use = ahead.last_use
         self.restarts = ahead.restart_floors()
         self.out: list[Step] = []  # the steps made of the step being walked
@@ -82,7 +83,8 @@ class _Pool:
         self.size = 0  # slots ever used
         self.records: dict[int, list[int]] = {}  # transaction -> offsets of its half records
         self.flying: dict[int, set[_Message]] = {}  # transaction -> its messages in flight
-        self.covered: set[int] = set()  # offsets Op records list
+        self.covered: set[int] = set()  # offsets above the floor that Op records list
+        self.covered_order: list[int] = []  # the same offsets, a heap: dropped once the floor passes them
         self.waiting: dict[int, set[int]] = {}  # transaction past its last step -> its records not passed
         self.blocked: dict[int, int] = {}  # each of those records -> its transaction
         self.blocking: list[int] = []  # the same records' offsets, a heap
@@ -125,11 +127,11 @@ class _Pool:
     def opening(self, slot: int, t: int) -> Step:
         """OPEN, with what TxMQ reads of transaction t: owner, clock skew, immunity and the message of
         its first HALF_PUT (the trace spec keeps them with the slot, in occupant)."""
-        has, scan, end = self.spec.immunity[t - 1]
-        message = self.spec.half_messages[t - 1]
-        return Step("OPEN", {"t": slot, "x": t, "p": self.spec.owner[t - 1], "skew": self.spec.skew[t - 1],
-                             "has": has, "scan": scan, "end": end, "topic": message.topic, "q": message.queue,
-                             "crc": message.crc})
+        of = self.constants(t)
+        has, scan, end = of.immunity
+        return Step("OPEN", {"t": slot, "x": t, "p": of.owner, "skew": of.skew, "has": has, "scan": scan,
+                             "end": end, "topic": of.message.topic, "q": of.message.queue,
+                             "crc": of.message.crc})
 
     def follow(self, step: Step, t: int) -> None:
         """What the step does to the cursor, to t's records and to t's messages in flight."""
@@ -180,8 +182,10 @@ class _Pool:
             self.retire(t)
 
     def covering(self, offsets: Sequence[int]) -> None:
-        self.covered.update(offsets)
         for o in offsets:
+            if o > self.floor and o not in self.covered:  # one at or below the floor is passed already
+                self.covered.add(o)
+                heapq.heappush(self.covered_order, o)
             self.passed(o)
 
     def raise_floor(self, floor: int) -> None:
@@ -192,6 +196,8 @@ class _Pool:
         self.out.append(Step("FLOOR", {"t": 0, "i": floor}))
         while self.blocking and self.blocking[0] <= floor:
             self.passed(heapq.heappop(self.blocking))
+        while self.covered_order and self.covered_order[0] <= floor:  # wait() reads none at or below it
+            self.covered.discard(heapq.heappop(self.covered_order))
 
     def retire(self, t: int) -> None:
         """LOSE each of t's messages still in flight (no later event delivers them), then RETIRE t."""
@@ -209,13 +215,15 @@ def slotted(steps: Sequence[Step], spec: SpecInput) -> tuple[list[Step], int]:
     ahead = Ahead()
     for step in steps:
         ahead.see(step)
-    pool = _Pool(ahead, spec)
+    pool = Pool(ahead, spec)
     out = list(pool.run(steps))
     return out, pool.size
 
 
-def slot_stream(steps: Iterable[Step], ahead: Ahead, spec: SpecInput) -> tuple[Iterator[Step], _Pool]:
+def slot_stream(steps: Iterable[Step], ahead: Ahead, spec: SpecInput,
+                constants: Callable[[int], TxnConstants] | None = None) -> tuple[Iterator[Step], Pool]:
     """``slotted`` as the steps come (``ahead`` has seen them all): the steps in slots as they are made,
-    and the walk, whose ``size`` is the slots they used once every step was taken."""
-    pool = _Pool(ahead, spec)
+    and the walk, whose ``size`` is the slots they used once every step was taken. ``constants`` gives
+    what an OPEN step says of a transaction, where ``spec`` no longer holds it (``spec.constants``)."""
+    pool = Pool(ahead, spec, constants)
     return pool.run(steps), pool

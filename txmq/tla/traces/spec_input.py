@@ -155,6 +155,16 @@ def _int_or(value: Any, default: int) -> int:
     return default if value is None else int(value)
 
 
+@dataclass(frozen=True, slots=True)
+class TxnConstants:
+    """What the trace fixes of one transaction and TxMQ reads of it (its slot's occupant)."""
+
+    owner: str  # spec producer
+    skew: int
+    immunity: tuple[bool, int, int]  # (has, scan ms, end ms)
+    message: MessageFields
+
+
 @dataclass
 class SpecInput:
     """What TLC needs besides the steps: the constants the trace fixes."""
@@ -175,6 +185,12 @@ class SpecInput:
     op_reads: bool = False  # the trace shows the check service's Op reads (OP_READ): LaggingOpView
     clock_read_lag: int = 0  # the longest a scan decision's clock read may precede its event: ClockReadLag
     retry_stamps: set[int] = field(default_factory=set)  # each send retry's born - its first's distance
+
+    def constants(self, t: int) -> TxnConstants:
+        """What an OPEN step says of transaction ``t`` (1-based): its owner, clock skew, immunity and the
+        message of its first HALF_PUT."""
+        k = t - 1
+        return TxnConstants(self.owner[k], self.skew[k], self.immunity[k], self.half_messages[k])
 
     @property
     def slot_chunk(self) -> int:
