@@ -101,8 +101,6 @@ def _facts(events: Any, check_max: int) -> Any:
         .agg(
             first(ev == S.HALF_PUT, ts).alias("born"),
             first(ev == S.HALF_PUT, F.col("born_ts")).alias("born_at"),
-            F.min(seq).alias("min_seq"),
-            F.max(seq).alias("max_seq"),
             first((ev == S.LOCAL_TX) & (act == S.COMMIT)).alias("local_commit_seq"),
             count((ev == S.LOCAL_TX) & (act == S.ROLLBACK)).alias("local_rollbacks"),
             count(ok).alias("oks"),
