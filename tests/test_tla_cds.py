@@ -5,7 +5,6 @@ one, never a failed run."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,12 @@ from txmq.tla.runner import find_java
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A per-user cache of the test's own, and a process that has looked up and tried no archive yet."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    cds.archive_path.cache_clear()
     monkeypatch.setattr(cds, "_FAILED", set())
-    yield tmp_path / "cache" / "txmq"
-    cds.archive_path.cache_clear()
+    monkeypatch.setattr(cds, "_INTACT", {})
+    return tmp_path / "cache" / "txmq"
 
 
 @pytest.mark.parametrize(("release", "usable"), [('JAVA_VERSION="17.0.15"\n', True),
@@ -54,8 +52,9 @@ def test_the_archive_is_made_once_and_tlc_starts_from_it(cache: Path) -> None:
     assert JAR is not None
     java = find_java()
     options = cds.jvm_options(java, JAR)
-    archive = cds.archive_path(java, JAR)
-    assert options[0] == f"-XX:SharedArchiveFile={archive}" and archive.parent == cache
+    archive = cds.archive(java, JAR)
+    assert archive is not None and archive.parent == cache
+    assert options[0] == f"-XX:SharedArchiveFile={archive}"
     assert sorted(p.name for p in cache.iterdir()) == [archive.name]  # no lock, no half-written file left
     made = archive.stat().st_mtime_ns
     assert cds.jvm_options(java, JAR) == options and archive.stat().st_mtime_ns == made
@@ -63,3 +62,8 @@ def test_the_archive_is_made_once_and_tlc_starts_from_it(cache: Path) -> None:
     done = subprocess.run([java, "-Xshare:on", *options, "-cp", str(JAR), "tlc2.TLC"], capture_output=True,
                           text=True, timeout=60)
     assert done.stdout.startswith("TLC2 Version"), done.stdout + done.stderr
+    # Damaged (here cut short, which crashes a JVM that maps it): not used, and deleted.
+    archive.chmod(0o644)
+    archive.write_bytes(archive.read_bytes()[:100_000])
+    cds._INTACT.clear()
+    assert cds.archive(java, JAR) is None and not archive.exists()

@@ -6,12 +6,12 @@ classes from the jar. A dynamic archive (JDK 13 and newer, ``-XX:ArchiveClassesA
 ``-XX:SharedArchiveFile``) holds them already parsed and verified. Measured here (OpenJDK 17, TLC 2.15, a
 model that fails in 35 states): 3.1 to 3.5 CPU s a run without, 2.7 to 3.0 with.
 
-The archive lives in the per-user cache beside ``tla2tools.jar`` (``jar.cache_path``), one per jar and
-Java runtime (a hash of both in its name). The first run that finds none makes it, once: a JVM checks a
-tiny spec with the archive written at its exit, and the archive is put in place (atomically) only after
-another JVM has started with it. Anything going wrong (no cache to write to, no archive made, another
-process making it at the same moment) means runs go without one, as they did before: the archive only
-saves time, and no verdict depends on it.
+The archive lives in the per-user cache beside ``tla2tools.jar`` (``jar.cache_path``), one per jar and Java
+runtime (a hash of both in its name, then a hash of its own bytes, checked before it is used). The first run
+that finds none makes it, once: a JVM checks a tiny spec with the archive written at its exit, and the
+archive is put in place (atomically) only after another JVM has started with it. Anything going wrong (no
+cache to write to, no archive made, another process making it at the same moment) means runs go without one,
+as they did before: the archive only saves time, and no verdict depends on it.
 """
 
 from __future__ import annotations
@@ -65,15 +65,34 @@ def dynamic_archives(release: str) -> bool:
 
 
 @functools.cache
-def archive_path(java: str, jar: Path) -> Path:
-    """Where the archive for ``jar`` run by ``java`` lives (it may not exist)."""
+def archive_key(java: str, jar: Path) -> str:
+    """What names the archives of ``jar`` run by ``java``: a hash of the jar and of the runtime."""
     runtime = f"{os.path.realpath(java)}\n{_release(java)}"
-    key = hashlib.sha256(f"{sha256_of(jar)}\n{runtime}".encode()).hexdigest()[:16]
-    return cache_path().parent / f"tla2tools-{key}.jsa"
+    return hashlib.sha256(f"{sha256_of(jar)}\n{runtime}".encode()).hexdigest()[:16]
 
 
+# The archive each (java, jar) of this process was found to be intact: it is hashed once per process.
+_INTACT: dict[tuple[str, Path], Path] = {}
 # Archives this process failed to make: it does not try again.
-_FAILED: set[Path] = set()
+_FAILED: set[str] = set()
+
+
+def archive(java: str, jar: Path) -> Path | None:
+    """The intact archive for ``jar`` run by ``java``, if there is one. Its name ends with a hash of its
+    bytes, taken when it was made and checked: a damaged archive can crash the JVM, and one whose bytes no
+    longer match is deleted instead of used."""
+    found = _INTACT.get((java, jar))
+    if found is not None and found.is_file():
+        return found
+    for candidate in sorted(cache_path().parent.glob(f"tla2tools-{archive_key(java, jar)}-*.jsa")):
+        try:
+            if sha256_of(candidate)[:16] == candidate.stem.rsplit("-", 1)[1]:
+                _INTACT[(java, jar)] = candidate
+                return candidate
+            candidate.unlink()
+        except OSError:
+            continue
+    return None
 
 
 def jvm_options(java: str, jar: Path) -> list[str]:
@@ -81,32 +100,35 @@ def jvm_options(java: str, jar: Path) -> list[str]:
     other process is making it); none when there is no archive to use, or the runtime cannot use one."""
     if not dynamic_archives(_release(java)):
         return []
-    archive = archive_path(java, jar)
-    if not archive.is_file() and archive not in _FAILED and _make(java, jar, archive):
-        if not archive.is_file():
-            _FAILED.add(archive)
-    return [f"-XX:SharedArchiveFile={archive}", *QUIET] if archive.is_file() else []
+    key = archive_key(java, jar)
+    found = archive(java, jar)
+    stem = cache_path().parent / f"tla2tools-{key}"
+    if found is None and key not in _FAILED and _make(java, jar, stem):
+        found = archive(java, jar)
+        if found is None:
+            _FAILED.add(key)
+    return [] if found is None else [f"-XX:SharedArchiveFile={found}", *QUIET]
 
 
-def _make(java: str, jar: Path, archive: Path) -> bool:
-    """Make the archive, unless another process is making it (False then); every failure leaves no
-    archive."""
-    lock = archive.with_suffix(".lock")
+def _make(java: str, jar: Path, stem: Path) -> bool:
+    """Make the archive, ``stem-<hash of its bytes>.jsa``, unless another process is making it (False
+    then); every failure leaves no archive."""
+    lock = stem.with_name(f"{stem.name}.lock")
     try:
-        archive.parent.mkdir(parents=True, exist_ok=True)
+        stem.parent.mkdir(parents=True, exist_ok=True)
         if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
             lock.unlink(missing_ok=True)
         os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except OSError:
         return False  # no cache to write to, or another process is making it
     try:
-        fd, name = tempfile.mkstemp(prefix=".tla2tools-", suffix=".jsa", dir=archive.parent)
+        fd, name = tempfile.mkstemp(prefix=".tla2tools-", suffix=".jsa", dir=stem.parent)
         os.close(fd)
         made = Path(name)
         made.unlink()  # the JVM writes it anew
         try:
             if _dump(java, jar, made) and _starts_with(java, jar, made):
-                made.replace(archive)
+                made.replace(stem.with_name(f"{stem.name}-{sha256_of(made)[:16]}.jsa"))
         finally:
             made.unlink(missing_ok=True)
     except (OSError, subprocess.SubprocessError):
