@@ -24,6 +24,7 @@ from pathlib import Path
 
 from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
+from txmq.tla import cds
 from txmq.tla.jar import find_jar
 from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 
@@ -120,7 +121,8 @@ def tlc_command(
     # A simulation keeps every state of its behaviour, so nearly everything it allocates survives, and
     # the parallel collector's copying cost more than it saved. Measured here on 28,000 steps of a trace
     # (3,875 slots), CPU s: parallel 29.1 and 29.9, serial 20.6 and 17.8.
-    command = [java, "-XX:+UseSerialGC" if simulate_depth is not None else "-XX:+UseParallelGC"]
+    command = [java, "-XX:+UseSerialGC" if simulate_depth is not None else "-XX:+UseParallelGC",
+               *cds.jvm_options(java, jar)]
     if heap_mb is not None:
         # The heap grows to heap_mb and no further, an eighth of it the young generation: in a simulation
         # every state survives, so the old generation is where they are kept. Class metadata is bounded
