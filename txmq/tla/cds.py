@@ -30,6 +30,9 @@ from txmq.tla.jar import cache_path, sha256_of
 
 # A maker that died leaves its lock behind: after this long another process may make the archive.
 STALE_LOCK_S = 600
+# Archives kept in the cache, the newest: one per checkout's environment, so a few checkouts side by side
+# each keep theirs, and fresh clones do not fill the disk.
+KEPT = 4
 # JDK 17 says on standard output which classes it could not archive, and what it did with an archive it
 # could not use: not TLC speaking, so not in TLC's output.
 QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
@@ -66,9 +69,14 @@ def dynamic_archives(release: str) -> bool:
 
 @functools.cache
 def archive_key(java: str, jar: Path) -> str:
-    """What names the archives of ``jar`` run by ``java``: a hash of the jar and of the runtime."""
+    """What names the archives of ``jar`` run by ``java``: a hash of the jar (its bytes, and the path, size
+    and modification time the JVM checks: an archive records its class path, and a JVM started with the
+    same jar at another path, as every fresh checkout's own environment has it, silently runs without it)
+    and of the runtime."""
+    stat = jar.stat()
+    where = f"{os.path.realpath(jar)}\n{stat.st_size}\n{stat.st_mtime_ns}"
     runtime = f"{os.path.realpath(java)}\n{_release(java)}"
-    return hashlib.sha256(f"{sha256_of(jar)}\n{runtime}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{sha256_of(jar)}\n{where}\n{runtime}".encode()).hexdigest()[:16]
 
 
 # The archive each (java, jar) of this process was found to be intact: it is hashed once per process.
@@ -129,6 +137,7 @@ def _make(java: str, jar: Path, stem: Path) -> bool:
         try:
             if _dump(java, jar, made) and _starts_with(java, jar, made):
                 made.replace(stem.with_name(f"{stem.name}-{sha256_of(made)[:16]}.jsa"))
+                _prune(stem.parent)
         finally:
             made.unlink(missing_ok=True)
     except (OSError, subprocess.SubprocessError):
@@ -152,9 +161,17 @@ def _dump(java: str, jar: Path, made: Path) -> bool:
     return made.is_file() and made.stat().st_size > 0
 
 
+def _prune(directory: Path) -> None:
+    """Keep the ``KEPT`` newest archives: each checkout's environment gets one of its own (10 MB)."""
+    made = sorted(directory.glob("tla2tools-*.jsa"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for old in made[KEPT:]:
+        old.unlink(missing_ok=True)
+
+
 def _starts_with(java: str, jar: Path, made: Path) -> bool:
-    """Whether TLC starts with the archive and says who it is (a damaged archive can crash the JVM)."""
-    done = proc.run([java, f"-XX:SharedArchiveFile={made}", *QUIET, "-cp", str(jar), "tlc2.TLC"],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
-                    timeout=60)
+    """Whether TLC starts from the archive and says who it is (a damaged archive can crash the JVM;
+    ``-Xshare:on`` fails the start where the JVM would otherwise ignore an archive it cannot use)."""
+    command = [java, "-Xshare:on", f"-XX:SharedArchiveFile={made}", *QUIET, "-cp", str(jar), "tlc2.TLC"]
+    done = proc.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    text=True, timeout=60)
     return done.stdout.startswith("TLC2 Version") and done.returncode in (0, 1)
