@@ -137,7 +137,7 @@ def _make(java: str, jar: Path, stem: Path) -> bool:
         try:
             if _dump(java, jar, made) and _starts_with(java, jar, made):
                 made.replace(stem.with_name(f"{stem.name}-{sha256_of(made)[:16]}.jsa"))
-                _prune(stem.parent)
+                prune(stem.parent, "tla2tools-*.jsa")
         finally:
             made.unlink(missing_ok=True)
     except (OSError, subprocess.SubprocessError):
@@ -161,9 +161,10 @@ def _dump(java: str, jar: Path, made: Path) -> bool:
     return made.is_file() and made.stat().st_size > 0
 
 
-def _prune(directory: Path) -> None:
-    """Keep the ``KEPT`` newest archives: each checkout's environment gets one of its own (10 MB)."""
-    made = sorted(directory.glob("tla2tools-*.jsa"), key=lambda path: path.stat().st_mtime, reverse=True)
+def prune(directory: Path, pattern: str) -> None:
+    """Keep the ``KEPT`` newest files of ``directory`` matching ``pattern`` (archives, TLC's kept answers):
+    each checkout's environment gets one of its own (an archive is 10 MB)."""
+    made = sorted(directory.glob(pattern), key=lambda path: path.stat().st_mtime, reverse=True)
     for old in made[KEPT:]:
         old.unlink(missing_ok=True)
 

