@@ -44,6 +44,10 @@ else
     upstream_log="$(mktemp -t txmq-upstream-tests.XXXXXX)"
     real_time_log="$(mktemp -t txmq-real-time-tests.XXXXXX)"
     clients_log="$(mktemp -t txmq-clients-tests.XXXXXX)"
+    # The traces that the upstream and clients processes make for Spark go to the real-time process,
+    # whose Spark session judges them (tests/handoffkit.py): one Spark start in the run, not three.
+    TXMQ_TEST_HANDOFF="$(mktemp -d -t txmq-handoff.XXXXXX)"
+    export TXMQ_TEST_HANDOFF
     coverage run -m pytest -q -m lane_spec >"$spec_log" 2>&1 &
     spec_pid=$!
     coverage run -m pytest -q -m lane_tlc >"$tlc_log" 2>&1 &
@@ -56,7 +60,8 @@ else
     clients_pid=$!
     # An interrupted run stops all six.
     trap 'kill "$spec_pid" "$tlc_pid" "$upstream_pid" "$real_time_pid" "$clients_pid" 2>/dev/null || true
-          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log" "$clients_log"' EXIT
+          rm -f "$spec_log" "$tlc_log" "$upstream_log" "$real_time_log" "$clients_log"
+          rm -rf "$TXMQ_TEST_HANDOFF"' EXIT
     # The linters meanwhile (mypy takes half a minute on one core), then the rest of the tests.
     lint
     linted=$?

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import handoffkit
 import pytest
 from brokerkit import MODES, START_MS, STORE_KINDS, Env, EnvFactory
 from tlc_tools import TLC_CHECKED, require_tlc
@@ -114,6 +115,8 @@ def lane(item: pytest.Item) -> str:
     real clock stays in its module's process: it mostly waits on the session."""
     module = getattr(item, "module", None)
     name = module.__name__ if module is not None else ""
+    if item.get_closest_marker("spark_takeover") is not None:
+        return "real_time"  # Spark on a trace another process made, in the session of Spark's process
     if "upstream" in getattr(item, "fixturenames", ()) or name.startswith(_AUDIT_PREFIX):
         return "upstream"  # a client module's test on the session's cluster too: one cluster per session
     if name in _CLIENT_MODULES:
@@ -137,23 +140,47 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its process's marker (``lane``): ``lane_clients``, ``lane_upstream``,
     ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the
     session's upstream cluster run first, so that it can stop before the others
-    (``pytest_runtest_teardown``)."""
+    (``pytest_runtest_teardown``); the tests that validate traces handed over by others
+    (``handoffkit``) run last, after their makers."""
     for item in items:
         kind = lane(item)
         if kind != "rest":
             item.add_marker(getattr(pytest.mark, f"lane_{kind}"))
     users = {item.nodeid.split("::")[0] for item in items if _uses_upstream(item)}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in users)  # stable: order kept within
+    items.sort(key=lambda item: (item.get_closest_marker("spark_takeover") is not None,  # stable: order
+                                 item.nodeid.split("::")[0] not in users))  # kept within
     _LAST_UPSTREAM_TEST[:] = [item.nodeid for item in items if _uses_upstream(item)][-1:]
+
+
+def _handed_over(item: pytest.Item) -> str | None:
+    """The name a test hands traces over as (``spark_handoff``), if it does."""
+    marker = item.get_closest_marker("spark_handoff")
+    return None if marker is None else str(marker.args[0])
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The makers of handed-over traces that this process runs (``handoffkit``)."""
+    handoffkit.MAKERS.update(name for name in map(_handed_over, session.items) if name is not None)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """After the last test that uses the upstream cluster, the cluster stops: idle, its broker alone
     costs an eighth of a core (7.5 CPU s a minute), and in CI the audits of txmq serve and upstream's
-    Java examples ran seven minutes beside it."""
+    Java examples ran seven minutes beside it. A maker of traces that ended without handing them over
+    says so, so that their validating test does not wait for them."""
     if [item.nodeid] == _LAST_UPSTREAM_TEST:
         stop_session_cluster()
+    name = _handed_over(item)
+    if name is not None:
+        handoffkit.maker_ended(name)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Makers that never ran (an interrupted run) hand nothing over; this process's own folder goes."""
+    for name in handoffkit.MAKERS:
+        handoffkit.maker_ended(name)
+    handoffkit.remove_local()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

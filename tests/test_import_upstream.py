@@ -10,7 +10,8 @@ first answer takes over a second, as it did on the loaded machine these tests we
 three stores: a copy once the discards are in the store, a copy after three more transactions were
 sent, checked and left undecided, the broker killed with SIGKILL and restarted; and the first copy with a
 duplicate real message appended in upstream's layout. Bounded: the workload waits for its discards
-(about 15 check intervals of 2 s after its sends), at most 240 s. The verdicts are printed (``-s``).
+(about 15 check intervals of 2 s after its sends), at most 240 s. The imported traces are judged by Spark
+in the process that runs Spark for the suite (``handoffkit``); the verdicts are printed (``-s``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+from handoffkit import hand_over, take_over
 from servekit import ClientProcess
 from upstreamkit import SESSION_BROKER
 
@@ -70,7 +73,7 @@ def _workload_events(trace: Path) -> list[dict[str, object]]:
 def _validate(trace: Path, samples: int = DEFAULT_SAMPLES) -> Report:
     from spark_validation.tests.conftest import small_trace_session
 
-    small_trace_session()  # left running: the Spark tests later in the run share it
+    small_trace_session()  # the session of the process that runs Spark, shared
     report = validate(str(trace), limit=samples, progress=lambda _: None)
     print(report.render())
     return report
@@ -144,6 +147,7 @@ def _wait_for_discards(cluster: UpstreamCluster, poll: Path) -> None:
     assert discards >= 3, f"no discards within {WAIT_S} s"
 
 
+@pytest.mark.spark_handoff("upstream-stores")
 def test_import_of_upstream_stores_validates(upstream: UpstreamCluster, tmp_path: Path) -> None:
     upstream.create_topic(TOPIC, "TRANSACTION")
     _await_route(upstream)
@@ -162,22 +166,27 @@ def test_import_of_upstream_stores_validates(upstream: UpstreamCluster, tmp_path
     crashed_store = _snapshot(upstream, tmp_path / "crashed")
 
     _import(example_store, tmp_path / "example.parquet")
+    _import(crashed_store, tmp_path / "crashed.parquet")
+    txn = append_duplicate_real(example_store)
+    _import(example_store, tmp_path / "duplicate.parquet")
+    hand_over("upstream-stores", {name: tmp_path / f"{name}.parquet" for name in ("example", "crashed",
+                                                                                  "duplicate")}, {"txn": txn})
     events = _workload_events(tmp_path / "example.parquet")
     kinds = [e["event"] for e in events]
     # The ten halves, their checks' copies, four commits, and the UNKNOWN ones discarded at 15 checks.
     assert kinds.count("HALF_PUT") == 10 and kinds.count("REAL_PUT") >= 4, kinds
     assert kinds.count("DISCARD") >= 3 and kinds.count("HALF_RENEW") >= 3 * 15, kinds
     assert all(e["check_count"] == 15 for e in events if e["event"] == "DISCARD")
-    example_report = _validate(tmp_path / "example.parquet")
-    _assert_store_verdicts(example_report)
 
-    _import(crashed_store, tmp_path / "crashed.parquet")
-    _assert_store_verdicts(_validate(tmp_path / "crashed.parquet"))
 
-    txn = append_duplicate_real(example_store)
-    _import(example_store, tmp_path / "duplicate.parquet")
+@pytest.mark.spark_takeover("upstream-stores")
+def test_spark_judges_the_imported_upstream_stores() -> None:
+    """Spark's verdicts on the stores the test above imported."""
+    traces, facts = take_over("upstream-stores")
+    _assert_store_verdicts(_validate(traces["example"]))
+    _assert_store_verdicts(_validate(traces["crashed"]))
     # Every violating transaction a sample: the session's cluster also holds the earlier tests'
     # transactions, whose own duplicates (22 in one CI run) filled the default five.
-    duplicate = _validate(tmp_path / "duplicate.parquet", samples=1000)
+    duplicate = _validate(traces["duplicate"], samples=1000)
     assert _statuses(duplicate)["NoDuplicateReal"] == EXPECTED, duplicate.render()
-    assert any(s["key"] == f"txn:{txn}" for c in duplicate.checks for s in c.samples)
+    assert any(s["key"] == f"txn:{facts['txn']}" for c in duplicate.checks for s in c.samples)

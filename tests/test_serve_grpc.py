@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from handoffkit import hand_over, take_over
 from servekit import ClientProcess, ServerProcess, wait_for
 from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
@@ -392,9 +393,11 @@ def test_sigkill_mid_workload_loses_no_acknowledged_commit(home: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------- the session's trace
+@pytest.mark.spark_handoff("serve-grpc-session")
 def test_the_session_trace_is_complete_and_holds_what_happened(server: ServerProcess) -> None:
     assert server.terminate() == 0
     assert server.trace is not None
+    hand_over("serve-grpc-session", {"session": server.trace})
     header, stream = read_events(server.trace)
     events = list(stream)
     kinds = Counter(e["event"] for e in events)
@@ -409,15 +412,17 @@ def test_the_session_trace_is_complete_and_holds_what_happened(server: ServerPro
         assert broker.max_offset("Commit", 0) + broker.max_offset("Commit", 1) >= 1
 
 
-def test_the_session_trace_validates_with_spark(server: ServerProcess) -> None:
-    """Every catalogue invariant holds over the strict session (run after the test above ended it)."""
+@pytest.mark.spark_takeover("serve-grpc-session")
+def test_the_session_trace_validates_with_spark() -> None:
+    """Every catalogue invariant holds over the strict session (handed over by the test above, which
+    ended it), in the session of the process that runs Spark."""
     pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     from spark_validation.job import validate
     from spark_validation.tests.conftest import small_trace_session
 
-    small_trace_session()  # left running: the Spark tests later in the run share it
-    assert server.proc.poll() is not None and server.trace is not None
-    report = validate(str(server.trace), progress=lambda _: None)
+    traces, _ = take_over("serve-grpc-session")
+    small_trace_session()
+    report = validate(str(traces["session"]), progress=lambda _: None)
     assert {c.id: c.status for c in report.checks if c.status not in (HOLDS, NOT_JUDGED)} == {}
 
 

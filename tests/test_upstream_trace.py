@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from handoffkit import hand_over, take_over
 from tlc_tools import needs_tlc
 from upstreamkit import SESSION_BROKER, kit_file, started
 
@@ -146,7 +147,9 @@ def example_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace
 
 
+@pytest.mark.spark_handoff("upstream-example")
 def test_the_example_s_transactions_are_traced_step_by_step(example_trace: Path) -> None:
+    hand_over("upstream-example", {"example": example_trace})
     header, rows = read_events(example_trace)
     events = list(rows)
     assert header.mode == "rocketmq" and header.config["transaction_timeout_ms"] == 3000
@@ -207,13 +210,16 @@ def test_the_consumer_s_deliveries_and_offset_commits_are_traced(example_trace: 
     assert {queue: committed[queue] for queue in delivered_end} == delivered_end
 
 
-def test_spark_accepts_the_example_s_trace(example_trace: Path) -> None:
+@pytest.mark.spark_takeover("upstream-example")
+def test_spark_accepts_the_example_s_trace() -> None:
+    """In the session of the process that runs Spark, on the trace the first test handed over."""
     pytest.importorskip("pyspark", reason="pyspark missing: pip install -e '.[spark]'")
     from spark_validation.job import validate
     from spark_validation.tests.conftest import small_trace_session
 
+    traces, _ = take_over("upstream-example")
     small_trace_session()
-    report = validate(str(example_trace), progress=lambda _: None)
+    report = validate(str(traces["example"]), progress=lambda _: None)
     print(report.render())
     assert report.exit_code == 0, report.render()
     # The consumer's deliveries are judged white-box: the broker shows them (the members' own steps,
