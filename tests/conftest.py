@@ -138,17 +138,18 @@ def _uses_upstream(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its process's marker (``lane``): ``lane_clients``, ``lane_upstream``,
-    ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The modules that use the
+    ``lane_real_time``, ``lane_spec`` or ``lane_tlc``; the rest carry none. The tests that use the
     session's upstream cluster run first, so that it can stop before the others
-    (``pytest_runtest_teardown``); the tests that validate traces handed over by others
-    (``handoffkit``) run last, after their makers."""
+    (``pytest_runtest_teardown``): tests, not modules, as the cluster idled at 7.5 CPU s a minute through
+    the serve tests of a module with one upstream test (test_audit_types: two minutes of them); none of
+    those modules has a module-scoped fixture that would then be set up twice. The tests that validate
+    traces handed over by others (``handoffkit``) run last, after their makers."""
     for item in items:
         kind = lane(item)
         if kind != "rest":
             item.add_marker(getattr(pytest.mark, f"lane_{kind}"))
-    users = {item.nodeid.split("::")[0] for item in items if _uses_upstream(item)}
     items.sort(key=lambda item: (item.get_closest_marker("spark_takeover") is not None,  # stable: order
-                                 item.nodeid.split("::")[0] not in users))  # kept within
+                                 not _uses_upstream(item)))  # kept within
     _LAST_UPSTREAM_TEST[:] = [item.nodeid for item in items if _uses_upstream(item)][-1:]
 
 
