@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from txmq.atlas import endpoint
 from txmq.atlas.entry import Entry
-from txmq.atlas.runner import Run, run, select
 from txmq.audit.nemesis import split_endpoint
 from txmq.audit.timing import SETTLE_MARGIN_S, endpoint_settings
 from txmq.errors import ConfigError, TxmqError
 from txmq.serve.inject import INJECTABLE
+
+if TYPE_CHECKING:
+    from txmq.atlas.runner import Run
 
 
 def agrees(rocketmq: Run, strict: Run) -> bool:
@@ -34,6 +36,8 @@ def _cell(result: Run) -> str:
 
 def table(keys: list[str]) -> tuple[list[str], bool]:
     """The printed rows for the entries ``keys`` name (all when empty), and whether all agree."""
+    from txmq.atlas.runner import run  # here, not above: the scenarios load the gRPC client (see _select)
+
     entries = _select(keys)
     width = max(len(e.key) for e in entries)
     rows = [f"{'entry':<{width}}  {'upstream':<26}  {'rocketmq':<8}  {'strict':<8}  {'agrees':<6}  catalogue"]
@@ -50,6 +54,10 @@ def table(keys: list[str]) -> tuple[list[str], bool]:
 
 
 def _select(keys: list[str]) -> list[Entry]:
+    # Imported when an atlas command runs, not when ``txmq`` builds its parser: the runner's scenarios load
+    # the official gRPC client, about 1 CPU s that every other sub-command's process paid for nothing.
+    from txmq.atlas.runner import select
+
     try:
         return select(keys)
     except ValueError as exc:
