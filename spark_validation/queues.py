@@ -8,7 +8,8 @@ compared with the put like every delivery.
 Puts and DELIVERs are shuffled once by (topic, queue_id) and sorted by (queue_offset, consumer group with
 the puts first, seq). In that order a position's puts come right before its deliveries, so every check
 is a window over neighbours instead of an aggregation and a join:
-  - per queue: the previous REAL_PUT's offset (QueueContiguity: gaps);
+  - per position: whether a put stands right below it (QueueContiguity: gaps), from a marker row each
+    put adds at the next position;
   - per position: the first REAL_PUT (what every delivery of the position is compared with), how many
     REAL_PUTs there are (QueueContiguity: repeats) and which subscribed groups got a delivery
     (EventuallyDelivered, judged by the age of the REAL_PUT; a REAL_PUT below the last EXPIRE's commit-log
@@ -70,13 +71,23 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int,
     c = F.col
     # A plain message's PLAIN_PUT is the put of its position as a transaction's REAL_PUT is; it has no txn.
     put = c("event").isin(S.REAL_PUT, S.PLAIN_PUT)
-    rows = events.filter(c("event").isin(S.REAL_PUT, S.PLAIN_PUT, S.DELIVER)).select(
+    # Each put also stands, as a marker row (``mark``), at the position after its own: a position whose
+    # window holds a marker has a put right below it (QueueContiguity), which a window over the position
+    # says, where the previous put's offset took a window over the whole queue (4.5 million rows in one
+    # window partition at 10^7 transactions: out of heap). A marker is no put, sorts after the position's
+    # puts (the largest seq) and is dropped once the position's windows are taken.
+    mark = F.explode(F.when(put, F.array(F.lit(False), F.lit(True))).otherwise(F.array(F.lit(False))))
+    marked = events.filter(c("event").isin(S.REAL_PUT, S.PLAIN_PUT, S.DELIVER)).select(
         *QUEUE, "queue_offset", "consumer_group", "seq", "ts", "txn", "body_crc", "commitlog_offset",
-        "deliver_ms", "message_group", "attempt", put.alias("put")
+        "deliver_ms", "message_group", "attempt", put.alias("put"), mark.alias("mark"))
+    rows = marked.select(
+        *QUEUE, (c("queue_offset") + c("mark").cast("long")).alias("queue_offset"), "consumer_group",
+        F.when(c("mark"), F.lit(2**63 - 1)).otherwise(c("seq")).alias("seq"), "ts", "txn", "body_crc",
+        "commitlog_offset", "deliver_ms", "message_group", "attempt", (c("put") & ~c("mark")).alias("put"),
+        "mark",
     ).repartition(*QUEUE)
     walk = [c("queue_offset"), c("consumer_group").asc_nulls_first(), c("seq")]
     unbounded = (Window.unboundedPreceding, Window.unboundedFollowing)
-    before = Window.partitionBy(*QUEUE).orderBy(*walk).rowsBetween(Window.unboundedPreceding, -1)
     position = Window.partitionBy(*QUEUE, "queue_offset").orderBy(*walk[1:]).rowsBetween(*unbounded)
     group_position = Window.partitionBy(*QUEUE, "queue_offset", "consumer_group").orderBy("seq")
 
@@ -85,7 +96,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int,
 
     walked = rows.select(
         "*",
-        F.last(F.when(c("put"), c("queue_offset")), ignorenulls=True).over(before).alias("prev_put_offset"),
+        F.max(c("mark")).over(position).alias("put_below"),
         F.first(F.when(c("put"), F.struct("seq", "ts", "txn", "body_crc", "deliver_ms")), ignorenulls=True)
         .over(position).alias("r"),
         F.count(F.when(c("put"), 1)).over(position).alias("reals"),
@@ -106,7 +117,7 @@ def run(events: Any, trace: TraceInput, stats: TraceStats, limit: int,
         Window.unboundedPreceding, -1)
     # mismatch needs ``r`` but no other order than the walk's: a select of its own keeps it on the walk's
     # sort; with the two windows below, in one select, Spark sorted the queue a fourth time for it.
-    matched = walked.select(
+    matched = walked.where(~c("mark")).select(
         "*", F.max(mismatch).over(group_position.rowsBetween(*unbounded)).alias("mismatch"))
     judged = matched.select(
         "*",
@@ -129,7 +140,7 @@ def _flag(judged: Any, trace: TraceInput, stats: TraceStats, first_put: Any, fir
     from pyspark.sql import functions as F
 
     c = F.col
-    gap = c("queue_offset") - F.coalesce(c("prev_put_offset"), F.lit(-1)) - 1
+    gap = (c("queue_offset") != 0) & ~c("put_below")
     expired = F.lit(False) if stats.expired_before is None else F.coalesce(
         c("commitlog_offset") < F.lit(stats.expired_before), F.lit(False))
     # The strict part: never before deliver_ms; rocketmq mode's timer may be one precision early.
@@ -146,7 +157,7 @@ def _flag(judged: Any, trace: TraceInput, stats: TraceStats, first_put: Any, fir
         F.coalesce(key, txn_key(c("txn"))).alias("key"),
         *masks(
             {
-                "QueueContiguity": (first_put & ((c("reals") > 1) | (gap != 0)), None),
+                "QueueContiguity": (first_put & ((c("reals") > 1) | gap), None),
                 "DeliveryIntegrity": (
                     first_delivery & (c("mismatch") | (c("prev_first") > c("queue_offset"))), None),
                 "NoUncommittedVisible": (first_delivery & (~has_put | (c("r.seq") > c("seq"))), None),

@@ -64,6 +64,10 @@ DRIVER_JAVA_OPTIONS = f"-XX:+UseParallelGC {_C2_LATER} {_INLINE_LESS}"
 # In local mode the driver JVM runs the tasks too. Spark's 1 GB default heap ran out now and then on 10^6
 # transactions (sort spills next to window buffers and broadcast tables); SPARK_DRIVER_MEMORY overrides.
 DEFAULT_DRIVER_MEMORY = "2g"
+# Rows of one window partition held in memory (Spark's default: no limit but the memory manager's). The
+# synthetic trace of 10^7 transactions puts about 2.2 million deliveries in one (queue, group) window
+# partition of the queue pass; 10^6 transactions, about a tenth of that, stay below it and never spill.
+WINDOW_ROWS_IN_MEMORY = 500_000
 
 
 def _log_config() -> Path:
@@ -193,6 +197,9 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
         .config("spark.shuffle.compress", "false")
         .config("spark.shuffle.spill.compress", "false")
         .config("spark.shuffle.checksum.enabled", "false")
+        # A window partition past this many rows goes to disk instead of staying on the heap: the queue
+        # pass's per-group windows hold a queue's deliveries (millions of rows at 10^7 transactions).
+        .config("spark.sql.windowExec.buffer.spill.threshold", str(WINDOW_ROWS_IN_MEMORY))
         # txmq's Parquet traces carry page CRCs; a damaged page then fails the job instead of being read.
         .config("spark.hadoop.parquet.page.verify-checksum.enabled", "true")
     )
@@ -214,7 +221,8 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
 # transactions' 52 million events over 4 partitions would be 13 million rows to aggregate or sort in a
 # task's share of a 2 GB heap; a partition per 2 million rows keeps a task near what 10^6 transactions
 # give it (4 partitions of 5.3 million events), where the job was measured. It does not split a queue: at
-# 10^7 the queue pass (windows over a whole queue, 4.5 million rows) ran out of the 2 GB heap.
+# 10^7 the queue pass ran out of the 2 GB heap while a window spanned a whole queue (4.5 million rows);
+# its windows now span a position, or a queue's deliveries to one group (WINDOW_ROWS_IN_MEMORY).
 ROWS_PER_SHUFFLE_PARTITION = 2_000_000
 
 
