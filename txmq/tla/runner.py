@@ -159,11 +159,13 @@ def tlc_command(
     features: TlcFeatures | None = None,
     simulate_depth: int | None = None,
     heap_mb: int | None = None,
+    full_jit: bool = False,
 ) -> list[str]:
     """The command line for one run (``-deadlock`` turns deadlock checking *off*). With
     ``simulate_depth``, TLC follows one behaviour of at most that many states instead of model-checking,
     and prints an error trace through the VIEW. With ``heap_mb``, the JVM's heap is bounded to that
-    (its default is a quarter of the machine's memory)."""
+    (its default is a quarter of the machine's memory). With ``full_jit``, C2 compiles the hot code too:
+    for a run of minutes, not seconds."""
     known = features or probe(java, jar)
     # A simulation keeps every state of its behaviour, so nearly everything it allocates survives, and
     # the parallel collector's copying cost more than it saved. Measured here on 28,000 steps of a trace
@@ -175,11 +177,12 @@ def tlc_command(
         # every state survives, so the old generation is where they are kept. Class metadata is bounded
         # too (TLC's take about 40 MB).
         command += [f"-Xmx{heap_mb}m", f"-Xmn{heap_mb // 8}m", "-XX:MaxMetaspaceSize=256m"]
+    if not full_jit:
+        # Only the quick (C1) compiler: on short runs C2's compile work did not pay back in CPU time.
+        # Measured here with TLC 2.15 (CPU seconds, one worker, C2 -> C1): a 1,738-state model 13.4 -> 7.4,
+        # a 200-transaction trace 23.0 -> 14.1, a 100,000-step window of a 100,000-transaction trace 44 -> 38.
+        command.append("-XX:TieredStopAtLevel=1")
     command += [
-        # Only the quick (C1) compiler: C2's compile work did not pay back in CPU time. Measured here with
-        # TLC 2.15 (CPU seconds, one worker, C2 -> C1): a 1,738-state model 13.4 -> 7.4, a
-        # 200-transaction trace 23.0 -> 14.1, a 100,000-step window of a 100,000-transaction trace 44 -> 38.
-        "-XX:TieredStopAtLevel=1",
         # TLC 2.15 unpacks its standard modules into java.io.tmpdir: runs sharing /tmp can read each
         # other's half-written TLC.tla ("Could not parse module TLC"). Each run gets its own.
         f"-Djava.io.tmpdir={metadir.parent}",
@@ -220,9 +223,10 @@ def run_tlc(
     workers: str = "auto",
     check_deadlock: bool = False,
     coverage: bool = False,
+    full_jit: bool = False,
 ) -> TlcResult:
     """Model-check ``module`` with ``config`` and return the parsed result, with wall-clock duration
-    (and, with ``coverage``, the distinct states each action found)."""
+    (and, with ``coverage``, the distinct states each action found; ``full_jit``: see ``tlc_command``)."""
     module = module.resolve()
     config = config.resolve()
     for path in (module, config):
@@ -233,7 +237,7 @@ def run_tlc(
     with tempfile.TemporaryDirectory(prefix="txmq-tlc-") as tmp:
         command = tlc_command(
             java, jar, module, config, Path(tmp) / "states", workers=workers, check_deadlock=check_deadlock,
-            coverage=coverage,
+            coverage=coverage, full_jit=full_jit,
         )
         started = time.monotonic()
         completed = proc.run(  # TLC dies with txmq: a killed ``txmq spec check`` leaves no JVM behind
