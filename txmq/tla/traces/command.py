@@ -16,7 +16,7 @@ from txmq.tla.runner import describe_tlc
 from txmq.tla.traces.spec_input import Step
 from txmq.tla.traces.stream import validate_file
 from txmq.tla.traces.validation import expected_cost, memory_at_hand, memory_warning
-from txmq.tla.traces.windows import HEAP_ENV, tlc_heap_mb, window_steps
+from txmq.tla.traces.windows import HEAP_ENV, tlc_heap_mb
 from txmq.trace.reader import check_complete, read_header
 
 
@@ -41,8 +41,8 @@ def _validate_command(args: argparse.Namespace) -> int:
     print(f"  read {events:,} events of {args.trace}; turning them into spec steps", file=sys.stderr,
           flush=True)
     heap = tlc_heap_mb()  # a wrong TXMQ_TLC_HEAP_MB is said before the trace is walked
-    print(f"  TLC's heap: {heap:,} MB ({HEAP_ENV} to change it), windows of up to "
-          f"{window_steps(heap):,} steps", file=sys.stderr, flush=True)
+    print(f"  TLC's heap: {heap:,} MB ({HEAP_ENV} to change it); a window is as many steps as their "
+          "states fit in it", file=sys.stderr, flush=True)
     warning = memory_warning(events, memory_at_hand())
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)

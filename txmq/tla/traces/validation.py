@@ -41,7 +41,7 @@ from txmq.tla.traces.module import MODULE_NAME, config_text, module_texts
 from txmq.tla.traces.spec_input import ACTION_OF, SpecInput, Step, compact_event
 from txmq.tla.traces.steps import build_steps
 from txmq.tla.traces.values import failure_report
-from txmq.tla.traces.windows import end_state, explained_before_stop, spans, tlc_heap_mb
+from txmq.tla.traces.windows import end_state, explained_before_stop, spans, step_bytes, tlc_heap_mb
 from txmq.trace.reader import require_events_complete
 
 SPEC_MODULES = ("TxMQ.tla", "TxMQTrace.tla")
@@ -167,7 +167,7 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
         work = Path(tmp)
         for name in SPEC_MODULES:
             shutil.copy(spec_dir / name, work / name)
-        for first, end in spans(total):
+        for first, end in spans(total, step_bytes(spec.slot_chunk, spec.half_chunk)):
             last = end == total
             done = None if progress is None else (lambda n, first=first: progress(first + n, total))
             window = list(islice(steps, end - first))

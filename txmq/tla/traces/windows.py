@@ -23,11 +23,16 @@ from collections.abc import Mapping
 from txmq.errors import ConfigError
 from txmq.tla.parser import TlcResult
 
-# What a state of the behaviour keeps, at most, in TLC's heap. Measured here (TLC 2.15, simulation): the
-# 100,000 states of a window of a 100,000-transaction trace (8,387 slots in chunks of 92, 141,303 half
-# records in chunks of 376) kept 1.3 GB, 13 KB a state; twice that leaves room for a longer trace's
-# longer chunks.
-BYTES_PER_STEP = 26_000
+# What a state of the behaviour keeps, at most, in TLC's heap. A step copies the chunk it changes and the
+# sequence of chunks (TxMQTrace.tla's ChunkPut, ChunkHalfAppend): about twice the chunk length of each
+# chunked sequence, and the chunks grow as the square root of the slots and of the half records, so a
+# state of a longer trace keeps more. Measured here (TLC 2.15, simulation): a window of a
+# 100,000-transaction trace (8,307 slots in chunks of 92, 138,825 half records in chunks of 373) kept
+# about 20 KB a state, 21 bytes a value copied (its heap after a collection at 1,192 MB of 1,536, in a
+# window of 41,297 steps); 28 leaves a margin. A window is then as long in steps as its states fit, so
+# TLC's heap bounds the memory whatever the trace's length (a fixed size a state, 26 KB, would have
+# asked over 2 GB of a 10^6-transaction trace's window, whose half chunks are about three times as long).
+BYTES_PER_VALUE = 28
 # TLC's heap for a window (-Xmx), in MB, unless TXMQ_TLC_HEAP_MB says otherwise. The JVM's default is a
 # quarter of the machine's memory (6 GB on a 24 GB machine), and a simulation keeps every state of its
 # behaviour, so TLC grew as far as that let it (2.1 GB early in a 10^6-transaction trace): the heap is
@@ -58,10 +63,16 @@ def tlc_heap_mb(environ: Mapping[str, str] | None = None) -> int:
     return int(given)
 
 
-def window_steps(heap_mb: int) -> int:
-    """The steps of a window whose states get what a heap of ``heap_mb`` MB leaves them (see
-    BYTES_PER_STEP and HEAP_RESERVE_MB)."""
-    return max(MIN_WINDOW, min(MAX_WINDOW, (heap_mb - HEAP_RESERVE_MB) * 2**20 // BYTES_PER_STEP))
+def step_bytes(slot_chunk: int, half_chunk: int) -> int:
+    """What a state keeps in TLC's heap, at most, for a trace whose functions over the slots come in
+    chunks of ``slot_chunk`` and whose half queue in chunks of ``half_chunk`` (see BYTES_PER_VALUE)."""
+    return BYTES_PER_VALUE * 2 * (slot_chunk + half_chunk)
+
+
+def window_steps(heap_mb: int, per_step: int) -> int:
+    """The steps of a window whose states, ``per_step`` bytes each (``step_bytes``), get what a heap of
+    ``heap_mb`` MB leaves them (see HEAP_RESERVE_MB)."""
+    return max(MIN_WINDOW, min(MAX_WINDOW, (heap_mb - HEAP_RESERVE_MB) * 2**20 // per_step))
 
 
 # <<"txmq-window-end", "[...]">>: the state as a TLA+ string, its quotes and backslashes escaped.
@@ -71,10 +82,10 @@ _ITEM_END = re.compile(r'"(?:[^"\\]|\\.)*"|,')
 _ZEROS = re.compile(r'"(?:[^"\\]|\\.)*"|<<0(?:, 0)+>>')  # a string (left as it is), or zeros
 
 
-def spans(steps: int) -> list[tuple[int, int]]:
-    """The windows of a trace of ``steps`` steps: ``(first, end)`` step indexes, end excluded, in order,
-    of about equal length."""
-    count = max(1, -(-steps // window_steps(tlc_heap_mb())))
+def spans(steps: int, per_step: int) -> list[tuple[int, int]]:
+    """The windows of a trace of ``steps`` steps whose states keep ``per_step`` bytes each
+    (``step_bytes``): ``(first, end)`` step indexes, end excluded, in order, of about equal length."""
+    count = max(1, -(-steps // window_steps(tlc_heap_mb(), per_step)))
     cuts = [steps * k // count for k in range(count + 1)]
     return [(cuts[k], cuts[k + 1]) for k in range(count)]
 
