@@ -25,8 +25,8 @@ from txmq.sim.runner import simulate
 from txmq.sim.workload import FAULT_PRESETS, Workload
 from txmq.store.message import StoredMessage
 from txmq.store.message_store import MessageStore
+from txmq.trace.parquet_sink import ParquetSink
 from txmq.trace.schema import HALF_PUT, TraceHeader
-from txmq.trace.sinks import ParquetSink
 
 REFERENCE_TRANSACTIONS = 50_000
 # What the simulation writes per transaction under heavy faults (seed 1, 10^5 transactions): store

@@ -26,6 +26,7 @@ from typing import Any
 
 from spark_validation import groups, ops, outcomes, per_txn, queues, samples
 from spark_validation.catalogue import CHECK_IDS
+from spark_validation.cli import DEFAULT_SAMPLES, add_arguments
 from spark_validation.errors import SparkFailedError
 from spark_validation.inputs import TraceInput, load_events, open_trace
 from spark_validation.report import Report, check_result, outcome_result
@@ -37,7 +38,6 @@ from txmq.files import check_output_path
 from txmq.proc import interrupted, terminate_as_interrupt
 from txmq.trace import schema as S
 
-DEFAULT_SAMPLES = 5
 PASSES = ("stats", "per_txn", "ops", "queues", "groups", "outcomes")
 
 
@@ -215,35 +215,6 @@ def validate(
         spark={"master": spark.sparkContext.master, "version": spark.version},
         absent_events=absent,
         outcomes=[outcome_result(oid, found, trace.mode) for oid, found in shown.items()],
-    )
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options shared by ``txmq validate`` and the spark-submit script."""
-    parser.add_argument("trace", metavar="TRACE", help="trace file (.parquet, or NDJSON with a header line)")
-    parser.add_argument(
-        "--master",
-        default=None,
-        help="Spark master URL (local[*], spark://host:7077, yarn...); default local[*], "
-        "or the one spark-submit was given",
-    )
-    parser.add_argument("--report", metavar="FILE", help="write the report as JSON")
-    parser.add_argument(
-        "--plot", metavar="FILE", help="write a PNG of checks per transaction and time to visibility"
-    )
-    parser.add_argument(
-        "--samples",
-        type=_count,
-        default=DEFAULT_SAMPLES,
-        metavar="N",
-        help=f"sample transactions per violated check (default {DEFAULT_SAMPLES})",
     )
 
 

@@ -35,7 +35,7 @@ def test_round_trip_with_header_amended_before_close(tmp_path: Path, suffix: str
 
 
 def test_parquet_rows_stay_in_seq_order_across_row_groups(tmp_path: Path) -> None:
-    from txmq.trace.sinks import ParquetSink
+    from txmq.trace.parquet_sink import ParquetSink
 
     path = tmp_path / "t.parquet"
     sink = ParquetSink(path, TraceHeader(mode="strict"), row_group_size=3)

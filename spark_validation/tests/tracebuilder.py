@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from txmq.trace import schema as S
-from txmq.trace.sinks import NdjsonSink, ParquetSink
+from txmq.trace.parquet_sink import ParquetSink
+from txmq.trace.sinks import NdjsonSink
 
 TIMEOUT_MS = 6000
 INTERVAL_MS = 1000

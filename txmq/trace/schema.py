@@ -20,10 +20,15 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from dataclasses_json import DataClassJsonMixin
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    COLUMNS: dict[str, pa.DataType]  # name -> Arrow type, in file order
+    ARROW_SCHEMA: pa.Schema
 
 FORMAT_NAME = "txmq-trace"
 FORMAT_VERSION = 2
@@ -91,39 +96,40 @@ DISCARD_RETENTION = "RETENTION"
 PRODUCER_UP = "UP"
 PRODUCER_DOWN = "DOWN"
 
-# Column name -> Arrow type, in file order.
-COLUMNS: dict[str, pa.DataType] = {
-    "seq": pa.int64(),
-    "ts": pa.int64(),
-    "event": pa.string(),
-    "txn": pa.string(),
-    "producer_group": pa.string(),
-    "producer": pa.string(),
-    "half_offset": pa.int64(),
-    "prev_half_offset": pa.int64(),
-    "commitlog_offset": pa.int64(),
-    "topic": pa.string(),
-    "queue_id": pa.int32(),
-    "queue_offset": pa.int64(),
-    "action": pa.string(),
-    "from_check": pa.bool_(),
-    "result": pa.string(),
-    "check_count": pa.int32(),
-    "op_offset": pa.int64(),
-    "half_offsets": pa.list_(pa.int64()),
-    "consumer_group": pa.string(),
-    "body_crc": pa.int64(),
-    "attempt": pa.int32(),
-    "born_ts": pa.int64(),
-    "immunity": pa.string(),
-    "deliver_ms": pa.int64(),
-    "message_group": pa.string(),
+# Column name -> Arrow type (by name: see ``arrow_type``), in file order. Named rather than built here so
+# that a process reading only names and rules does not load pyarrow (0.7 CPU s with numpy): ``COLUMNS`` and
+# ``ARROW_SCHEMA``, the Arrow objects, are made on first use (``__getattr__``).
+COLUMN_TYPES: dict[str, str] = {
+    "seq": "int64",
+    "ts": "int64",
+    "event": "string",
+    "txn": "string",
+    "producer_group": "string",
+    "producer": "string",
+    "half_offset": "int64",
+    "prev_half_offset": "int64",
+    "commitlog_offset": "int64",
+    "topic": "string",
+    "queue_id": "int32",
+    "queue_offset": "int64",
+    "action": "string",
+    "from_check": "bool",
+    "result": "string",
+    "check_count": "int32",
+    "op_offset": "int64",
+    "half_offsets": "list<int64>",
+    "consumer_group": "string",
+    "body_crc": "int64",
+    "attempt": "int32",
+    "born_ts": "int64",
+    "immunity": "string",
+    "deliver_ms": "int64",
+    "message_group": "string",
 }
-COLUMN_NAMES: tuple[str, ...] = tuple(COLUMNS)
+COLUMN_NAMES: tuple[str, ...] = tuple(COLUMN_TYPES)
 # Columns added within version 2 (delayed and FIFO messages): a trace written before them lacks them, and
 # readers take them as null there.
 LATER_COLUMNS = ("deliver_ms", "message_group")
-ARROW_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in COLUMNS.items()])
 # Columns every row must carry (the rest are null where not applicable).
 REQUIRED_COLUMNS = ("seq", "ts", "event")
 # Columns each event must carry besides those, for a validator's checks to mean anything: a row of the
@@ -180,3 +186,26 @@ class TraceHeader(DataClassJsonMixin):
 def body_crc(body: bytes) -> int:
     """The checksum a trace carries for a message body (``body_crc``)."""
     return zlib.crc32(body)
+
+
+def arrow_type(name: str) -> pa.DataType:
+    """The Arrow type a column's type name (``COLUMN_TYPES``) stands for."""
+    import pyarrow as pa
+
+    if name.startswith("list<") and name.endswith(">"):
+        return pa.list_(arrow_type(name[5:-1]))
+    return {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string(), "bool": pa.bool_()}[name]
+
+
+def __getattr__(name: str) -> Any:
+    """``COLUMNS`` and ``ARROW_SCHEMA``, made (and kept) on first use: see ``COLUMN_TYPES``."""
+    if name == "COLUMNS":
+        value: Any = {column: arrow_type(typ) for column, typ in COLUMN_TYPES.items()}
+    elif name == "ARROW_SCHEMA":
+        import pyarrow as pa
+
+        value = pa.schema([pa.field(column, typ) for column, typ in __getattr__("COLUMNS").items()])
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
