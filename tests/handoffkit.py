@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from txmq.files import replacing
+
 HANDOFF_ENV = "TXMQ_TEST_HANDOFF"
 # How long a validating test waits for a maker in another process: the longest process of the suite ran
 # 27 minutes in CI, and a maker's process writes NAME.gone when it ends.
@@ -53,10 +55,8 @@ def remove_local() -> None:
 
 def _mark(name: str, kind: str, text: str = "") -> None:
     """Write ``NAME.kind`` whole (then renamed), so that a waiting test never reads half of it."""
-    target = handoff_dir() / f"{name}.{kind}"
-    partial = target.with_name(f".{target.name}.{os.getpid()}")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(target)
+    with replacing(handoff_dir() / f"{name}.{kind}") as partial:
+        partial.write_text(text, encoding="utf-8")
 
 
 def hand_over(name: str, traces: dict[str, Path], facts: dict[str, Any] | None = None) -> None:

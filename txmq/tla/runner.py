@@ -26,6 +26,7 @@ from pathlib import Path
 
 from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
+from txmq.files import replacing
 from txmq.tla import cds
 from txmq.tla.jar import cache_path, find_jar
 from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
@@ -116,10 +117,8 @@ def _keep_features(java: str, jar: Path, features: TlcFeatures) -> None:
     try:
         target = _features_file(java, jar)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".tla2tools-", suffix=".json", dir=target.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(dataclasses.asdict(features), out)
-        Path(name).replace(target)
+        with replacing(target) as partial:
+            partial.write_text(json.dumps(dataclasses.asdict(features)), encoding="utf-8")
         cds.prune(target.parent, "tla2tools-*.features.json")
     except OSError:
         pass
