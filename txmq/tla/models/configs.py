@@ -9,7 +9,7 @@ module renders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +55,22 @@ def render(name: str, description: str, settings: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_model(data: Mapping[str, Any], model: Mapping[str, Any],
+                 properties: Callable[[list[str]], list[str]] | None = None) -> str:
+    """The ``.cfg`` text of ``model``, one of the manifest ``data``'s models; with ``properties``, the
+    temporal properties it checks are those that function keeps of the ones the model lists."""
+    settings = merged(data.get("defaults", {}), model)
+    if properties is not None:
+        settings["properties"] = properties(list(settings.get("properties") or []))
+    return render(model["name"], model.get("description", ""), settings)
+
+
 def write_all(spec_dir: Path, data: Mapping[str, Any]) -> list[Path]:
     """Render every model of the manifest ``data`` into ``spec_dir/models/<name>.cfg``; returns the paths."""
     written = []
     for model in data["models"]:
-        settings = merged(data.get("defaults", {}), model)
         path = spec_dir / "models" / f"{model['name']}.cfg"
-        text = render(model["name"], model.get("description", ""), settings)
+        text = render_model(data, model)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".cfg.tmp")

@@ -22,7 +22,8 @@ from typing import Any
 
 from txmq.arguments import positive_int
 from txmq.errors import ConfigError
-from txmq.tla.models.manifest import Expectation, ModelEntry, load_manifest
+from txmq.tla.models.configs import render_model
+from txmq.tla.models.manifest import Expectation, ModelEntry, load_data, load_manifest
 from txmq.tla.models.suite import default_spec_dir, run_each
 from txmq.tla.parser import TlcFinding, TlcResult
 from txmq.tla.runner import describe_tlc, run_tlc
@@ -124,15 +125,30 @@ def apply(mutant: Mutant, spec_dir: Path, dest: Path) -> None:
         target.write_text(text.replace(edit.find, edit.replace), encoding="utf-8")
 
 
+def checked_properties(expect: Expectation, listed: list[str]) -> list[str]:
+    """The temporal properties of its model that a mutant's run checks: every one the model lists when the
+    mutant must make it pass (a control whose mechanism is gone), else only those its expected violation
+    names. TLC finds an invariant's violation by the same breadth-first search with or without the others,
+    and checking liveness was most of such a run: flush_drops_rest on rocketmq_no_faults took 14.4 CPU s
+    with EventuallyResolved and EndTxResolves and 3.9 without, through the same 15,358 states to the same
+    violation."""
+    return listed if expect.violates is None else [name for name in listed if expect.names(name)]
+
+
 def run_mutant(mutant: Mutant, entries: dict[str, ModelEntry], spec_dir: Path, *, jar: Path | None = None,
-               workers: str = "auto") -> MutantReport:
-    """Apply ``mutant`` to a copy of the spec and run its model."""
+               workers: str = "auto", data: dict[str, Any]) -> MutantReport:
+    """Apply ``mutant`` to a copy of the spec and run its model (``data``: the manifest's JSON), checking
+    the properties ``checked_properties`` keeps."""
     entry = entries.get(mutant.model)
     if entry is None:
         raise ConfigError(f"mutant {mutant.name}: no model {mutant.model} in {spec_dir / 'models.json'}")
     with tempfile.TemporaryDirectory(prefix="txmq-mutant-") as tmp:
         work = Path(tmp)
         apply(mutant, spec_dir, work)
+        model = next(raw for raw in data["models"] if raw["name"] == entry.name)
+        (work / "models" / entry.config.name).write_text(
+            render_model(data, model, lambda listed: checked_properties(mutant.expect, listed)),
+            encoding="utf-8")
         result = run_tlc(work / entry.module.name, work / "models" / entry.config.name, jar=jar,
                          workers=workers, check_deadlock=entry.check_deadlock)
     return MutantReport(mutant, entry.expect, result)
@@ -149,8 +165,9 @@ def run_mutants(spec_dir: Path, names: list[str] | None = None, *, jar: Path | N
         if unknown:
             raise ConfigError(f"unknown mutant {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         mutants = [m for m in mutants if m.name in names]
-    entries = {e.name: e for e in load_manifest(spec_dir)}
-    return run_each(mutants, lambda mutant: run_mutant(mutant, entries, spec_dir, jar=jar, workers=workers),
+    entries, data = {e.name: e for e in load_manifest(spec_dir)}, load_data(spec_dir)
+    return run_each(mutants, lambda mutant: run_mutant(mutant, entries, spec_dir, jar=jar, workers=workers,
+                                                       data=data),
                     jobs=jobs, on_report=on_report)
 
 
