@@ -38,13 +38,15 @@ class RocketMQMachine(BrokerMachine):
     rogue_end_transactions = False
 
 
-TestStrict = StrictMachine.TestCase
-TestStrictDefaults = StrictDefaultsMachine.TestCase
+# The state machines run without coverage's tracer (``untraced``, see conftest.py): their checks, not
+# their lines, are what they add.
+TestStrict = pytest.mark.untraced(StrictMachine.TestCase)
+TestStrictDefaults = pytest.mark.untraced(StrictDefaultsMachine.TestCase)
 # Twice the steps (fifteen checks take long to reach), a third of the examples: with the full count this one
 # class cost more CPU than all the others together, and the small-settings classes reach the same rules.
 TestStrictDefaults.settings = settings(settings.default, stateful_step_count=80,
                                        max_examples=max(1, settings().max_examples // 3))
-TestRocketMQ = RocketMQMachine.TestCase
+TestRocketMQ = pytest.mark.untraced(RocketMQMachine.TestCase)
 
 HUNTS = [
     pytest.param("NoDuplicateReal", r"REAL_PUTs", id="duplicate-real-message"),
