@@ -53,6 +53,28 @@ def test_a_window_is_as_long_as_its_states_fit_in_tlcs_heap(heap_mb: int, per_st
     assert trace_windows.window_steps(heap_mb, per_step) == steps
 
 
+def test_the_state_a_window_starts_in_takes_its_share_of_the_heap() -> None:
+    """SANY keeps what it parsed for the whole run: a window starting in a large state has fewer steps."""
+    room = (1_536 - trace_windows.HEAP_RESERVE_MB) * 2**20
+    start = 3_900_000  # a quarter of the way into a 10^5-transaction trace
+    assert trace_windows.window_steps(1_536, PER_STEP_1E5, start) == (
+        (room - start * trace_windows.PARSED_BYTES) // PER_STEP_1E5) == 39_831
+    assert trace_windows.window_steps(1_536, PER_STEP_1E5, 10**8) == trace_windows.MIN_WINDOW
+
+
+def test_the_planned_windows_are_cut_shorter_as_the_start_state_grows(monkeypatch: pytest.MonkeyPatch
+                                                                       ) -> None:
+    monkeypatch.setattr(trace_validation, "tlc_heap_mb", lambda environ=None: 1_536)
+    started = [0]
+    cut = []
+    for first, end in trace_validation._windows(300_000, PER_STEP_1E5, started):
+        cut.append((first, end))
+        started[0] = 3_900_000  # every window after the first starts in a large state
+    assert cut[0] == (0, 100_000) and cut[-1][1] == 300_000
+    assert all(a[1] == b[0] for a, b in zip(cut, cut[1:], strict=False))
+    assert max(end - first for first, end in cut[1:]) == 39_831
+
+
 def test_a_longer_traces_states_keep_more_so_its_windows_are_shorter() -> None:
     """A step copies the three chunks on its value's path (spec/TxMQTrace.tla's NestPut, ChunkHalfAppend),
     and the chunks grow with the cube root of the slots and of the half records: the heap a window's
