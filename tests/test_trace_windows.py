@@ -124,6 +124,17 @@ def test_a_chunk_of_chunks_of_zeros_is_read_back_as_one_function() -> None:
                                   ' s |-> "<<[i \\in 1..2 |-> 0], [i \\in 1..2 |-> 0]>>"]')
 
 
+def test_a_half_record_is_read_back_as_the_six_numbers_of_its_maker() -> None:
+    """Half records are most of the state a window of a lagging check service starts in: each is written
+    as StartHalf's arguments (the data module defines it), in its fields' order whatever TLC printed."""
+    printed = ('<<"txmq-window-end", "[half |-> <<[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, '
+               'root |-> 1]>>, rescan |-> [from |-> 0, to |-> 0, gone |-> 0], '
+               's |-> \\"[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, root |-> 1]\\"]">>\n')
+    assert end_state(printed).replace("\n", "") == (
+        '[half |-> <<StartHalf(3, 1, 7, 8, 2, 1)>>, rescan |-> [from |-> 0, to |-> 0, gone |-> 0], '
+        's |-> "[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, root |-> 1]"]')
+
+
 @pytest.fixture
 def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of two values (spec/TxMQTrace.tla's ChunkGet, ChunkHalfAt...), so that a short trace crosses

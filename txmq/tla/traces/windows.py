@@ -91,6 +91,12 @@ _ESCAPED = re.compile(r"\\(.)")
 _ITEM_END = re.compile(r'"(?:[^"\\]|\\.)*"|,')
 _ZEROS = re.compile(r'"(?:[^"\\]|\\.)*"|<<0(?:, 0)+>>')  # a string (left as it is), or zeros
 # ... or, once those are functions, a sequence of equal ones (a chunk of chunks of zeros)
+# A half record (TxMQ.tla's AppendHalf: its six numbers, in whatever order TLC printed its fields), or a
+# string, left as it is.
+_HALF_RECORD = re.compile(r'"(?:[^"\\]|\\.)*"|\[((?:\w+ \|-> -?\d+, ){5}\w+ \|-> -?\d+)\]')
+HALF_FIELDS = ("t", "n", "born", "put", "from", "root")
+# The operator the start state writes each half record with (``module_texts`` defines it).
+HALF_MAKER = "StartHalf"
 _ZERO_CHUNKS = re.compile(r'"(?:[^"\\]|\\.)*"|<<(\[i \\in 1\.\.\d+ \|-> 0\])(?:, \1)+>>')
 
 
@@ -119,8 +125,20 @@ def end_state(output: str) -> str | None:
     # The same for a chunk of such chunks (TxMQTrace.tla keeps its half queue in chunks of chunks).
     text = _ZERO_CHUNKS.sub(lambda m: m.group(0) if m.group(1) is None
                             else f"[k \\in 1..{m.group(0).count('|->')} |-> {m.group(1)}]", text)
+    # A half record, most of what a window of a lagging check service starts in, as an operator's six
+    # arguments: half the terms of the record for SANY to parse and keep for the whole window.
+    text = _HALF_RECORD.sub(_half_record, text)
     # SANY's cost grows with the square of a line's length (``module._sequence``): a line per item.
     return _ITEM_END.sub(lambda m: m.group(0) if m.group(0) != "," else ",\n", text)
+
+
+def _half_record(printed: re.Match[str]) -> str:
+    if printed.group(1) is None:
+        return printed.group(0)
+    fields = dict(pair.split(" |-> ") for pair in printed.group(1).split(", "))
+    if sorted(fields) != sorted(HALF_FIELDS):
+        return printed.group(0)
+    return f"{HALF_MAKER}(" + ", ".join(fields[name] for name in HALF_FIELDS) + ")"
 
 
 def explained_before_stop(result: TlcResult) -> int | None:
