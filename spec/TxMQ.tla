@@ -188,9 +188,9 @@ Range(s) == {s[j] : j \in DOMAIN s}
 \* written by the actions only through the operators below, which trace validation replaces (TxMQTrace.tla:
 \* ChunkGet, ChunkPut, Chunked, ChunkHalf...).  TLC copies a whole function or sequence for each EXCEPT
 \* and each Append, and keeps every state of a simulated behaviour: over a long trace's thousands of
-\* transactions and hundreds of thousands of half records, it keeps them in chunks, so that a step copies
-\* one chunk and the list of chunks, not a value per transaction.  The invariants, which only the models
-\* check, index the functions directly.
+\* transactions and hundreds of thousands of half records, it keeps them in chunks of chunks, so that a
+\* step copies the three short chunks on its value's path, not a value per transaction.  The invariants,
+\* which only the models check, index the functions directly.
 Get(f, t) == f[t]
 Put(f, t, v) == [f EXCEPT ![t] = v]
 PerTxn(f) == f

@@ -18,11 +18,12 @@
 (* So every step the cursor ti passes is a step of Next, and the trace is *)
 (* accepted exactly when the cursor reaches its end.                      *)
 (*                                                                         *)
-(* The state holds only the transactions that can still matter, and in   *)
-(* chunks, so that a step copies a chunk, not a value per transaction or  *)
-(* per half record (ChunkGet, ChunkHalfAt...: TxMQ reads and writes its   *)
-(* functions over the transactions and its half queue through operators   *)
-(* the trace configuration replaces).  TxMQ's Txns are slots, reused:     *)
+(* The state holds only the transactions that can still matter, and in     *)
+(* chunks of chunks, so that a step copies a few short chunks, not a value *)
+(* per transaction or per half record (ChunkGet, ChunkHalfAt...: TxMQ      *)
+(* reads and writes its functions over the transactions and its half queue *)
+(* through operators the trace configuration replaces).  TxMQ's Txns are   *)
+(* slots, reused:                                                          *)
 (* OPEN gives a free slot the next transaction (its owner, skew and       *)
 (* immunity, which TxMQ reads through OwnerOf, SkewOf and ImmunityOf, are *)
 (* state here), and RETIRE frees it once nothing can read it again: no   *)
@@ -78,25 +79,40 @@ SlotOwner(t) == IF Get(occupant, t).x = 0 THEN NoOwner ELSE Get(occupant, t).own
 SlotSkew(t) == IF Get(occupant, t).x = 0 THEN 0 ELSE Get(occupant, t).skew
 SlotImmunity(t) == IF Get(occupant, t).x = 0 THEN NoImmunity ELSE Get(occupant, t).imm
 
-\* TxMQ's functions over the transactions and its half queue, in chunks (TxMQ's Get, Put, PerTxn, HalfAt,
-\* HalfLen, HalfAppend): a step copies the chunk it changes and the sequence of chunks, never a value per
-\* slot or per record, and the states a simulation keeps share the rest.  Chunks are sequences, which TLC
-\* indexes directly.
-ChunkOf(t) == (t - 1) \div SlotChunk + 1
-InChunk(t) == ((t - 1) % SlotChunk) + 1
-ChunkGet(f, t) == f[ChunkOf(t)][InChunk(t)]
-ChunkPut(f, t, v) == [f EXCEPT ![ChunkOf(t)][InChunk(t)] = v]
+\* TxMQ's functions over the transactions and its half queue, in chunks of chunks (TxMQ's Get, Put,
+\* PerTxn, HalfAt, HalfLen, HalfAppend): value i of a sequence of n values is at [Top][Mid][Low], each
+\* level at most c long (SlotChunk, HalfChunk: about the cube root of n), so a step copies the three
+\* sequences on its value's path, about 3 * c values, never a value per slot or per record, and the
+\* states a simulation keeps share the rest.  (In chunks of about the square root of n, a step copied
+\* 2 * sqrt(n): at 10^6 transactions, 2,360 half records against some 340 now.)  Chunks are sequences,
+\* which TLC indexes directly.
+Low(i, c) == ((i - 1) % c) + 1
+Mid(i, c) == (((i - 1) \div c) % c) + 1
+Top(i, c) == (i - 1) \div (c * c) + 1
+NestGet(f, i, c) == f[Top(i, c)][Mid(i, c)][Low(i, c)]
+NestPut(f, i, c, v) == [f EXCEPT ![Top(i, c)][Mid(i, c)][Low(i, c)] = v]
+\* The number of low chunk (a, b), counted from 1 over the whole sequence.
+LowNumber(a, b, c) == (a - 1) * c + b
+ChunkGet(f, t) == NestGet(f, t, SlotChunk)
+ChunkPut(f, t, v) == NestPut(f, t, SlotChunk, v)
 Chunked(f) ==
-    << >> \o [c \in 1..(Cardinality(Txns) \div SlotChunk) |->
-                 << >> \o [j \in 1..SlotChunk |-> f[(c - 1) * SlotChunk + j]]]
+    LET c == SlotChunk
+        lows == Cardinality(Txns) \div c
+    IN << >> \o [a \in 1..((lows + c - 1) \div c) |->
+                    << >> \o [b \in 1..(IF a * c <= lows THEN c ELSE lows - (a - 1) * c) |->
+                                 << >> \o [j \in 1..c |-> f[(LowNumber(a, b, c) - 1) * c + j]]]]
 AllSlots(v) == Chunked([t \in Txns |-> v])
-HalfChunkOf(i) == (i - 1) \div HalfChunk + 1
-InHalfChunk(i) == ((i - 1) % HalfChunk) + 1
-ChunkHalfAt(h, i) == h[HalfChunkOf(i)][InHalfChunk(i)]
-ChunkHalfLen(h) == IF Len(h) = 0 THEN 0 ELSE (Len(h) - 1) * HalfChunk + Len(h[Len(h)])
+ChunkHalfAt(h, i) == NestGet(h, i, HalfChunk)
+ChunkHalfLen(h) ==
+    IF Len(h) = 0 THEN 0
+    ELSE LET m == h[Len(h)] IN (LowNumber(Len(h), Len(m), HalfChunk) - 1) * HalfChunk + Len(m[Len(m)])
 ChunkHalfAppend(h, r) ==
-    IF Len(h) = 0 \/ Len(h[Len(h)]) = HalfChunk THEN Append(h, << r >>)
-    ELSE [h EXCEPT ![Len(h)] = Append(@, r)]
+    LET i == ChunkHalfLen(h) + 1
+        a == Top(i, HalfChunk)
+        b == Mid(i, HalfChunk)
+    IN IF a > Len(h) THEN Append(h, << << r >> >>)
+       ELSE IF b > Len(h[a]) THEN [h EXCEPT ![a] = Append(@, << r >>)]
+       ELSE [h EXCEPT ![a][b] = Append(@, r)]
 \* TxMQ's Logged: a history holds its last entry only, and of it the fields a step reads (an END_TX's
 \* result, a discard's count and reason): the invariants, which read the rest, are the models'.  Each
 \* field kept is copied with its history and printed with every window's end state.
@@ -169,19 +185,25 @@ RECURSIVE BuryBelowFloor(_, _)
 BuryBelowFloor(h, offs) ==
     IF offs = << >> THEN h
     ELSE BuryBelowFloor(IF Head(offs) <= floor
-                        THEN [h EXCEPT ![HalfChunkOf(Head(offs))][InHalfChunk(Head(offs))] = Gone]
+                        THEN NestPut(h, Head(offs), HalfChunk, Gone)
                         ELSE h,
                         Tail(offs))
 \* Record i is of the transaction its slot holds now (not of one that left the slot).
 OfItsSlot(h, i) == LET r == Get(recs, HalfAt(h, i).t) IN \E k \in DOMAIN r : r[k] = i
 \* The records the floor passes as it rises to top: those of transactions gone from their slots are buried.
 BuryPassed(h, top) ==
-    LET passed(c) == \* chunk c, its records above the floor and at or below top buried where due
-            << >> \o [j \in DOMAIN h[c] |->
-                         LET i == (c - 1) * HalfChunk + j
-                         IN IF floor < i /\ i <= top /\ ~OfItsSlot(h, i) THEN Gone ELSE h[c][j]]
-    IN << >> \o [c \in DOMAIN h |->
-                    IF HalfChunkOf(floor + 1) <= c /\ c <= HalfChunkOf(top) THEN passed(c) ELSE h[c]]
+    LET c == HalfChunk
+        lo == floor \div c + 1        \* the low chunk of record floor + 1
+        hi == (top - 1) \div c + 1    \* the low chunk of record top
+        passed(a, b) == \* low chunk (a, b), its records above the floor and at or below top buried where due
+            << >> \o [j \in DOMAIN h[a][b] |->
+                         LET i == (LowNumber(a, b, c) - 1) * c + j
+                         IN IF floor < i /\ i <= top /\ ~OfItsSlot(h, i) THEN Gone ELSE h[a][b][j]]
+        mid(a) == << >> \o [b \in DOMAIN h[a] |->
+                               IF lo <= LowNumber(a, b, c) /\ LowNumber(a, b, c) <= hi THEN passed(a, b)
+                               ELSE h[a][b]]
+    IN << >> \o [a \in DOMAIN h |-> IF (lo - 1) \div c + 1 <= a /\ a <= (hi - 1) \div c + 1 THEN mid(a)
+                                    ELSE h[a]]
 \* TxMQ's Lineage for trace validation: the copies of record i down to the floor, the buried ones unread.
 \* The copies below the floor matter nowhere: Lineage only feeds the checks history, which no condition
 \* of a step reads (the models' invariants do, and they run on TxMQ's own Lineage).
@@ -226,10 +248,12 @@ Open ==
 \* offsets it lists above an older floor, which are still true of it (and rare: the scan passes the
 \* halves a record lists soon after reading it), so that a FLOOR copies a chunk or two, not the queue.
 FloorOps(i) ==
-    LET from == HalfChunkOf(IF opRead.to = 0 THEN 1 ELSE opRead.to)
-    IN << >> \o [c \in DOMAIN opRecords |->
-                    IF c < from THEN opRecords[c]
-                    ELSE << >> \o [j \in DOMAIN opRecords[c] |-> {o \in opRecords[c][j] : o > i}]]
+    LET c == HalfChunk
+        from == (IF opRead.to = 0 THEN 0 ELSE opRead.to - 1) \div c + 1   \* the low chunk of opRead.to
+        kept(r) == << >> \o [j \in DOMAIN r |-> {o \in r[j] : o > i}]
+        mid(a) == << >> \o [b \in DOMAIN opRecords[a] |->
+                               IF LowNumber(a, b, c) < from THEN opRecords[a][b] ELSE kept(opRecords[a][b])]
+    IN << >> \o [a \in DOMAIN opRecords |-> IF a * c < from THEN opRecords[a] ELSE mid(a)]
 
 \* FLOOR: no scan starts below Ev.i again; what Op records list below it can no longer be read.
 RaiseFloor ==

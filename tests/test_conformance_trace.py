@@ -328,7 +328,8 @@ def test_cli_accepts_what_txmq_simulate_writes(mode: str, faults: str, tmp_path:
     out, err = capsys.readouterr()
     assert "accepted: every event is a step of TxMQ" in out and "steps per spec action:" in out
     # issue #25: the cost is said before TLC starts (a 100,000-transaction trace printed nothing for minutes)
-    assert re.search(r"^  [\d,]+ steps: expected about \d+ s; TLC reports progress", err, re.MULTILINE), err
+    said = r"^  [\d,]+ steps made in [\d.]+ min: expected about \d+ s; TLC reports progress"
+    assert re.search(said, err, re.MULTILINE), err
 
 
 def test_the_expected_cost_grows_with_the_steps() -> None:

@@ -29,9 +29,9 @@ from txmq.tla.traces.windows import end_state, spans
 from txmq.trace.reader import read_events
 
 # A state's bytes (``step_bytes``) for the chunks of a 10^5-transaction heavy trace (8,307 slots, 138,825
-# half records) and of a 10^6 one (about ten times the half records).
-PER_STEP_1E5 = trace_windows.step_bytes(92, 373)
-PER_STEP_1E6 = trace_windows.step_bytes(92, 1_180)
+# half records: chunks of 21 and 53) and of a 10^6 one (about ten times the half records: 112).
+PER_STEP_1E5 = trace_windows.step_bytes(21, 53)
+PER_STEP_1E6 = trace_windows.step_bytes(21, 112)
 
 
 @pytest.mark.parametrize("per_step", [PER_STEP_1E5, PER_STEP_1E6])
@@ -46,18 +46,42 @@ def test_windows_cover_the_trace_in_order_within_the_bound(steps: int, per_step:
 
 
 @pytest.mark.parametrize(("heap_mb", "per_step", "steps"),
-                         [(1_536, PER_STEP_1E5, 41_234), (2_048, PER_STEP_1E5, 61_851),
-                          (8_192, PER_STEP_1E5, 100_000), (600, PER_STEP_1E5, 3_543),
-                          (560, PER_STEP_1E5, 2_000), (1_536, PER_STEP_1E6, 15_073)])
+                         [(1_536, PER_STEP_1E5, 100_000), (1_024, PER_STEP_1E6, 35_163),
+                          (600, PER_STEP_1E5, 8_948), (560, PER_STEP_1E5, 4_880), (530, PER_STEP_1E5, 2_000),
+                          (1_536, PER_STEP_1E6, 70_326)])
 def test_a_window_is_as_long_as_its_states_fit_in_tlcs_heap(heap_mb: int, per_step: int, steps: int) -> None:
     assert trace_windows.window_steps(heap_mb, per_step) == steps
 
 
+def test_the_state_a_window_starts_in_takes_its_share_of_the_heap() -> None:
+    """SANY keeps what it parsed for the whole run: a window starting in a large state has fewer steps."""
+    room = (1_536 - trace_windows.HEAP_RESERVE_MB) * 2**20
+    start = 3_900_000  # a quarter of the way into a 10^5-transaction trace
+    assert trace_windows.window_steps(1_536, PER_STEP_1E5, start) == (
+        (room - start * trace_windows.PARSED_BYTES) // PER_STEP_1E5) == 39_831
+    assert trace_windows.window_steps(1_536, PER_STEP_1E5, 10**8) == trace_windows.MIN_WINDOW
+
+
+def test_the_planned_windows_are_cut_shorter_as_the_start_state_grows(monkeypatch: pytest.MonkeyPatch
+                                                                       ) -> None:
+    monkeypatch.setattr(trace_validation, "tlc_heap_mb", lambda environ=None: 1_536)
+    started = [0]
+    cut = []
+    for first, end in trace_validation._windows(300_000, PER_STEP_1E5, started):
+        cut.append((first, end))
+        started[0] = 3_900_000  # every window after the first starts in a large state
+    assert cut[0] == (0, 100_000) and cut[-1][1] == 300_000
+    assert all(a[1] == b[0] for a, b in zip(cut, cut[1:], strict=False))
+    assert max(end - first for first, end in cut[1:]) == 39_831
+
+
 def test_a_longer_traces_states_keep_more_so_its_windows_are_shorter() -> None:
-    """A step copies about twice the chunks' length (spec/TxMQTrace.tla's ChunkPut, ChunkHalfAppend), and
-    the chunks grow with the square root of the slots and of the half records: the heap a window's
+    """A step copies the three chunks on its value's path (spec/TxMQTrace.tla's NestPut, ChunkHalfAppend),
+    and the chunks grow with the cube root of the slots and of the half records: the heap a window's
     states need stays what TLC has, whatever the trace's length."""
-    assert PER_STEP_1E6 / PER_STEP_1E5 == pytest.approx((92 + 1_180) / (92 + 373))
+    copied = trace_windows.BYTES_PER_VALUE * 3
+    assert PER_STEP_1E6 - PER_STEP_1E5 == copied * (112 - 53)
+    assert PER_STEP_1E5 == trace_windows.STATE_BYTES + copied * (21 + 53)
     heap = trace_windows.tlc_heap_mb()
     for per_step in (PER_STEP_1E5, PER_STEP_1E6):
         states = trace_windows.window_steps(heap, per_step) * per_step
@@ -89,6 +113,26 @@ def test_a_sequence_of_zeros_is_read_back_as_the_function_it_is() -> None:
                's |-> \\"<<0, 0>>\\"]">>\n')
     assert end_state(printed) == ('[half |-> <<[i \\in 1..3 |-> 0],\n <<0,\n 10>>,\n [i \\in 1..2 |-> 0]>>,\n'
                                   ' c |-> <<0>>,\n s |-> "<<0, 0>>"]')
+
+
+def test_a_chunk_of_chunks_of_zeros_is_read_back_as_one_function() -> None:
+    """The half queue is in chunks of chunks: a chunk whose chunks are all buried is one term too."""
+    printed = ('<<"txmq-window-end", "[half |-> <<<<<<0, 0>>, <<0, 0>>>>, <<<<0, 0>>, <<0, 7>>>>>>, '
+               's |-> \\"<<[i \\\\in 1..2 |-> 0], [i \\\\in 1..2 |-> 0]>>\\"]">>\n')
+    assert end_state(printed) == ('[half |-> <<[k \\in 1..2 |-> [i \\in 1..2 |-> 0]],\n'
+                                  ' <<[i \\in 1..2 |-> 0],\n <<0,\n 7>>>>>>,\n'
+                                  ' s |-> "<<[i \\in 1..2 |-> 0], [i \\in 1..2 |-> 0]>>"]')
+
+
+def test_a_half_record_is_read_back_as_the_six_numbers_of_its_maker() -> None:
+    """Half records are most of the state a window of a lagging check service starts in: each is written
+    as StartHalf's arguments (the data module defines it), in its fields' order whatever TLC printed."""
+    printed = ('<<"txmq-window-end", "[half |-> <<[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, '
+               'root |-> 1]>>, rescan |-> [from |-> 0, to |-> 0, gone |-> 0], '
+               's |-> \\"[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, root |-> 1]\\"]">>\n')
+    assert (end_state(printed) or "").replace("\n", "") == (
+        '[half |-> <<StartHalf(3, 1, 7, 8, 2, 1)>>, rescan |-> [from |-> 0, to |-> 0, gone |-> 0], '
+        's |-> "[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, root |-> 1]"]')
 
 
 @pytest.fixture

@@ -46,17 +46,19 @@ def _validate_command(args: argparse.Namespace) -> int:
     warning = memory_warning(events, memory_at_hand())
     if warning is not None:
         print(warning, file=sys.stderr, flush=True)
-    started = time.monotonic()
+    started = [time.monotonic()]  # the walk's start, then TLC's: the rate is TLC's own
 
     def show(done: int, total: int) -> None:
-        elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - started[0]
         if done == 0:
-            print(f"  {total:,} steps: {expected_cost(total)}; TLC reports progress about once a minute",
-                  file=sys.stderr, flush=True)
+            started[0] += elapsed
+            print(f"  {total:,} steps made in {elapsed / 60:.1f} min: {expected_cost(total)}; TLC reports "
+                  "progress about once a minute", file=sys.stderr, flush=True)
             return
         left = elapsed * (total - done) / done
-        print(f"  TLC: {done:,} of {total:,} steps explained ({elapsed / 60:.1f} min; about "
-              f"{left / 60:.0f} min left)", file=sys.stderr, flush=True)
+        print(f"  TLC: {done:,} of {total:,} steps explained ({elapsed / 60:.1f} min, "
+              f"{done / elapsed * 60:,.0f} steps a minute; about {left / 60:.0f} min left)", file=sys.stderr,
+              flush=True)
 
     outcome = validate_file(args.trace, header, spec_dir=spec_dir, unknown_answer=args.unknown_answer,
                             progress=show)

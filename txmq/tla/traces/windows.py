@@ -5,9 +5,9 @@ TLC follows a trace's one behaviour in simulation mode (one behaviour, no finger
 normalized and fingerprinted the whole state at every step, which was half of a run's time and grew with
 the transactions open. A simulation keeps every state of its behaviour in memory instead, for the trace
 it prints on an error. The trace spec keeps its functions over the slots and its half queue in chunks of
-about the square root of their length, so a state keeps the few chunks its step copied, and a window is
-as long as the memory allows. The trace's constants and the window's steps are a TLA+ module of their own
-for each window, so no run parses the whole trace either.
+chunks, each about the cube root of their length, so a state keeps the few chunks its step copied, and a
+window is as long as the memory allows. The trace's constants and the window's steps are a TLA+ module of
+their own for each window, so no run parses the whole trace either.
 
 Each window's end state is TLA+ text as TLC printed it, and becomes the next window's initial state:
 every state of every window is reached from the trace's initial state by steps of the spec, as in one
@@ -23,16 +23,17 @@ from collections.abc import Mapping
 from txmq.errors import ConfigError
 from txmq.tla.parser import TlcResult
 
-# What a state of the behaviour keeps, at most, in TLC's heap. A step copies the chunk it changes and the
-# sequence of chunks (TxMQTrace.tla's ChunkPut, ChunkHalfAppend): about twice the chunk length of each
-# chunked sequence, and the chunks grow as the square root of the slots and of the half records, so a
-# state of a longer trace keeps more. Measured here (TLC 2.15, simulation): a window of a
-# 100,000-transaction trace (8,307 slots in chunks of 92, 138,825 half records in chunks of 373) kept
-# about 20 KB a state, 21 bytes a value copied (its heap after a collection at 1,192 MB of 1,536, in a
-# window of 41,297 steps); 28 leaves a margin. A window is then as long in steps as its states fit, so
-# TLC's heap bounds the memory whatever the trace's length (a fixed size a state, 26 KB, would have
-# asked over 2 GB of a 10^6-transaction trace's window, whose half chunks are about three times as long).
+# What a state of the behaviour keeps, at most, in TLC's heap. A step copies the three chunks on the path
+# of the value it changes (TxMQTrace.tla's NestPut, ChunkHalfAppend): about three times the chunk length
+# of each chunked sequence, the chunks about the cube root of the slots and of the half records. Measured
+# here (TLC 2.15, simulation) with chunks of about the square root: a window of a 100,000-transaction
+# trace (8,307 slots in chunks of 92, 138,825 half records in chunks of 373) kept about 20 KB a state,
+# 21 bytes a value copied (its heap after a collection at 1,192 MB of 1,536, in a window of 41,297 steps);
+# 28 leaves a margin, and STATE_BYTES counts what a state keeps whatever its chunks (its variables, the
+# messages in flight a step changes). A window is then as long in steps as its states fit, so TLC's heap
+# bounds the memory whatever the trace's length.
 BYTES_PER_VALUE = 28
+STATE_BYTES = 4_096
 # TLC's heap for a window (-Xmx), in MB, unless TXMQ_TLC_HEAP_MB says otherwise. The JVM's default is a
 # quarter of the machine's memory (6 GB on a 24 GB machine), and a simulation keeps every state of its
 # behaviour, so TLC grew as far as that let it (2.1 GB early in a 10^6-transaction trace): the heap is
@@ -48,6 +49,13 @@ HEAP_RESERVE_MB = 512
 MAX_WINDOW = 100_000
 # ... and never shorter than this.
 MIN_WINDOW = 2_000
+# What TLC keeps of each byte of the TLA+ text it parses, for as long as the window runs: SANY's syntax and
+# semantic trees. Measured here on a 100,000-transaction trace's windows (TLC 2.15, the heap after a full
+# collection early in the simulation): 1,042 MB for a module of 6.2 MB, 1,294 MB for one of 7.9 MB, about
+# 164 bytes a byte. A window's steps are counted in ``step_bytes``; the state it starts in is not, and it
+# grows with the records the check service has yet to pass (3.9 MB of text a quarter of the way into that
+# trace, where a window of 94,725 steps then left the heap full).
+PARSED_BYTES = 170
 _LEAST_HEAP_MB = HEAP_RESERVE_MB + 64  # the reserve, and the states of a short window
 
 
@@ -66,13 +74,15 @@ def tlc_heap_mb(environ: Mapping[str, str] | None = None) -> int:
 def step_bytes(slot_chunk: int, half_chunk: int) -> int:
     """What a state keeps in TLC's heap, at most, for a trace whose functions over the slots come in
     chunks of ``slot_chunk`` and whose half queue in chunks of ``half_chunk`` (see BYTES_PER_VALUE)."""
-    return BYTES_PER_VALUE * 2 * (slot_chunk + half_chunk)
+    return STATE_BYTES + BYTES_PER_VALUE * 3 * (slot_chunk + half_chunk)
 
 
-def window_steps(heap_mb: int, per_step: int) -> int:
+def window_steps(heap_mb: int, per_step: int, start_bytes: int = 0) -> int:
     """The steps of a window whose states, ``per_step`` bytes each (``step_bytes``), get what a heap of
-    ``heap_mb`` MB leaves them (see HEAP_RESERVE_MB)."""
-    return max(MIN_WINDOW, min(MAX_WINDOW, (heap_mb - HEAP_RESERVE_MB) * 2**20 // per_step))
+    ``heap_mb`` MB leaves them (see HEAP_RESERVE_MB) once the state it starts in, ``start_bytes`` of
+    TLA+ text, is parsed (see PARSED_BYTES)."""
+    room = (heap_mb - HEAP_RESERVE_MB) * 2**20 - start_bytes * PARSED_BYTES
+    return max(MIN_WINDOW, min(MAX_WINDOW, room // per_step))
 
 
 # <<"txmq-window-end", "[...]">>: the state as a TLA+ string, its quotes and backslashes escaped.
@@ -80,6 +90,14 @@ _END_PRINTED = re.compile(r'<<"txmq-window-end", "((?:[^"\\]|\\.)*)">>')
 _ESCAPED = re.compile(r"\\(.)")
 _ITEM_END = re.compile(r'"(?:[^"\\]|\\.)*"|,')
 _ZEROS = re.compile(r'"(?:[^"\\]|\\.)*"|<<0(?:, 0)+>>')  # a string (left as it is), or zeros
+# ... or, once those are functions, a sequence of equal ones (a chunk of chunks of zeros)
+# A half record (TxMQ.tla's AppendHalf: its six numbers, in whatever order TLC printed its fields), or a
+# string, left as it is.
+_HALF_RECORD = re.compile(r'"(?:[^"\\]|\\.)*"|\[((?:\w+ \|-> -?\d+, ){5}\w+ \|-> -?\d+)\]')
+HALF_FIELDS = ("t", "n", "born", "put", "from", "root")
+# The operator the start state writes each half record with (``module_texts`` defines it).
+HALF_MAKER = "StartHalf"
+_ZERO_CHUNKS = re.compile(r'"(?:[^"\\]|\\.)*"|<<(\[i \\in 1\.\.\d+ \|-> 0\])(?:, \1)+>>')
 
 
 def spans(steps: int, per_step: int) -> list[tuple[int, int]]:
@@ -104,8 +122,23 @@ def end_state(output: str) -> str | None:
     # SANY to parse and keep in the next window's module (3.4 MB of 10.6).
     text = _ZEROS.sub(lambda m: m.group(0) if m.group(0).startswith('"')
                       else f"[i \\in 1..{m.group(0).count('0')} |-> 0]", text)
+    # The same for a chunk of such chunks (TxMQTrace.tla keeps its half queue in chunks of chunks).
+    text = _ZERO_CHUNKS.sub(lambda m: m.group(0) if m.group(1) is None
+                            else f"[k \\in 1..{m.group(0).count('|->')} |-> {m.group(1)}]", text)
+    # A half record, most of what a window of a lagging check service starts in, as an operator's six
+    # arguments: half the terms of the record for SANY to parse and keep for the whole window.
+    text = _HALF_RECORD.sub(_half_record, text)
     # SANY's cost grows with the square of a line's length (``module._sequence``): a line per item.
     return _ITEM_END.sub(lambda m: m.group(0) if m.group(0) != "," else ",\n", text)
+
+
+def _half_record(printed: re.Match[str]) -> str:
+    if printed.group(1) is None:
+        return printed.group(0)
+    fields = dict(pair.split(" |-> ") for pair in printed.group(1).split(", "))
+    if sorted(fields) != sorted(HALF_FIELDS):
+        return printed.group(0)
+    return f"{HALF_MAKER}(" + ", ".join(fields[name] for name in HALF_FIELDS) + ")"
 
 
 def explained_before_stop(result: TlcResult) -> int | None:
