@@ -78,9 +78,14 @@ def test_rocketmq_serve_delivers_delayed_messages_within_the_timers_precision(tm
         records = probe(server.endpoint, delay_topic="D")
     finally:
         server.terminate()
+    # Each delivery time is a whole second, which upstream's timer puts one precision (1 s) early
+    # (HookUtils.transformTimerMessage), and serve's rocketmq mode too: a receive that returns within that
+    # second sees it early. How many of the three do depends on the receives' latency (two did, once, in a
+    # suite run at load 8 to 13), so the test asks for at least one, every one within the precision, and
+    # each a violation under strict mode's expectations.
     expected = not_before_delivery_time(records, expectations("rocketmq"))
-    assert len(expected) == 3 and all(f.expected for f in expected)  # a second early, as upstream's timer
-    assert len(violations(not_before_delivery_time(records, expectations("strict")))) == 3
+    assert expected and all(f.expected for f in expected)
+    assert len(violations(not_before_delivery_time(records, expectations("strict")))) == len(expected)
 
 
 def test_the_probes_need_grpc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
