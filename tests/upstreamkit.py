@@ -24,12 +24,17 @@ import pytest
 from txmq.audit import cli as audit_cli
 from txmq.audit.history import History
 from txmq.audit.nemesis import Nemesis
+from txmq.diff.sides import QUEUE_WAIT_MS
 from txmq.errors import TxmqError
 from txmq.upstream import UpstreamCluster, rocketmq_home
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
-# Upstream's BrokerConfig keys: first check 3 s after the half is born, check runs every 2 s.
-SESSION_BROKER = {"transactionTimeOut": 3000, "transactionCheckInterval": 2000}
+# Upstream's BrokerConfig keys: first check 3 s after the half is born, check runs every 2 s; and the
+# fast-failure waits raised as the differential runs raise them (``txmq.diff.sides.QUEUE_WAIT_MS``):
+# at upstream's 200 ms, a suite at full load saw a send refused (TIMEOUT_CLEAN_QUEUE, from
+# ``BrokerFastFailure.cleanExpiredRequestInQueue``), which says nothing about transactions.
+SESSION_BROKER = {"transactionTimeOut": 3000, "transactionCheckInterval": 2000,
+                  "waitTimeMillsInSendQueue": QUEUE_WAIT_MS, "waitTimeMillsInTransactionQueue": QUEUE_WAIT_MS}
 # ProxyConfig keys: short long polls and invisible times, and the transactional producer groups told to
 # the broker every 5 s (20 s by default), so that checks find a producer soon after it starts.
 SESSION_PROXY = {"grpcClientConsumerMinLongPollingTimeoutMillis": 1000, "minInvisibleTimeMillsForRecv": 1000,
