@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from txmq.config import BrokerConfig
+from txmq.tla.traces.packed import decoders
 from txmq.tla.traces.spec_input import MessageFields, SpecInput, Step
-from txmq.tla.traces.windows import HALF_FIELDS, HALF_MAKER
+from txmq.tla.traces.windows import HALF_FIELDS
 from txmq.transaction.scan import OP_BATCH
 
 MODULE_NAME = "TxMQTraceRun"
@@ -122,9 +123,8 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
         "RetryStampsData == {" + ", ".join(str(d) for d in sorted(spec.retry_stamps | {0})) + "}",
         *_records("TraceData", [step_record(s) for s in steps], tag="e"),
         # a window's start state, one item per line (``windows.end_state``): SANY's cost grows with the
-        # square of a line's length; its half records are written with HALF_MAKER
-        f"{HALF_MAKER}(" + ", ".join(HALF_FIELDS) + ") == ["
-        + ", ".join(f"{name} |-> {name}" for name in HALF_FIELDS) + "]",
+        # square of a line's length; its sequences of numbers are packed into strings (``packed``)
+        *decoders(HALF_FIELDS),
         "StartData == " + (start if start is not None else '"none"'),
         f"ShowEndData == {tla(show_end)}",
         "====",

@@ -44,6 +44,7 @@ from txmq.tla.traces.values import failure_report
 from txmq.tla.traces.windows import (
     end_state,
     explained_before_stop,
+    parsed_heap,
     spans,
     step_bytes,
     tlc_heap_mb,
@@ -169,7 +170,7 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
     if progress is not None:  # the size is known: the caller can say what the run will cost
         progress(0, total)
     start: str | None = None
-    started = [0]  # the length of start, read as each window is cut
+    started = [0]  # what TLC keeps of start (``parsed_heap``), read as each window is cut
     spent = 0.0
     with tempfile.TemporaryDirectory(prefix="txmq-trace-") as tmp:
         work = Path(tmp)
@@ -188,15 +189,15 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
             if verdict is not None:
                 return verdict
             start = end_state(output)
-            started[0] = len(start or "")
+            started[0] = parsed_heap(start)
             if not last and start is None:
                 raise TraceError(f"TLC explained steps {first + 1} to {end} but printed no end state")
     return Found(True, total, result)
 
 
 def _windows(total: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
-    """The windows ``spans`` plans, each cut shorter where the state it starts in (``started[0]`` bytes of
-    TLA+ text, once the window before it has ended) leaves its steps less of TLC's heap (``window_steps``):
+    """The windows ``spans`` plans, each cut shorter where the state it starts in (which keeps ``started[0]``
+    bytes of TLC's heap, once the window before it has ended) leaves its steps less of it (``window_steps``):
     that state grows while the check service lags behind the records it has yet to pass."""
     for first, planned in spans(total, per_step):
         while first < planned:
