@@ -33,8 +33,9 @@ DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz+/"
 _BASE = len(DIGITS)
 _MOST_DIGITS = 5  # 64^5 = 2^30: TLC's integers are 32-bit, and the unpacking must not overflow
 _BURIED = "."
-# SANY's cost grows with the square of a line's length (``module._sequence``): a packed string is
-# written in pieces of this many characters, one a line, joined by \o.
+# SANY's cost grows with the square of a line's length: a packed string is written as a sequence of
+# pieces of at most this many characters, one a line, each a whole number of items (joined by \o, a
+# window's steps nested a thousand deep and overflowed SANY's stack).
 PIECE = 240
 # A sequence of fewer items than this is left as it is: a call and a string cost SANY more than it.
 LEAST_PACKED = 6
@@ -105,22 +106,28 @@ def write(value: Value, half_fields: tuple[str, ...], depth: int = 0) -> str:
 
 
 def _columns(records: list[Value], half_fields: tuple[str, ...], depth: int) -> str:
-    """A sequence of records (``occupant``'s chunks: what each slot's transaction is) by column: each
-    field's values a sequence of their own, packed where they can be (numbers, a few values repeated),
-    and the records made again from them; a record lacking a field has its column's first value there."""
-    shapes = list(dict.fromkeys(tuple(sorted(name for name, _ in fields)) for _, fields in records))
-    names = list(dict.fromkeys(name for shape in shapes for name in shape))
+    """A sequence of records (a window's steps; ``occupant``'s chunks) by column: the records of each
+    shape (their fields' names) apart, each field's values a sequence of their own, packed where they can
+    be (numbers, a few values repeated...), and each record made again from its shape's columns."""
     rows = [dict(fields) for _, fields in records]
-    column = {name: f"Column{depth}x{k}" for k, name in enumerate(names)}
-    lets = []
-    for name in names:
-        first = next(row[name] for row in rows if name in row)
-        values = [row.get(name, first) for row in rows]
-        lets.append(f"{column[name]} == " + write(("<<", values), half_fields, depth + 1))
-    made = ["[" + ", ".join(f"{name} |-> {column[name]}[k]" for name in shape) + "]" for shape in shapes]
-    if len(shapes) > 1:
-        lets.append(f"Shape{depth} == " + (pack_ints([shapes.index(tuple(sorted(row))) + 1 for row in rows])
-                                          or ""))
+    shapes = list(dict.fromkeys(tuple(sorted(row)) for row in rows))
+    shape_of = [shapes.index(tuple(sorted(row))) for row in rows]
+    lets, made = [], []
+    for number, shape in enumerate(shapes):
+        mine = [row for row, of in zip(rows, shape_of, strict=True) if of == number]
+        name = f"Column{depth}x{number}x"
+        at = "k" if len(shapes) == 1 else f"At{depth}[k]"
+        lets += [f"{name}{field} == " + write(("<<", [row[field] for row in mine]), half_fields, depth + 1)
+                 for field in shape]
+        made.append("[" + ", ".join(f"{field} |-> {name}{field}[{at}]" for field in shape) + "]")
+    if len(shapes) > 1:  # each record's shape, and its place among the records of its shape
+        seen = [0] * len(shapes)
+        places = []
+        for of in shape_of:
+            seen[of] += 1
+            places.append(seen[of])
+        lets += [f"Shape{depth} == {pack_ints([of + 1 for of in shape_of])}",
+                 f"At{depth} == {pack_ints(places)}"]
         made = ["CASE " + " [] ".join(f"Shape{depth}[k] = {k} -> {m}" for k, m in enumerate(made, start=1))]
     return "LET " + "\n".join(lets) + f"\nIN <<>> \\o [k \\in 1..{len(rows)} |-> {made[0]}]"
 
@@ -145,7 +152,7 @@ def _strings(written: list[str]) -> str | None:
     """``PackedStrings``: a sequence of strings of one length (a column of checksums), end to end."""
     if not all(_PLAIN_STRING.fullmatch(text) and len(text) == len(written[0]) for text in written):
         return None
-    return f"{STRINGS}({len(written[0]) - 2}, {_string(''.join(text[1:-1] for text in written))})"
+    return f"{STRINGS}({len(written[0]) - 2}, {_pieces([text[1:-1] for text in written])})"
 
 
 def _half(item: Value, half_fields: tuple[str, ...]) -> tuple[int, ...] | None:
@@ -189,17 +196,20 @@ def _number(value: int, width: int) -> str:
     return "".join(reversed(out))
 
 
-def _string(text: str) -> str:
-    """``text`` as a TLA+ string, in pieces of PIECE characters, one a line, joined by \\o."""
-    return " \\o\n".join(f'"{text[k:k + PIECE]}"' for k in range(0, len(text), PIECE))
+def _pieces(items: list[str]) -> str:
+    """``items``, each as many characters as the next, as a sequence of strings (TLA+) of at most PIECE
+    characters (or one item), one a line."""
+    per = max(1, PIECE // max(1, len(items[0]))) if items else 1
+    return "<<" + ",\n".join(f'"{"".join(items[k:k + per])}"' for k in range(0, len(items), per)) + ">>"
 
 
 def _packed_string(values: list[int]) -> str | None:
-    """The numbers ``values`` as a packed string (TLA+), or None when one is too large for TLC."""
+    """The numbers ``values`` packed: their digits a number, and their pieces (TLA+), or None when one
+    is too large for TLC."""
     width = _digits_for(values)
     if width is None:
         return None
-    return _string(str(width) + "".join(_number(v, width) for v in values))
+    return f"{width}, " + _pieces([_number(v, width) for v in values])
 
 
 def pack_ints(values: list[int]) -> str | None:
@@ -216,37 +226,43 @@ def pack_halves(records: list[tuple[int, ...] | None]) -> str | None:
     if width is None:
         return None
     size = max(len(record) for record in records if record is not None) * width
-    text = "".join(_BURIED * size if record is None else "".join(_number(v, width) for v in record)
-                   for record in records)
-    return f"{HALVES}({_string(str(width) + text)})"
+    items = [_BURIED * size if record is None else "".join(_number(v, width) for v in record)
+             for record in records]
+    return f"{HALVES}({width}, {_pieces(items)})"
 
 
 def decoders(half_fields: tuple[str, ...]) -> list[str]:
     """The data module's definitions that unpack what this module packs: each a sequence built at once
-    (``<<>> \\o``), as TLC computes the start state, once a window."""
+    (``<<>> \\o``), as TLC computes the start state and the steps, once a window. ``Item(ps, n, k)`` is
+    where item k of n characters starts: its piece, and its first character there."""
     value = " @@ ".join(f'"{d}" :> {k}' for k, d in enumerate(DIGITS))
     horner = {1: "D(0)"}
     for width in range(2, _MOST_DIGITS + 1):
         horner[width] = f"({horner[width - 1]}) * {_BASE} + D({width - 1})"
     cases = " [] ".join(f"w = {width} -> {horner[width]} - {_BASE ** width // 2}"
                         for width in range(1, _MOST_DIGITS + 1))
-    fields = ", ".join(f"{name} |-> PackedNumber(s, q + {k} * w, w)" for k, name in enumerate(half_fields))
     size = len(half_fields)
+    fields = ", ".join(f"{name} |-> PackedNumber(s, q + {k} * w, w)" for k, name in enumerate(half_fields))
     return [
         f"PackedDigit == ({value})",
         "PackedNumber(s, p, w) ==",
         "    LET D(k) == PackedDigit[SubSeq(s, p + k, p + k)]",
         f"    IN CASE {cases}",
-        f"{INTS}(s) ==",
-        "    LET w == PackedDigit[SubSeq(s, 1, 1)]",
-        "    IN <<>> \\o [k \\in 1..((Len(s) - 1) \\div w) |-> PackedNumber(s, 2 + (k - 1) * w, w)]",
-        f"{HALVES}(s) ==",
-        "    LET w == PackedDigit[SubSeq(s, 1, 1)]",
-        f"    IN <<>> \\o [k \\in 1..((Len(s) - 1) \\div ({size} * w)) |->",
-        f"                  LET q == 2 + (k - 1) * {size} * w",
-        f'                  IN IF SubSeq(s, q, q) = "{_BURIED}" THEN 0 ELSE [{fields}]]',
-        f"{PICK}(values, s) ==",
-        f"    LET numbers == {INTS}(s) IN <<>> \\o [k \\in 1..Len(numbers) |-> values[numbers[k]]]",
-        f"{SET}(s) == LET numbers == {INTS}(s) IN {{numbers[k] : k \\in 1..Len(numbers)}}",
-        f"{STRINGS}(n, s) == <<>> \\o [k \\in 1..(Len(s) \\div n) |-> SubSeq(s, (k - 1) * n + 1, k * n)]",
+        "PackedCount(ps, n) == (Len(ps) - 1) * (Len(ps[1]) \\div n) + Len(ps[Len(ps)]) \\div n",
+        "PackedPiece(ps, n, k) == ps[(k - 1) \\div (Len(ps[1]) \\div n) + 1]",
+        "PackedAt(ps, n, k) == ((k - 1) % (Len(ps[1]) \\div n)) * n + 1",
+        f"{INTS}(w, ps) ==",
+        "    <<>> \\o [k \\in 1..PackedCount(ps, w) |->",
+        "                PackedNumber(PackedPiece(ps, w, k), PackedAt(ps, w, k), w)]",
+        f"{HALVES}(w, ps) ==",
+        f"    <<>> \\o [k \\in 1..PackedCount(ps, {size} * w) |->",
+        f"                LET s == PackedPiece(ps, {size} * w, k)",
+        f"                    q == PackedAt(ps, {size} * w, k)",
+        f'                IN IF SubSeq(s, q, q) = "{_BURIED}" THEN 0 ELSE [{fields}]]',
+        f"{PICK}(values, w, ps) ==",
+        f"    LET numbers == {INTS}(w, ps) IN <<>> \\o [k \\in 1..Len(numbers) |-> values[numbers[k]]]",
+        f"{SET}(w, ps) == LET numbers == {INTS}(w, ps) IN {{numbers[k] : k \\in 1..Len(numbers)}}",
+        f"{STRINGS}(n, ps) ==",
+        "    <<>> \\o [k \\in 1..PackedCount(ps, n) |->",
+        "                SubSeq(PackedPiece(ps, n, k), PackedAt(ps, n, k), PackedAt(ps, n, k) + n - 1)]",
     ]
