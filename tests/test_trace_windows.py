@@ -10,6 +10,7 @@ import copy
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -75,15 +76,16 @@ def test_a_packed_start_state_takes_less_of_the_heap() -> None:
 
 def test_the_planned_windows_are_cut_shorter_as_the_start_state_grows(monkeypatch: pytest.MonkeyPatch
                                                                        ) -> None:
-    monkeypatch.setattr(trace_validation, "tlc_heap_mb", lambda environ=None: 1_536)
+    monkeypatch.setattr(trace_windows, "tlc_heap_mb", lambda environ=None: 1_536)
     started = [0]
     cut = []
-    for first, end in trace_validation._windows(300_000, PER_STEP_1E5, started):
+    for first, end in trace_windows.cuts(300_000, PER_STEP_1E5, started):
         cut.append((first, end))
         started[0] = 3_900_000 * trace_windows.PARSED_BYTES  # every window after the first: a large state
     assert cut[0] == (0, 100_000) and cut[-1][1] == 300_000
     assert all(a[1] == b[0] for a, b in zip(cut, cut[1:], strict=False))
-    assert max(end - first for first, end in cut[1:]) == 39_831
+    # the 200,000 steps left, in windows of at most 39,831: six, none a short one left over
+    assert [end - first for first, end in cut[1:]] == [33_334, 33_334, 33_333, 33_333, 33_333, 33_333]
 
 
 def test_a_longer_traces_states_keep_more_so_its_windows_are_shorter() -> None:
@@ -144,10 +146,10 @@ def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _cut(monkeypatch: pytest.MonkeyPatch, cuts: list[int]) -> None:
     """Windows cut before each step index of ``cuts`` (the last window ends with the trace)."""
-    def fixed(steps: int, per_step: int) -> list[tuple[int, int]]:
+    def fixed(steps: int, per_step: int, started: list[int]) -> list[tuple[int, int]]:
         bounds = [0, *cuts, steps]
         return list(zip(bounds, bounds[1:], strict=False))
-    monkeypatch.setattr(trace_validation, "spans", fixed)
+    monkeypatch.setattr(trace_validation, "cuts", fixed)
 
 
 @needs_tlc
@@ -246,12 +248,13 @@ def test_a_ten_thousand_transaction_trace_is_accepted_in_default_windows(monkeyp
                     "-o", str(trace)], check=True, stdout=subprocess.DEVNULL)
     header, events = read_events(trace)
     count_tlc("traces")
-    cut: list[list[tuple[int, int]]] = []  # the windows the validation cut the trace in
+    cut: list[tuple[int, int]] = []  # the windows the validation cut the trace in
 
-    def recorded(steps: int, per_step: int) -> list[tuple[int, int]]:
-        cut.append(spans(steps, per_step))
-        return cut[-1]
-    monkeypatch.setattr(trace_validation, "spans", recorded)
+    def recorded(steps: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
+        for window in trace_windows.cuts(steps, per_step, started):
+            cut.append(window)
+            yield window
+    monkeypatch.setattr(trace_validation, "cuts", recorded)
     outcome = validate(header.mode, header.config, events, spec_dir=SPEC)
     assert outcome.accepted and outcome.explained == len(outcome.steps) > 100_000, outcome.condition
-    assert len(cut) == 1 and len(cut[0]) > 1
+    assert len(cut) > 1 and cut[-1][1] == len(outcome.steps)

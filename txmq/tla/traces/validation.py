@@ -42,13 +42,12 @@ from txmq.tla.traces.spec_input import ACTION_OF, SpecInput, Step, compact_event
 from txmq.tla.traces.steps import build_steps
 from txmq.tla.traces.values import failure_report
 from txmq.tla.traces.windows import (
+    cuts,
     end_state,
     explained_before_stop,
     parsed_heap,
-    spans,
     step_bytes,
     tlc_heap_mb,
-    window_steps,
 )
 from txmq.trace.reader import require_events_complete
 
@@ -176,7 +175,7 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
         work = Path(tmp)
         for name in SPEC_MODULES:
             shutil.copy(spec_dir / name, work / name)
-        for first, end in _windows(total, step_bytes(spec.slot_chunk, spec.half_chunk), started):
+        for first, end in cuts(total, step_bytes(spec.slot_chunk, spec.half_chunk), started):
             last = end == total
             done = None if progress is None else (lambda n, first=first: progress(first + n, total))
             window = list(islice(steps, end - first))
@@ -193,17 +192,6 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
             if not last and start is None:
                 raise TraceError(f"TLC explained steps {first + 1} to {end} but printed no end state")
     return Found(True, total, result)
-
-
-def _windows(total: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
-    """The windows ``spans`` plans, each cut shorter where the state it starts in (which keeps ``started[0]``
-    bytes of TLC's heap, once the window before it has ended) leaves its steps less of it (``window_steps``):
-    that state grows while the check service lags behind the records it has yet to pass."""
-    for first, planned in spans(total, per_step):
-        while first < planned:
-            end = min(planned, first + window_steps(tlc_heap_mb(), per_step, started[0]))
-            yield first, end
-            first = end
 
 
 def _window_verdict(output: str, result: TlcResult, window: list[Step], first: int, later: Iterator[Step]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from txmq.errors import ConfigError
 from txmq.tla.parser import TlcResult
@@ -107,12 +107,23 @@ def parsed_heap(start: str | None) -> int:
     return packed * PACKED_BYTES + (len(start) - packed) * PARSED_BYTES
 
 
-def spans(steps: int, per_step: int) -> list[tuple[int, int]]:
+def cuts(steps: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
     """The windows of a trace of ``steps`` steps whose states keep ``per_step`` bytes each
-    (``step_bytes``): ``(first, end)`` step indexes, end excluded, in order, of about equal length."""
-    count = max(1, -(-steps // window_steps(tlc_heap_mb(), per_step)))
-    cuts = [steps * k // count for k in range(count + 1)]
-    return [(cuts[k], cuts[k + 1]) for k in range(count)]
+    (``step_bytes``): ``(first, end)`` step indexes, end excluded, in order. Each is cut where the state
+    it starts in (which keeps ``started[0]`` bytes of TLC's heap, read once the window before it has
+    ended) leaves its steps room (``window_steps``), and the steps left are shared out evenly: no short
+    window is left over, each a JVM start and a parse of the state it starts in."""
+    first = 0
+    while first < steps:
+        count = -(-(steps - first) // window_steps(tlc_heap_mb(), per_step, started[0]))
+        end = first + -(-(steps - first) // count)
+        yield first, end
+        first = end
+
+
+def spans(steps: int, per_step: int) -> list[tuple[int, int]]:
+    """The windows ``cuts`` gives a trace whose windows start in states that keep nothing."""
+    return list(cuts(steps, per_step, [0]))
 
 
 def end_state(output: str) -> str | None:
