@@ -26,9 +26,9 @@ from txmq.trace.reader import read_events, read_header
 
 def _cut_after(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
     """Windows cut after step index ``step`` (the last window ends with the trace)."""
-    def cut(steps: int, per_step: int) -> list[tuple[int, int]]:
+    def cut(steps: int, per_step: int, started: list[int]) -> list[tuple[int, int]]:
         return [(0, step + 1), (step + 1, steps)] if step + 1 < steps else [(0, steps)]
-    monkeypatch.setattr(trace_validation, "spans", cut)
+    monkeypatch.setattr(trace_validation, "cuts", cut)
 
 
 @needs_tlc

@@ -10,6 +10,7 @@ import copy
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from txmq.sim.workload import FAULT_PRESETS, Workload
 from txmq.tla.traces import spec_input as trace_input
 from txmq.tla.traces import validation as trace_validation
 from txmq.tla.traces import windows as trace_windows
+from txmq.tla.traces.packed import pack_ints
 from txmq.tla.traces.steps import build_steps
 from txmq.tla.traces.validation import Validation, validate
 from txmq.tla.traces.windows import end_state, spans
@@ -57,22 +59,33 @@ def test_the_state_a_window_starts_in_takes_its_share_of_the_heap() -> None:
     """SANY keeps what it parsed for the whole run: a window starting in a large state has fewer steps."""
     room = (1_536 - trace_windows.HEAP_RESERVE_MB) * 2**20
     start = 3_900_000  # a quarter of the way into a 10^5-transaction trace
-    assert trace_windows.window_steps(1_536, PER_STEP_1E5, start) == (
-        (room - start * trace_windows.PARSED_BYTES) // PER_STEP_1E5) == 39_831
-    assert trace_windows.window_steps(1_536, PER_STEP_1E5, 10**8) == trace_windows.MIN_WINDOW
+    heap = trace_windows.parsed_heap("x" * start)
+    assert heap == start * trace_windows.PARSED_BYTES
+    assert trace_windows.window_steps(1_536, PER_STEP_1E5, heap) == (room - heap) // PER_STEP_1E5 == 39_831
+    assert trace_windows.window_steps(1_536, PER_STEP_1E5, 10**10) == trace_windows.MIN_WINDOW
+
+
+def test_a_packed_start_state_takes_less_of_the_heap() -> None:
+    """A packed string is one token for SANY, whatever its length: its characters cost PACKED_BYTES."""
+    packed = pack_ints(list(range(1_000)))
+    assert packed is not None
+    text = f"[a |-> {packed}, b |-> 1]"
+    assert trace_windows.parsed_heap(text) == (
+        len(packed) * trace_windows.PACKED_BYTES + (len(text) - len(packed)) * trace_windows.PARSED_BYTES)
 
 
 def test_the_planned_windows_are_cut_shorter_as_the_start_state_grows(monkeypatch: pytest.MonkeyPatch
                                                                        ) -> None:
-    monkeypatch.setattr(trace_validation, "tlc_heap_mb", lambda environ=None: 1_536)
+    monkeypatch.setattr(trace_windows, "tlc_heap_mb", lambda environ=None: 1_536)
     started = [0]
     cut = []
-    for first, end in trace_validation._windows(300_000, PER_STEP_1E5, started):
+    for first, end in trace_windows.cuts(300_000, PER_STEP_1E5, started):
         cut.append((first, end))
-        started[0] = 3_900_000  # every window after the first starts in a large state
+        started[0] = 3_900_000 * trace_windows.PARSED_BYTES  # every window after the first: a large state
     assert cut[0] == (0, 100_000) and cut[-1][1] == 300_000
     assert all(a[1] == b[0] for a, b in zip(cut, cut[1:], strict=False))
-    assert max(end - first for first, end in cut[1:]) == 39_831
+    # the 200,000 steps left, in windows of at most 39,831: six, none a short one left over
+    assert [end - first for first, end in cut[1:]] == [33_334, 33_334, 33_333, 33_333, 33_333, 33_333]
 
 
 def test_a_longer_traces_states_keep_more_so_its_windows_are_shorter() -> None:
@@ -101,8 +114,8 @@ def test_the_end_state_is_read_back_as_tla_text_one_item_per_line() -> None:
                '<<"txmq-window-end", "[owed |-> [e |-> \\"NONE\\"], topic |-> \\"a,b \\\\\\" c\\", '
                'recs |-> <<<<1, 2>>, <<>>>>]">>\n'
                '<<"txmq-window-end", "[owed |-> 0]">>\n@!@!@ENDMSG 2186 @!@!@\n')
-    assert end_state(printed) == ('[owed |-> [e |-> "NONE"],\n topic |-> "a,b \\" c",\n'
-                                  ' recs |-> <<<<1,\n 2>>,\n <<>>>>]')
+    assert end_state(printed) == ('[owed |-> [e |-> "NONE"],\ntopic |-> "a,b \\" c",\n'
+                                  'recs |-> <<<<1,\n2>>,\n<<>>>>]')
     assert end_state('<<"txmq-trace-accepted", 3>>\n') is None
 
 
@@ -111,8 +124,8 @@ def test_a_sequence_of_zeros_is_read_back_as_the_function_it_is() -> None:
     one term for SANY; a string that reads like them is left as it is."""
     printed = ('<<"txmq-window-end", "[half |-> <<<<0, 0, 0>>, <<0, 10>>, <<0, 0>>>>, c |-> <<0>>, '
                's |-> \\"<<0, 0>>\\"]">>\n')
-    assert end_state(printed) == ('[half |-> <<[i \\in 1..3 |-> 0],\n <<0,\n 10>>,\n [i \\in 1..2 |-> 0]>>,\n'
-                                  ' c |-> <<0>>,\n s |-> "<<0, 0>>"]')
+    assert end_state(printed) == ('[half |-> <<[i \\in 1..3 |-> 0],\n<<0,\n10>>,\n[i \\in 1..2 |-> 0]>>,\n'
+                                  'c |-> <<0>>,\ns |-> "<<0, 0>>"]')
 
 
 def test_a_chunk_of_chunks_of_zeros_is_read_back_as_one_function() -> None:
@@ -120,19 +133,8 @@ def test_a_chunk_of_chunks_of_zeros_is_read_back_as_one_function() -> None:
     printed = ('<<"txmq-window-end", "[half |-> <<<<<<0, 0>>, <<0, 0>>>>, <<<<0, 0>>, <<0, 7>>>>>>, '
                's |-> \\"<<[i \\\\in 1..2 |-> 0], [i \\\\in 1..2 |-> 0]>>\\"]">>\n')
     assert end_state(printed) == ('[half |-> <<[k \\in 1..2 |-> [i \\in 1..2 |-> 0]],\n'
-                                  ' <<[i \\in 1..2 |-> 0],\n <<0,\n 7>>>>>>,\n'
-                                  ' s |-> "<<[i \\in 1..2 |-> 0], [i \\in 1..2 |-> 0]>>"]')
-
-
-def test_a_half_record_is_read_back_as_the_six_numbers_of_its_maker() -> None:
-    """Half records are most of the state a window of a lagging check service starts in: each is written
-    as StartHalf's arguments (the data module defines it), in its fields' order whatever TLC printed."""
-    printed = ('<<"txmq-window-end", "[half |-> <<[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, '
-               'root |-> 1]>>, rescan |-> [from |-> 0, to |-> 0, gone |-> 0], '
-               's |-> \\"[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, root |-> 1]\\"]">>\n')
-    assert (end_state(printed) or "").replace("\n", "") == (
-        '[half |-> <<StartHalf(3, 1, 7, 8, 2, 1)>>, rescan |-> [from |-> 0, to |-> 0, gone |-> 0], '
-        's |-> "[t |-> 3, born |-> 7, n |-> 1, put |-> 8, from |-> 2, root |-> 1]"]')
+                                  '<<[i \\in 1..2 |-> 0],\n<<0,\n7>>>>>>,\n'
+                                  's |-> "<<[i \\in 1..2 |-> 0], [i \\in 1..2 |-> 0]>>"]')
 
 
 @pytest.fixture
@@ -144,10 +146,10 @@ def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _cut(monkeypatch: pytest.MonkeyPatch, cuts: list[int]) -> None:
     """Windows cut before each step index of ``cuts`` (the last window ends with the trace)."""
-    def fixed(steps: int, per_step: int) -> list[tuple[int, int]]:
+    def fixed(steps: int, per_step: int, started: list[int]) -> list[tuple[int, int]]:
         bounds = [0, *cuts, steps]
         return list(zip(bounds, bounds[1:], strict=False))
-    monkeypatch.setattr(trace_validation, "spans", fixed)
+    monkeypatch.setattr(trace_validation, "cuts", fixed)
 
 
 @needs_tlc
@@ -246,12 +248,13 @@ def test_a_ten_thousand_transaction_trace_is_accepted_in_default_windows(monkeyp
                     "-o", str(trace)], check=True, stdout=subprocess.DEVNULL)
     header, events = read_events(trace)
     count_tlc("traces")
-    cut: list[list[tuple[int, int]]] = []  # the windows the validation cut the trace in
+    cut: list[tuple[int, int]] = []  # the windows the validation cut the trace in
 
-    def recorded(steps: int, per_step: int) -> list[tuple[int, int]]:
-        cut.append(spans(steps, per_step))
-        return cut[-1]
-    monkeypatch.setattr(trace_validation, "spans", recorded)
+    def recorded(steps: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
+        for window in trace_windows.cuts(steps, per_step, started):
+            cut.append(window)
+            yield window
+    monkeypatch.setattr(trace_validation, "cuts", recorded)
     outcome = validate(header.mode, header.config, events, spec_dir=SPEC)
     assert outcome.accepted and outcome.explained == len(outcome.steps) > 100_000, outcome.condition
-    assert len(cut) == 1 and len(cut[0]) > 1
+    assert len(cut) > 1 and cut[-1][1] == len(outcome.steps)

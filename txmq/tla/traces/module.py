@@ -3,9 +3,9 @@ and its TLC configuration.
 
 Values are written as TLA+ literals: a step is a record holding only the fields its kind reads (an OPEN
 step carries what the spec reads of its transaction), the plain messages are a tuple (a function of
-``1..N``). Long sequences of records are written as tuples of their values and turned back into records
-by TLC, once (``_records``): SANY parses and checks a record literal at twice the cost of a tuple, and
-the literal was half of a long trace's run.
+``1..N``). Long sequences of records are written by column, packed into strings where they can be
+(``_records``, ``packed``), and turned back into records by TLC, once: SANY keeps about 170 bytes of
+heap a byte of the terms it parses for the whole window.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from txmq.config import BrokerConfig
+from txmq.tla.traces.packed import Value, decoders, write
 from txmq.tla.traces.spec_input import MessageFields, SpecInput, Step
-from txmq.tla.traces.windows import HALF_FIELDS, HALF_MAKER
+from txmq.tla.traces.windows import HALF_FIELDS
 from txmq.transaction.scan import OP_BATCH
 
 MODULE_NAME = "TxMQTraceRun"
@@ -58,41 +59,19 @@ def _function(pairs: dict[str, str]) -> str:
     return " @@ ".join(f"{tla(key)} :> {value}" for key, value in sorted(pairs.items())) or "<<>>"
 
 
-def _sequence(name: str, items: Sequence[str]) -> str:
-    """``name == <<...>>``, one item per line. SANY's PlusCal check (run on every module it parses)
-    copies a line once per character, so its cost grows with the square of each line's length: a
-    sequence of 10,000 items on one line took minutes before TLC started."""
-    return f"{name} == <<\n" + ",\n".join("  " + item for item in items) + "\n>>"
+def _value(value: Any) -> Value:
+    """A Python value (as ``tla`` reads it) as ``packed`` parses TLC's printed values."""
+    return ("<<", [_value(v) for v in value]) if isinstance(value, list) else ("atom", tla(value))
 
 
-def _records(name: str, records: Sequence[Record], tag: str | None = None) -> list[str]:
-    """``name``, a sequence of records, written as ``nameRows``: one tuple per record, its shape's number
-    then its values, and one operator per shape that makes the record again. A record's shape is its
-    fields and, when ``tag`` names one, that field's value (the tag is written once, in the maker).
-    ``name`` is a constant definition, so TLC builds the records once, at start: ``<<>> \\o`` makes the
-    sequence a value at once (a bare ``[i \\in ... |-> ...]`` stays lazy, and TLC rebuilt all of it at
-    each ``Len``: thousands of times slower)."""
-    shapes: dict[tuple[Any, ...], int] = {}
-    rows = []
-    for record in records:
-        key = tuple(field if field != tag else (field, value) for field, value in record)
-        shape = shapes.setdefault(key, len(shapes) + 1)
-        values = [tla(value) for field, value in record if field != tag]
-        rows.append("<<" + ", ".join([str(shape), *values]) + ">>")
-    makers = []
-    for key, number in shapes.items():
-        fields, place = [], 2
-        for item in key:
-            if isinstance(item, tuple):
-                fields.append(f"{item[0]} |-> {tla(item[1])}")
-            else:
-                fields.append(f"{item} |-> r[{place}]")
-                place += 1
-        makers.append(f"{name}Shape{number}(r) == [" + ", ".join(fields) + "]")
-    cases = " [] ".join(f"r[1] = {number} -> {name}Shape{number}(r)" for number in shapes.values())
-    made = f"CASE {cases}" if shapes else "r"
-    return [*makers, f"{name}Of(r) == {made}", _sequence(f"{name}Rows", rows),
-            f"{name} == <<>> \\o [i \\in 1..Len({name}Rows) |-> {name}Of({name}Rows[i])]"]
+def _records(name: str, records: Sequence[Record]) -> str:
+    """``name == ...``, a sequence of records (the steps, the plain messages) by column (``packed``):
+    SANY keeps what it parses for the whole window, about 170 bytes a byte of a record's or a tuple's
+    terms, and a packed string costs it one token. ``name`` is a constant definition, so TLC builds the
+    records once, at start (``<<>> \\o`` makes the sequence a value at once: a bare
+    ``[i \\in ... |-> ...]`` stays lazy, and TLC rebuilt all of it at each ``Len``)."""
+    rows = [("[", [(field, _value(value)) for field, value in record]) for record in records]
+    return f"{name} == " + write(("<<", rows), HALF_FIELDS)
 
 
 def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = None, show_end: bool = False
@@ -112,19 +91,19 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
     data = [
         f"---- MODULE {DATA_MODULE} ----",
         "EXTENDS Integers, Sequences, TLC",
+        # what unpacks the sequences packed into strings (the steps, a window's start state: ``packed``)
+        *decoders(HALF_FIELDS),
         f"TxnsData == 1..{spec.chunked_slots}",
         "ProducersData == {" + ", ".join(tla(p) for p in producers) + "}",
         f"GroupData == {groups}",
-        *_records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
+        _records("PlainMsgData", [_message(m) for m in spec.plain_messages]),
         f"SubscribedData == {subscribed}",
         # how far from its first send's distance to the broker's clock each send retry was born (a TLC
         # configuration cannot write a negative number)
         "RetryStampsData == {" + ", ".join(str(d) for d in sorted(spec.retry_stamps | {0})) + "}",
-        *_records("TraceData", [step_record(s) for s in steps], tag="e"),
+        _records("TraceData", [step_record(s) for s in steps]),
         # a window's start state, one item per line (``windows.end_state``): SANY's cost grows with the
-        # square of a line's length; its half records are written with HALF_MAKER
-        f"{HALF_MAKER}(" + ", ".join(HALF_FIELDS) + ") == ["
-        + ", ".join(f"{name} |-> {name}" for name in HALF_FIELDS) + "]",
+        # square of a line's length
         "StartData == " + (start if start is not None else '"none"'),
         f"ShowEndData == {tla(show_end)}",
         "====",

@@ -42,12 +42,12 @@ from txmq.tla.traces.spec_input import ACTION_OF, SpecInput, Step, compact_event
 from txmq.tla.traces.steps import build_steps
 from txmq.tla.traces.values import failure_report
 from txmq.tla.traces.windows import (
+    cuts,
     end_state,
     explained_before_stop,
-    spans,
+    parsed_heap,
     step_bytes,
     tlc_heap_mb,
-    window_steps,
 )
 from txmq.trace.reader import require_events_complete
 
@@ -169,13 +169,13 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
     if progress is not None:  # the size is known: the caller can say what the run will cost
         progress(0, total)
     start: str | None = None
-    started = [0]  # the length of start, read as each window is cut
+    started = [0]  # what TLC keeps of start (``parsed_heap``), read as each window is cut
     spent = 0.0
     with tempfile.TemporaryDirectory(prefix="txmq-trace-") as tmp:
         work = Path(tmp)
         for name in SPEC_MODULES:
             shutil.copy(spec_dir / name, work / name)
-        for first, end in _windows(total, step_bytes(spec.slot_chunk, spec.half_chunk), started):
+        for first, end in cuts(total, step_bytes(spec.slot_chunk, spec.half_chunk), started):
             last = end == total
             done = None if progress is None else (lambda n, first=first: progress(first + n, total))
             window = list(islice(steps, end - first))
@@ -188,21 +188,10 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
             if verdict is not None:
                 return verdict
             start = end_state(output)
-            started[0] = len(start or "")
+            started[0] = parsed_heap(start)
             if not last and start is None:
                 raise TraceError(f"TLC explained steps {first + 1} to {end} but printed no end state")
     return Found(True, total, result)
-
-
-def _windows(total: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
-    """The windows ``spans`` plans, each cut shorter where the state it starts in (``started[0]`` bytes of
-    TLA+ text, once the window before it has ended) leaves its steps less of TLC's heap (``window_steps``):
-    that state grows while the check service lags behind the records it has yet to pass."""
-    for first, planned in spans(total, per_step):
-        while first < planned:
-            end = min(planned, first + window_steps(tlc_heap_mb(), per_step, started[0]))
-            yield first, end
-            first = end
 
 
 def _window_verdict(output: str, result: TlcResult, window: list[Step], first: int, later: Iterator[Step]

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from txmq.errors import ConfigError
 from txmq.tla.parser import TlcResult
+from txmq.tla.traces.packed import HALVES, INTS, PICK, SET, STRINGS, parse, write
 
 # What a state of the behaviour keeps, at most, in TLC's heap. A step copies the three chunks on the path
 # of the value it changes (TxMQTrace.tla's NestPut, ChunkHalfAppend): about three times the chunk length
@@ -56,6 +57,9 @@ MIN_WINDOW = 2_000
 # grows with the records the check service has yet to pass (3.9 MB of text a quarter of the way into that
 # trace, where a window of 94,725 steps then left the heap full).
 PARSED_BYTES = 170
+# ... and of each character of a packed string (``packed``), the values TLC unpacks from it included:
+# 56 MB for 100,000 half records in 3.1 MB of strings (18 bytes a character).
+PACKED_BYTES = 24
 _LEAST_HEAP_MB = HEAP_RESERVE_MB + 64  # the reserve, and the states of a short window
 
 
@@ -77,35 +81,49 @@ def step_bytes(slot_chunk: int, half_chunk: int) -> int:
     return STATE_BYTES + BYTES_PER_VALUE * 3 * (slot_chunk + half_chunk)
 
 
-def window_steps(heap_mb: int, per_step: int, start_bytes: int = 0) -> int:
+def window_steps(heap_mb: int, per_step: int, start_heap: int = 0) -> int:
     """The steps of a window whose states, ``per_step`` bytes each (``step_bytes``), get what a heap of
-    ``heap_mb`` MB leaves them (see HEAP_RESERVE_MB) once the state it starts in, ``start_bytes`` of
-    TLA+ text, is parsed (see PARSED_BYTES)."""
-    room = (heap_mb - HEAP_RESERVE_MB) * 2**20 - start_bytes * PARSED_BYTES
+    ``heap_mb`` MB leaves them (see HEAP_RESERVE_MB) once the state it starts in is parsed, which keeps
+    ``start_heap`` bytes of it (``parsed_heap``)."""
+    room = (heap_mb - HEAP_RESERVE_MB) * 2**20 - start_heap
     return max(MIN_WINDOW, min(MAX_WINDOW, room // per_step))
 
 
 # <<"txmq-window-end", "[...]">>: the state as a TLA+ string, its quotes and backslashes escaped.
 _END_PRINTED = re.compile(r'<<"txmq-window-end", "((?:[^"\\]|\\.)*)">>')
 _ESCAPED = re.compile(r"\\(.)")
-_ITEM_END = re.compile(r'"(?:[^"\\]|\\.)*"|,')
-_ZEROS = re.compile(r'"(?:[^"\\]|\\.)*"|<<0(?:, 0)+>>')  # a string (left as it is), or zeros
-# ... or, once those are functions, a sequence of equal ones (a chunk of chunks of zeros)
-# A half record (TxMQ.tla's AppendHalf: its six numbers, in whatever order TLC printed its fields), or a
-# string, left as it is.
-_HALF_RECORD = re.compile(r'"(?:[^"\\]|\\.)*"|\[((?:\w+ \|-> -?\d+, ){5}\w+ \|-> -?\d+)\]')
+# A half record's fields (TxMQ.tla's AppendHalf), in the order ``packed`` writes their numbers.
 HALF_FIELDS = ("t", "n", "born", "put", "from", "root")
-# The operator the start state writes each half record with (``module_texts`` defines it).
-HALF_MAKER = "StartHalf"
-_ZERO_CHUNKS = re.compile(r'"(?:[^"\\]|\\.)*"|<<(\[i \\in 1\.\.\d+ \|-> 0\])(?:, \1)+>>')
+_PACKED = re.compile(rf'(?:{INTS}|{HALVES}|{SET}|{STRINGS})\([^)]*\)'
+                     rf'|{PICK}\(<<(?:[^"]|"(?:[^"\\]|\\.)*")*?>>,\n[^)]*\)')
+
+
+def parsed_heap(start: str | None) -> int:
+    """What TLC keeps of the start state ``start`` (TLA+ text, ``end_state``) for the whole window, in
+    bytes: PACKED_BYTES a character of its packed strings, PARSED_BYTES a byte of the rest."""
+    if start is None:
+        return 0
+    packed = sum(len(found.group(0)) for found in _PACKED.finditer(start))
+    return packed * PACKED_BYTES + (len(start) - packed) * PARSED_BYTES
+
+
+def cuts(steps: int, per_step: int, started: list[int]) -> Iterator[tuple[int, int]]:
+    """The windows of a trace of ``steps`` steps whose states keep ``per_step`` bytes each
+    (``step_bytes``): ``(first, end)`` step indexes, end excluded, in order. Each is cut where the state
+    it starts in (which keeps ``started[0]`` bytes of TLC's heap, read once the window before it has
+    ended) leaves its steps room (``window_steps``), and the steps left are shared out evenly: no short
+    window is left over, each a JVM start and a parse of the state it starts in."""
+    first = 0
+    while first < steps:
+        count = -(-(steps - first) // window_steps(tlc_heap_mb(), per_step, started[0]))
+        end = first + -(-(steps - first) // count)
+        yield first, end
+        first = end
 
 
 def spans(steps: int, per_step: int) -> list[tuple[int, int]]:
-    """The windows of a trace of ``steps`` steps whose states keep ``per_step`` bytes each
-    (``step_bytes``): ``(first, end)`` step indexes, end excluded, in order, of about equal length."""
-    count = max(1, -(-steps // window_steps(tlc_heap_mb(), per_step)))
-    cuts = [steps * k // count for k in range(count + 1)]
-    return [(cuts[k], cuts[k + 1]) for k in range(count)]
+    """The windows ``cuts`` gives a trace whose windows start in states that keep nothing."""
+    return list(cuts(steps, per_step, [0]))
 
 
 def end_state(output: str) -> str | None:
@@ -116,29 +134,11 @@ def end_state(output: str) -> str | None:
     printed = _END_PRINTED.search(output)
     if printed is None:
         return None
-    text = _ESCAPED.sub(r"\1", printed.group(1))
-    # A sequence of zeros, most of them chunks of buried half records (TxMQTrace.tla's Gone), as the
-    # function it is: a 10^6-transaction trace's end state held 1.14 million of them, each an item for
-    # SANY to parse and keep in the next window's module (3.4 MB of 10.6).
-    text = _ZEROS.sub(lambda m: m.group(0) if m.group(0).startswith('"')
-                      else f"[i \\in 1..{m.group(0).count('0')} |-> 0]", text)
-    # The same for a chunk of such chunks (TxMQTrace.tla keeps its half queue in chunks of chunks).
-    text = _ZERO_CHUNKS.sub(lambda m: m.group(0) if m.group(1) is None
-                            else f"[k \\in 1..{m.group(0).count('|->')} |-> {m.group(1)}]", text)
-    # A half record, most of what a window of a lagging check service starts in, as an operator's six
-    # arguments: half the terms of the record for SANY to parse and keep for the whole window.
-    text = _HALF_RECORD.sub(_half_record, text)
-    # SANY's cost grows with the square of a line's length (``module._sequence``): a line per item.
-    return _ITEM_END.sub(lambda m: m.group(0) if m.group(0) != "," else ",\n", text)
-
-
-def _half_record(printed: re.Match[str]) -> str:
-    if printed.group(1) is None:
-        return printed.group(0)
-    fields = dict(pair.split(" |-> ") for pair in printed.group(1).split(", "))
-    if sorted(fields) != sorted(HALF_FIELDS):
-        return printed.group(0)
-    return f"{HALF_MAKER}(" + ", ".join(fields[name] for name in HALF_FIELDS) + ")"
+    # Its sequences packed (``packed``): chunks of zeros (buried half records: a 10^6-transaction trace's
+    # end state held 1.14 million, 3.4 MB of its 10.6) as the functions they are, chunks of half records
+    # (most of what a window of a lagging check service starts in), of numbers and of a few values
+    # repeated (the functions over the slots) as strings.
+    return write(parse(_ESCAPED.sub(r"\1", printed.group(1))), HALF_FIELDS)
 
 
 def explained_before_stop(result: TlcResult) -> int | None:
