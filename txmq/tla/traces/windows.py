@@ -121,11 +121,6 @@ def cuts(steps: int, per_step: int, started: list[int]) -> Iterator[tuple[int, i
         first = end
 
 
-def spans(steps: int, per_step: int) -> list[tuple[int, int]]:
-    """The windows ``cuts`` gives a trace whose windows start in states that keep nothing."""
-    return list(cuts(steps, per_step, [0]))
-
-
 def end_state(output: str) -> str | None:
     """The state a window ended in (TLA+ text, a record, cut into lines), or None when TLC printed none.
 
