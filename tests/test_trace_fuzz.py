@@ -15,7 +15,6 @@ leaves a well-formed row cannot be noticed, so there only the structure is held 
 from __future__ import annotations
 
 import functools
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,24 +31,30 @@ from txmq.trace import schema as ev
 from txmq.trace.reader import check_complete, read_events
 
 FORMATS = [".ndjson", ".parquet"]
-_WORKDIR = Path(tempfile.mkdtemp(prefix="txmq-trace-fuzz-"))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's files, in pytest's temporary directory (which pytest prunes), not one of /tmp's own
+    that every process collecting this module would leave behind."""
+    return tmp_path_factory.mktemp("trace-fuzz")
 
 
 @functools.cache
-def _original_path(suffix: str) -> Path:
+def _original_path(suffix: str, workdir: Path) -> Path:
     """A real trace of a few dozen transactions, simulated once per format."""
-    path = _WORKDIR / f"original{suffix}"
+    path = workdir / f"original{suffix}"
     simulate(Workload(transactions=20, producer_crashes=1, broker_crashes=1), seed=5, out=path)
     return path
 
 
-def _original(suffix: str) -> bytes:
-    return _original_path(suffix).read_bytes()
+def _original(suffix: str, workdir: Path) -> bytes:
+    return _original_path(suffix, workdir).read_bytes()
 
 
 @functools.cache
-def _original_events(suffix: str) -> list[dict[str, Any]]:
-    return list(read_events(_original_path(suffix))[1])
+def _original_events(suffix: str, workdir: Path) -> list[dict[str, Any]]:
+    return list(read_events(_original_path(suffix, workdir))[1])
 
 
 # One damage: (kind, where as a fraction of the length, a second number, bytes to insert).
@@ -114,9 +119,9 @@ def _read(path: Path, original: list[dict[str, Any]] | None) -> None:
 
 
 @pytest.mark.parametrize("suffix", FORMATS)
-def test_the_undamaged_trace_reads_cleanly(suffix: str) -> None:
-    path = _WORKDIR / f"clean{suffix}"
-    path.write_bytes(_original(suffix))
+def test_the_undamaged_trace_reads_cleanly(suffix: str, workdir: Path) -> None:
+    path = workdir / f"clean{suffix}"
+    path.write_bytes(_original(suffix, workdir))
     assert check_complete(path).events > 100
     open_trace(path)
 
@@ -124,8 +129,8 @@ def test_the_undamaged_trace_reads_cleanly(suffix: str) -> None:
 @pytest.mark.parametrize("suffix", FORMATS)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damages=st.lists(damage, min_size=1, max_size=4))
-def test_a_damaged_trace_is_refused_or_read_cleanly(suffix: str, damages: list[tuple[str, float, int, bytes]]
-                                                    ) -> None:
-    path = _WORKDIR / f"damaged{suffix}"
-    path.write_bytes(_damaged(_original(suffix), damages))
-    _read(path, _original_events(suffix) if suffix == ".parquet" else None)
+def test_a_damaged_trace_is_refused_or_read_cleanly(suffix: str, workdir: Path,
+                                                    damages: list[tuple[str, float, int, bytes]]) -> None:
+    path = workdir / f"damaged{suffix}"
+    path.write_bytes(_damaged(_original(suffix, workdir), damages))
+    _read(path, _original_events(suffix, workdir) if suffix == ".parquet" else None)
