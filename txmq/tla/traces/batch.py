@@ -97,8 +97,9 @@ RUN_TRACES = 10
 
 def validate_batch(traces: Sequence[BatchTrace], *, spec_dir: Path, jar: Path | None = None
                    ) -> list[Validation]:
-    """Each trace's verdict, as ``validate`` would give it, from as few TLC runs as the traces allow: one
-    per ``RUN_TRACES`` traces that agree on ``spec_key``, and one more after each rejection."""
+    """Each trace's verdict, as ``validate`` would give it, from one TLC run per ``RUN_TRACES`` traces
+    that agree on ``spec_key`` (fewer runs cost more: see ``RUN_TRACES``), and one more after each
+    rejection."""
     verdicts: dict[int, Validation] = {}
     groups: dict[tuple[Any, ...], list[int]] = {}
     for index, trace in enumerate(traces):
