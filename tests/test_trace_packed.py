@@ -16,6 +16,10 @@ from txmq.tla.traces.windows import HALF_FIELDS, end_state
 _EDGES = [0, 1, -1, 31, -32, 32, -33, 2047, -2048, 2048, 131071, -131072, 8388607, 8388608, 536870911,
           -536870912]
 _HALVES: list[tuple[int, ...] | None] = [(3, 1, 7, 8, 2, 1), None, (40000, 0, -5, 536870911, 0, 1_400_000)]
+# A chunk below the check service's floor: a few records live (their transactions hold their slots) among
+# buried ones, more than a piece of places long, more live records than a digit numbers.
+_FEW_LIVE: list[tuple[int, ...] | None] = [(k, 1, 2 * k, 3 * k, 0, k) if k % 7 == 0 else None
+                                           for k in range(1, 300)]
 
 
 def test_numbers_too_large_for_tlcs_unpacking_are_left_as_they_are() -> None:
@@ -44,17 +48,31 @@ def test_a_chunk_of_half_records_is_packed_with_its_buried_ones() -> None:
     assert end_state(printed) == f"[half |-> <<{chunk},\n[i \\in 1..2 |-> 0]>>]"
 
 
+def test_a_chunk_of_few_live_half_records_is_packed_by_their_places() -> None:
+    few = pack_halves(_FEW_LIVE) or ""
+    dotted = pack_halves([r or (0, 0, 0, 0, 0, 0) for r in _FEW_LIVE]) or ""
+    assert few.startswith("PackedHalvesAt(2, ") and len(few) < len(dotted) // 3
+    mostly_live = pack_halves([(3, 1, 7, 8, 2, 1)] * 10 + [None]) or ""
+    assert mostly_live == 'PackedHalves(1, <<"' + "ZXdeYX" * 10 + '......">>)'  # dots are shorter there
+
+
+def tla_halves(halves: list[tuple[int, ...] | None]) -> str:
+    """Half records as TLA+ terms, Gone (0) for a buried one."""
+    return "<<" + ", ".join("0" if r is None else
+                            "[" + ", ".join(f"{n} |-> {v}" for n, v in zip(HALF_FIELDS, r, strict=True)) + "]"
+                            for r in halves) + ">>"
+
+
 @needs_tlc
 def test_tlc_unpacks_what_was_packed(tmp_path: Path) -> None:
     from txmq.tla.traces.packed import decoders
 
     long = list(range(-3000, 3000, 7))  # more than a piece of PIECE characters
     assert (pack_ints(long) or "").count('"') > 4 and len(pack_ints(long) or "") > 2 * PIECE
-    records = ("0" if r is None else
-               "[" + ", ".join(f"{n} |-> {v}" for n, v in zip(HALF_FIELDS, r, strict=True)) + "]"
-               for r in _HALVES)
+    records = (tla_halves([r])[2:-2] for r in _HALVES)
     cases = [(pack_ints(_EDGES), tla(_EDGES)), (pack_ints(long), tla(long)), (pack_ints([5, 6]), "<<5, 6>>"),
-             (pack_halves(_HALVES), "<<" + ", ".join(records) + ">>")]
+             (pack_halves(_HALVES), "<<" + ", ".join(records) + ">>"),
+             (pack_halves(_FEW_LIVE), tla_halves(_FEW_LIVE))]
     picks = "<<" + ", ".join(['"none"'] * 30 + ['"commit"', "<<1>>"] * 5) + ">>"
     cases.append((write(parse(picks), HALF_FIELDS), picks))
     slots = "<<" + ", ".join(f'[x |-> {k}, crc |-> "0x{k:02x}", imm |-> [has |-> FALSE, scan |-> {k}]]'

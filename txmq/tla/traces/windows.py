@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 
 from txmq.errors import ConfigError
 from txmq.tla.parser import TlcResult
-from txmq.tla.traces.packed import HALVES, INTS, PICK, SET, STRINGS, parse, write
+from txmq.tla.traces.packed import HALVES, HALVES_AT, INTS, PICK, SET, STRINGS, parse, write
 
 # What a state of the behaviour keeps, at most, in TLC's heap. A step copies the three chunks on the path
 # of the value it changes (TxMQTrace.tla's NestPut, ChunkHalfAppend): about three times the chunk length
@@ -94,7 +94,7 @@ _END_PRINTED = re.compile(r'<<"txmq-window-end", "((?:[^"\\]|\\.)*)">>')
 _ESCAPED = re.compile(r"\\(.)")
 # A half record's fields (TxMQ.tla's AppendHalf), in the order ``packed`` writes their numbers.
 HALF_FIELDS = ("t", "n", "born", "put", "from", "root")
-_PACKED = re.compile(rf'(?:{INTS}|{HALVES}|{SET}|{STRINGS})\([^)]*\)'
+_PACKED = re.compile(rf'(?:{INTS}|{HALVES_AT}|{HALVES}|{SET}|{STRINGS})\([^)]*\)'
                      rf'|{PICK}\(<<(?:[^"]|"(?:[^"\\]|\\.)*")*?>>,\n[^)]*\)')
 
 
