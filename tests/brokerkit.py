@@ -27,6 +27,7 @@ from txmq.protocol import (
     SendResult,
 )
 from txmq.store.faults import StoreFaults
+from txmq.trace import schema as ev
 from txmq.trace.sinks import MemorySink
 from txmq.transaction.check_service import CheckRunReport
 from txmq.transaction.constants import HALF_TOPIC, OP_TOPIC
@@ -37,6 +38,8 @@ UNKNOW = LocalTransactionState.UNKNOW
 START_MS = 1_000_000
 MODES = ("strict", "rocketmq")
 STORE_KINDS = ("disk", "memory")  # the stores a scenario runs over (the make_env fixture opens either)
+TIMEOUT = 6_000  # the default transaction_timeout_ms: only a half older than this is checked
+INTERVAL = 30_000  # the default check_interval_ms: from one check run to the next
 
 
 class ScriptedListener:
@@ -162,3 +165,15 @@ def pad_log(env: Env, size: int = 256 * 1024) -> None:
     """Grow the commit log past anything else this process writes (pytest's capture files), so that a
     ``file_size_limit`` at the log's end hits the log first."""
     env.broker.send_message(Message("PAD", b"\0" * size), "pad")
+
+
+def check_counts(env: Env, txn: str | None = None) -> list[int]:
+    """The check count of every CHECK traced so far (``txn``'s only, if given)."""
+    return [e["check_count"] for e in env.events(ev.CHECK) if txn is None or e["txn"] == txn]
+
+
+def exhaust_checks(env: Env, runs: int) -> list[int]:
+    """First run just past the timeout, then one run per interval; the checks sent per run."""
+    sent = [env.run_check(TIMEOUT + 1).checks]
+    sent += [env.run_check(INTERVAL).checks for _ in range(runs - 1)]
+    return sent

@@ -88,8 +88,8 @@ def mode(request: pytest.FixtureRequest) -> str:
 # process the longest (25 min in a fresh-clone run, 6 of them theirs), and the serve sessions made the
 # real-time process, which mostly waits, the longest after that (26 min).
 _CLIENT_MODULES = ("test_serve_java", "test_remoting_java", "test_upstream_trace", "test_serve_grpc",
-                   "test_serve_types", "test_serve_fifo", "test_serve_fuzz", "test_serve_clock",
-                   "test_serve_examples", "test_recipes")
+                   "test_serve_grpc_stubs", "test_serve_grpc_no_loss", "test_serve_types", "test_serve_fifo",
+                   "test_serve_fuzz", "test_serve_clock", "test_serve_examples", "test_recipes")
 
 
 # Test modules that run servers and clients on the real clock (serve, remoting, Spark's JVM). The

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from test_audit_units import check, deliver, end, kill, names, never_deciding, send
+from auditkit import check, deliver, end, kill, names, never_deciding, send
 
 from txmq.audit import checkers, report
 from txmq.audit.blind import downtime_s

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from batch_traces import TRANSACTIONS, trace_path
-from test_conformance_trace import SPEC, Listener, renumber
+from conformancekit import SPEC, Listener, broker_trace, renumber
 from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq import proc
@@ -181,7 +181,6 @@ def test_a_batch_reports_each_trace_as_if_validated_alone(tmp_path: Path) -> Non
     """Three traces in one run, the middle one doctored: the first is accepted, the second rejected at its
     own event and condition, the third (after the rejection) validated by a run of its own."""
     from test_conformance_fields import real_body_differs
-    from test_conformance_trace import broker_trace
 
     traces, doctored_at = [], -1
     for number in range(3):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_conformance_trace import Events, broker_trace, first, renumber
+from conformancekit import Events, broker_trace, first, renumber, write_ndjson
 from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.cli import main
@@ -128,11 +128,9 @@ def test_events_without_a_step_still_have_their_time_checked(tmp_path: Path, eve
 @needs_tlc
 def test_cli_rejection_names_event_condition_and_state(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from test_conformance_trace import _ndjson
-
     config, events = broker_trace("strict", tmp_path)
     real_body_differs(events)
-    path = _ndjson(tmp_path / "doctored.ndjson", renumber(events))
+    path = write_ndjson(tmp_path / "doctored.ndjson", renumber(events))
     count_tlc("traces")
     assert main(["spec", "validate-trace", str(path), "--spec-dir", str(SPEC)]) == 1
     out = capsys.readouterr().out

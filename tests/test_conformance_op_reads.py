@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_conformance_trace import Events, Listener, renumber
+from conformancekit import Events, Listener, renumber
 from tlc_tools import JAR, count_tlc, needs_tlc
 
 from txmq.broker.facade import Broker

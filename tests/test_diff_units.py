@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_audit_units import check, deliver, end, send
+from auditkit import check, deliver, end, send
 
 from txmq.audit import history
 from txmq.audit.checkers import transactions

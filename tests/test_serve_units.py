@@ -1,7 +1,7 @@
 """The mechanisms behind ``txmq serve``, without a network: pop consumption on a manual clock (invisible
 time, receipt handles, attempts, committed offsets), the transaction-id map in both modes, the message
 conversions and the settings. The RPCs themselves are tested against the official client in
-``test_serve_grpc``."""
+``test_serve_grpc`` and through its raw stubs in ``test_serve_grpc_stubs``."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import copy
 from pathlib import Path
 
 import pytest
-from test_conformance_trace import DOCTORINGS, SPEC, _ndjson, broker_trace, first, renumber
+from conformancekit import DOCTORINGS, SPEC, broker_trace, first, renumber, write_ndjson
 from tlc_tools import count_tlc, needs_tlc
 
 from txmq.config import BrokerConfig
@@ -38,7 +38,7 @@ def test_the_file_gets_the_verdict_of_its_events(name: str, monkeypatch: pytest.
     config, events = broker_trace("strict", tmp_path)
     doctored = copy.deepcopy(events)
     at = DOCTORINGS[name](doctored)
-    path = _ndjson(tmp_path / "doctored.ndjson", renumber(doctored))
+    path = write_ndjson(tmp_path / "doctored.ndjson", renumber(doctored))
     rows = list(read_events(path)[1])
     count_tlc("traces", 3)
     whole = validate("strict", config.as_dict(), rows, spec_dir=SPEC)
@@ -62,7 +62,7 @@ def test_a_trace_refused_before_tlc_is_refused_from_the_file(tmp_path: Path) -> 
     config, events = broker_trace("strict", tmp_path)
     at = first(events, "CHECKPOINT")
     events[at]["ts"] = events[0]["ts"] - 1
-    path = _ndjson(tmp_path / "backwards.ndjson", events)
+    path = write_ndjson(tmp_path / "backwards.ndjson", events)
     with pytest.raises(ClockBackwardsError, match=f"seq {at} .*clock went backwards"):
         validate_file(path, read_header(path), spec_dir=SPEC)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_conformance_trace import DOCTORINGS, SPEC, broker_trace, commit_without_real, renumber
+from conformancekit import DOCTORINGS, SPEC, broker_trace, commit_without_real, renumber
 from tlc_tools import count_tlc, needs_tlc
 
 from txmq.config import BrokerConfig
