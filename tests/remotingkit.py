@@ -1,5 +1,10 @@
 """A minimal remoting client for the ``serve --remoting`` tests: frames over a socket, answers matched by
-opaque, and whatever the server sends on its own (checks, notifications) kept in ``pushed``."""
+opaque, and whatever the server sends on its own (checks, notifications) kept in ``pushed``.
+
+The connection is read for as long as it is open, however long it stays idle: a test may hold it while it
+starts JVMs (on a loaded machine, over REPLY_TIMEOUT_S). The socket's timeout bounds connecting and
+sending only; an answer is waited for by ``call``, which says, if none comes, whether the reader is still
+reading."""
 
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ class RemotingClient:
         self._lock = threading.Lock()
         self.pushed: queue.Queue[Command] = queue.Queue()
         self.closed = threading.Event()
+        self.ended: BaseException | None = None  # what stopped the reader (pytest reports any other error)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -53,15 +59,18 @@ class RemotingClient:
                 with self._lock:
                     waiting = self._answers.pop(command.opaque, None) if command.is_response else None
                 (waiting or self.pushed).put(command)
-        except (OSError, EOFError):
-            return
+        except (OSError, EOFError) as exc:
+            self.ended = exc
         finally:
             self.closed.set()
 
     def _exactly(self, size: int) -> bytes:
         chunks = []
         while size:
-            chunk = self.sock.recv(size)
+            try:
+                chunk = self.sock.recv(size)
+            except TimeoutError:
+                continue  # idle, not gone: the server sends nothing between answers (mid-frame: the rest)
             if not chunk:
                 raise EOFError("the server closed the connection")
             chunks.append(chunk)
@@ -77,7 +86,12 @@ class RemotingClient:
             self._answers[opaque] = answer
         self.sock.sendall(encode(Command(code, opaque, 0, ext or {}, body,
                                          serialize_type=self.serialize_type)))
-        return answer.get(timeout=timeout)
+        try:
+            return answer.get(timeout=timeout)
+        except queue.Empty:
+            reader = f"the reader stopped: {self.ended!r}" if self.closed.is_set() else "the reader reads"
+            raise AssertionError(f"no answer to request code {code} (opaque {opaque}) within {timeout} s, "
+                                 f"{reader}") from None
 
     def oneway(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> None:
         """A request that gets no answer."""
@@ -85,6 +99,12 @@ class RemotingClient:
                                          serialize_type=self.serialize_type)))
 
     def close(self) -> None:
+        """Shut down first: that ends the reader's wait at once (a close alone would wake it only at the
+        socket's timeout)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # the server closed it already
         self.sock.close()
 
 

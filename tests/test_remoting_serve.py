@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import remotingkit
 from remotingkit import RemotingClient, served
 from tlc_tools import assert_trace_is_a_behaviour, needs_tlc
 
@@ -96,6 +97,26 @@ def test_the_route_names_this_port_and_unknown_topics_are_refused(session: Serve
     assert client.call(codes.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "orders"}).code == 22
     assert send(client, b"x", topic="nope").code == codes.TOPIC_NOT_EXIST
     assert send(client, b"x", queue_id=5).code == codes.SYSTEM_ERROR
+
+
+def test_a_connection_idle_past_the_kits_socket_timeout_is_still_answered(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    """The kit's reader outlives an idle spell: a test that starts JVMs between two calls (the SQL filter
+    example's) may leave the connection idle past REPLY_TIMEOUT_S, here made 0.2 s; the reader used to
+    end on the socket's timeout, and every later call went unanswered."""
+    monkeypatch.setattr(remotingkit, "REPLY_TIMEOUT_S", 0.2)
+    serving = served(tmp_path / "store")
+    try:
+        client = RemotingClient(port_of(serving))
+        assert client.call(codes.GET_MAX_OFFSET, {"topic": "orders", "queueId": "0"}).ext["offset"] == "0"
+        time.sleep(1)  # idle: the reader's wait times out at least once (more often on a slow machine)
+        assert client.call(codes.GET_MAX_OFFSET, {"topic": "orders", "queueId": "0"}, timeout=30
+                           ).ext["offset"] == "0"
+        client.close()
+        assert client.closed.wait(30)
+    finally:
+        serving.stop()
 
 
 def test_sent_messages_pull_back_in_upstreams_layout_with_their_offset_ids(session: ServeSession) -> None:
