@@ -120,9 +120,11 @@ def module_texts(steps: Sequence[Step], spec: SpecInput, *, start: str | None = 
 
 
 def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknown_answer: str = "UNKNOWN",
-                window: bool = False) -> str:
+                window: bool = False, check_enabled: bool = False) -> str:
     """The TLC configuration: the constants the trace and its header fix, the trace spec, the view.
-    A ``window`` after the first starts in the state its data module gives (``WindowInit``).
+    A ``window`` after the first starts in the state its data module gives (``WindowInit``). With
+    ``check_enabled``, every step's conditions evaluate ENABLED of its action (TxMQTrace's
+    ``ActionEnabled``): a rejection's second run, which names the action no next state was found for.
 
     The half cache is left out (CacheSize 0): a cache hit and a miss give END_TRANSACTION the same record,
     so no trace shows the cache, and its bounds are checked by the models (HalfCacheBounded)."""
@@ -171,6 +173,7 @@ def config_text(mode: str, config: Mapping[str, Any], spec: SpecInput, *, unknow
         # rocketmq reads at most OP_MSG_PULL_NUMS Op records at a time, of those dispatched (ReadOps)
         f"    OpPullNums = {OP_BATCH}\n"
         "    Trace <- TraceV\n    Start <- StartV\n    ShowEnd <- ShowEndV\n"
+        f"    CheckEnabled = {tla(check_enabled)}\n"
         f"INIT {'WindowInit' if window else 'TraceInit'}\nNEXT TraceNext\nVIEW TraceView\n"
         "INVARIANT ReportAccepted\n"
     )

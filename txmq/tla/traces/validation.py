@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -180,8 +181,12 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
             done = None if progress is None else (lambda n, first=first: progress(first + n, total))
             window = list(islice(steps, end - first))
             modules = module_texts(window, spec, start=start, show_end=not last)
-            cfg = config_text(mode, config, spec, unknown_answer=unknown_answer, window=start is not None)
-            output, result = _run(work, modules, cfg, jar, end - first, done)
+            cfg = partial(config_text, mode, config, spec, unknown_answer=unknown_answer,
+                          window=start is not None)
+            output, result = _run(work, modules, cfg(), jar, end - first, done)
+            if _unnamed_rejection(output, result):  # named by a second run (TxMQTrace's ActionEnabled)
+                spent += result.duration_s or 0.0
+                output, result = _run(work, modules, cfg(check_enabled=True), jar, end - first, None)
             spent += result.duration_s or 0.0
             result.duration_s = spent
             verdict = _window_verdict(output, result, window, first, steps)
@@ -192,6 +197,14 @@ def judge_windows(mode: str, config: Mapping[str, Any], steps: Iterator[Step], t
             if not last and start is None:
                 raise TraceError(f"TLC explained steps {first + 1} to {end} but printed no end state")
     return Found(True, total, result)
+
+
+def _unnamed_rejection(output: str, result: TlcResult) -> bool:
+    """Whether a window stopped at a step whose conditions held but whose action had no next state: the
+    conditions that a step's action is enabled are evaluated only for a diagnosis, so that TLC does not
+    evaluate each action twice, and a second run with them names the one that failed."""
+    return not _ACCEPTED.search(output) and result.finding is TlcFinding.DEADLOCK \
+        and failure_report(output) is None
 
 
 def _window_verdict(output: str, result: TlcResult, window: list[Step], first: int, later: Iterator[Step]
