@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from grpckit import messaging_stub
 from servekit import ClientProcess, ServerProcess
 
 from txmq.serve.heartbeat import HeartbeatGate
@@ -39,8 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def stub(server: ServerProcess) -> Iterator[Any]:
-    with grpc.insecure_channel(server.endpoint) as channel:
-        yield service_pb2_grpc.MessagingServiceStub(channel)
+    yield from messaging_stub(server.endpoint)
 
 
 def message(topic: str, body: bytes, kind: int, message_id: str, born_ms: int | None = None) -> Any:

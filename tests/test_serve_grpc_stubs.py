@@ -12,13 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from grpckit import FAST
+from grpckit import FAST, messaging_stub
 from servekit import ServerProcess
 
 grpc = pytest.importorskip("grpc", reason="grpcio is missing: pip install -e '.[serve]'")
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as spb  # noqa: E402
-from rocketmq.grpc_protocol import service_pb2_grpc  # noqa: E402
 
 TOPICS = [f"--topic={t}" for t in ("Raw:1", "Empty:1", "Attempts:1")]
 META = [("x-mq-client-id", "raw-stub-client"), ("x-mq-client-version", "5.1.2")]
@@ -33,8 +32,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def stub(server: ServerProcess) -> Iterator[Any]:
-    with grpc.insecure_channel(server.endpoint) as channel:
-        yield service_pb2_grpc.MessagingServiceStub(channel)
+    yield from messaging_stub(server.endpoint)
 
 
 def code_name(response: Any) -> str:
