@@ -13,14 +13,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformancekit import DOCTORINGS, SPEC, Events, broker_trace, extra_commit, renumber, third_check
+from conformancekit import (
+    DOCTORINGS,
+    SPEC,
+    UNKNOW,
+    Events,
+    Listener,
+    broker_trace,
+    extra_commit,
+    first,
+    renumber,
+    third_check,
+)
 from tlc_tools import count_tlc, needs_tlc
 
+from txmq.broker.facade import Broker
+from txmq.client.producer import TransactionProducer
+from txmq.clock import ManualClock
 from txmq.config import BrokerConfig
+from txmq.protocol import Message
 from txmq.sim.runner import simulate
 from txmq.sim.workload import Workload
 from txmq.tla.traces.validation import Validation, validate
 from txmq.trace.reader import read_events
+from txmq.trace.sinks import MemorySink
 
 
 def _validate(mode: str, config: BrokerConfig, events: Events, **kw: Any) -> Validation:
@@ -85,3 +101,29 @@ def test_a_rocketmq_duplicate_is_rejected_as_strict(tmp_path: Path) -> None:
     outcome = validate("strict", header.config, rows, spec_dir=SPEC)
     bad = outcome.first_unexplained
     assert bad is not None and bad.kind == "END" and bad.fields["res"] == "OK"  # strict refuses it instead
+
+
+@needs_tlc
+def test_a_check_the_executor_never_sends_ends_the_trace_waiting(tmp_path: Path) -> None:
+    """Upstream's clean shutdown stops the check executor before the check service, whose last pass still
+    renews halves; the stopped executor drops their checks (BrokerController.shutdownBasicService,
+    ThreadPoolExecutor.CallerRunsPolicy), and a copy at the check max is discarded in the same pass. The
+    trace then shows a HALF_RENEW with no CHECK, and the transaction done: its behaviour ends with the
+    check waiting, which TLC refused when the transaction's slot was freed (seen on upstream's broker)."""
+    clock, sink = ManualClock(1_000_000), MemorySink()
+    config = BrokerConfig(mode="rocketmq", check_max=1)
+    broker = Broker(tmp_path / "b", config, clock, sink)
+    TransactionProducer(broker, "G", Listener(), producer_id="p1").start().send_message_in_transaction(
+        Message("T", b"a"), UNKNOW)
+    clock.advance(config.transaction_timeout_ms + 1)
+    broker.hold_checks()
+    broker.run_check_once()
+    broker.close()
+    events = sink.events
+    renew = first(events, "HALF_RENEW")
+    assert events[renew + 1]["event"] == "CHECKPOINT"  # txmq's pass stops at its own copy; upstream's may not
+    events[renew + 1] = {**events[renew + 1], "half_offset": 2}
+    events.insert(renew + 1, {**events[renew], "event": "DISCARD", "check_count": 1, "result": "CHECK_MAX",
+                              "prev_half_offset": None, "commitlog_offset": None})
+    outcome = _validate("rocketmq", config, renumber(events))
+    assert outcome.accepted, (outcome.first_unexplained, outcome.state)

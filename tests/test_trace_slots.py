@@ -53,6 +53,38 @@ def test_no_slot_is_freed_while_a_later_restart_scans_its_records() -> None:
     assert slots == 2
 
 
+def _a_check_left_waiting_in_the_executor() -> list[Step]:
+    """Rocketmq: t1's half is renewed and its check handed to the executor, which never sends it (upstream's
+    last pass at a clean shutdown, after the executor stopped); the scan passes both records."""
+    return [
+        Step("UP", {"t": 0, "p": "p1"}),
+        Step("SEND", {"t": 1, "off": 1}),
+        Step("RENEW", {"t": 1, "i": 1, "off": 2, "n": 1, "p": "executor"}),
+        Step("DISCARD", {"t": 1, "i": 2, "n": 1, "why": "max"}),
+        Step("CHECKPOINT", {"t": 0, "i": 2}),
+    ]
+
+
+def test_a_transaction_whose_check_waits_in_the_executor_keeps_its_slot() -> None:
+    steps, slots = slotted(_a_check_left_waiting_in_the_executor(), SPEC)
+    assert [s.kind for s in steps] == ["UP", "OPEN", "SEND", "RENEW", "DISCARD", "CHECKPOINT", "FLOOR"]
+    assert slots == 1
+
+
+def test_a_crash_empties_the_executor_and_the_slot_is_freed_after_it() -> None:
+    trace = _a_check_left_waiting_in_the_executor()
+    trace.append(Step("CRASH", {"t": 0, "i": 2}))
+    steps, _ = slotted(trace, SPEC)
+    assert [s.kind for s in steps][-3:] == ["FLOOR", "CRASH", "RETIRE"]
+
+
+def test_a_check_sent_later_lets_the_slot_go_as_usual() -> None:
+    trace = _a_check_left_waiting_in_the_executor()
+    trace.insert(3, Step("CHECK", {"t": 1, "off": 2, "n": 1, "p": "p1"}))
+    steps, _ = slotted(trace, SPEC)
+    assert [s.kind for s in steps][-3:] == ["FLOOR", "LOSE", "RETIRE"]
+
+
 @pytest.mark.parametrize(("values", "chunk"), [(0, 16), (1, 16), (4_096, 16), (4_097, 17), (8_387, 21),
                                                (141_303, 53), (1_404_928, 112), (1_404_929, 113)])
 def test_a_chunk_holds_about_the_cube_root_of_its_sequence(values: int, chunk: int) -> None:

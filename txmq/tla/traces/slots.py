@@ -10,7 +10,13 @@ knows each transaction's last step, and rewrites them:
   cursor, or lower when a later restart resumes below it (the trace spec rejects a restart below);
 * once a transaction had its last step and all its half records are at or below the floor, ``LOSE``
   takes each of its messages still in flight (a check nobody answered, an answer that never arrived:
-  no later event can deliver them) and ``RETIRE`` frees its slot.
+  no later event can deliver them) and ``RETIRE`` frees its slot;
+* a transaction whose check still waits in the check executor after its last step (rocketmq) keeps its
+  slot until a crash empties the executor's queue, or to the trace's end: upstream's clean shutdown stops
+  the executor before the check service, whose last pass still hands it checks, and the stopped executor
+  drops them unsent (``BrokerController.shutdownBasicService``; ``ThreadPoolExecutor.CallerRunsPolicy``
+  runs a refused task only while its executor runs). The spec's behaviour then ends with those checks
+  waiting (``pending``), as the broker's did.
 
 The trace spec checks each of these, so a wrong placement can only reject a valid trace, never accept an
 invalid one.
@@ -20,9 +26,10 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from txmq.tla.traces.spec_input import HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step, TxnConstants
+from txmq.tla.traces.spec_input import EXECUTOR, HALF_APPENDS, NOT_PRODUCERS, SpecInput, Step, TxnConstants
 
 # A message in flight as the trace spec's Lose names it: (type, offset, action, from a check, producer).
 _Message = tuple[str, int, str, bool, str]
@@ -83,6 +90,8 @@ class Pool:
         self.size = 0  # slots ever used
         self.records: dict[int, list[int]] = {}  # transaction -> offsets of its half records
         self.flying: dict[int, set[_Message]] = {}  # transaction -> its messages in flight
+        self.queued: Counter[int] = Counter()  # transaction -> its checks waiting in the check executor
+        self.held: set[int] = set()  # transactions past their last step whose checks still wait there
         self.covered: set[int] = set()  # offsets above the floor that Op records list
         self.covered_order: list[int] = []  # the same offsets, a heap: dropped once the floor passes them
         self.waiting: dict[int, set[int]] = {}  # transaction past its last step -> its records not passed
@@ -143,8 +152,16 @@ class Pool:
         if kind in HALF_APPENDS:
             self.halves += 1
             self.records.setdefault(t, []).append(fields["off"])
+        if kind == "RENEW" and fields["p"] == EXECUTOR:
+            self.queued[t] += 1
+        elif kind == "CHECK" and self.queued[t]:
+            self.queued[t] -= 1
         if kind == "CRASH":
             self.rescan = (fields["i"], self.halves)
+            self.queued.clear()  # CrashRestart: the executor's queue is memory
+            for held in sorted(self.held):
+                self.retire(held)
+            self.held.clear()
         elif kind == "CHECKPOINT" and self.rescan:
             self.rescan = (fields["i"], self.rescan[1])
         if self.rescan and self.cursor >= self.rescan[1]:
@@ -200,7 +217,11 @@ class Pool:
             self.covered.discard(heapq.heappop(self.covered_order))
 
     def retire(self, t: int) -> None:
-        """LOSE each of t's messages still in flight (no later event delivers them), then RETIRE t."""
+        """LOSE each of t's messages still in flight (no later event delivers them), then RETIRE t; or
+        hold t, its slot kept, while a check of it waits in the check executor."""
+        if self.queued[t]:
+            self.held.add(t)
+            return
         slot = self.slot.pop(t)
         for kind, off, act, chk, p in sorted(self.flying.pop(t, set())):
             self.out.append(Step("LOSE", {"t": slot, "type": kind, "off": off, "act": act, "chk": chk,
