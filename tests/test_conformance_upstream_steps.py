@@ -160,3 +160,48 @@ def test_an_immunity_copy_is_skipped_by_its_originals_op_in_the_same_run() -> No
         assert not refused.accepted and refused.condition == "CoveredOrSettled"
         rejected = refused.first_unexplained
         assert rejected is not None and rejected.kind == "CHECKPOINT"
+
+
+def _answered_by_check_count(late_answer: str) -> BatchTrace:
+    """Upstream's benchmark listener answers a check by the count it carries (``TransactionListenerImpl.
+    checkLocalTransaction``: UNKNOW below the count its decision was drawn at). A's half is checked (count 1,
+    to c1), the broker is killed and resumes from offset 0, so A is checked along two chains of copies:
+    copy 2 again at count 1 and copy 3 at count 2 (to c2, registered by its heartbeat). Count 2 is answered
+    COMMIT, then count 1 ``late_answer``."""
+    trace = _Trace()
+    trace.add(1000, ev.PRODUCER, result=ev.PRODUCER_UP)
+    trace.add(1000, ev.HALF_PUT, "A", half_offset=0, commitlog_offset=0, born_ts=1000)
+    trace.add(5000, ev.OP_READ, producer=None, op_offset=0)
+    trace.add(5000, ev.HALF_RENEW, "A", producer=None, half_offset=1, prev_half_offset=0,
+              commitlog_offset=100, result=ev.RENEW_FOR_CHECK, check_count=1)
+    trace.add(5010, ev.CHECK, "A", half_offset=1, commitlog_offset=100, result=ev.CHECK_SENT, check_count=1)
+    trace.add(6000, ev.CRASH, producer=None)
+    trace.add(6000, ev.RESTART, producer=None, half_offset=0, op_offset=0)
+    c2 = {"producer": "c2"}
+    trace.add(7000, ev.PRODUCER, **c2, result=ev.PRODUCER_UP)
+    trace.add(8000, ev.OP_READ, producer=None, op_offset=0)
+    for offset, copied, count in ((2, 0, 1), (3, 1, 2)):
+        trace.add(8000 + 10 * offset, ev.HALF_RENEW, "A", producer=None, half_offset=offset,
+                  prev_half_offset=copied, commitlog_offset=100 * offset, result=ev.RENEW_FOR_CHECK,
+                  check_count=count)
+        trace.add(8005 + 10 * offset, ev.CHECK, "A", **c2, half_offset=offset, commitlog_offset=100 * offset,
+                  result=ev.CHECK_SENT, check_count=count)
+    trace.add(8100, ev.END_TX, "A", **c2, half_offset=3, commitlog_offset=300, action=ev.COMMIT,
+              from_check=True, result=ev.OK)
+    trace.add(8100, ev.REAL_PUT, "A", **c2, half_offset=3, commitlog_offset=400)
+    late = ev.IGNORED_UNKNOWN if late_answer == ev.UNKNOWN else ev.OK
+    trace.add(8110, ev.END_TX, "A", **c2, half_offset=2, commitlog_offset=200, action=late_answer,
+              from_check=True, result=late)
+    return trace.end(8200, halves=4, buffered=(3, 2) if late == ev.OK else (3,))
+
+
+@needs_tlc
+def test_an_unknown_answer_after_a_decision_is_a_check_that_never_came_back() -> None:
+    """The spec's producer answers from its decision; an UNKNOW answer after it is, to the broker, nothing
+    (``EndTransactionProcessor.processRequest`` returns null), as a check lost is: accepted as the check's
+    loss. A ROLLBACK after the COMMIT is still refused, at the answer."""
+    unknown, rollback = _verdicts(_answered_by_check_count(ev.UNKNOWN), _answered_by_check_count(ev.ROLLBACK))
+    assert unknown.accepted, (unknown.first_unexplained, unknown.condition)
+    lost = [s for s in unknown.steps if s.kind == "LOSE"]
+    assert [s.source["half_offset"] for s in lost if s.source is not None] == [2]
+    assert not rollback.accepted and rollback.condition == "Deliver(check) and AnswerCheck"

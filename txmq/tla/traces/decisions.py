@@ -7,9 +7,10 @@ the owner's own END_TX COMMIT or ROLLBACK is its decision, made just before it s
 check is the producer's answer to that check, made just before it arrives (and its decision, when it is
 the transaction's first COMMIT or ROLLBACK), as is one without the flag that names the offset a check
 named, from the producer it went to (a client that leaves answers unmarked: the spec's
-``UnmarkedAnswers``); an UNKNOW END_TX decides nothing. TLC still judges every
-such step: an answer the spec's producer could not give (a ROLLBACK after a COMMIT, an UNKNOW after a
-decision) is refused as it would be with ``LOCAL_TX`` in the trace.
+``UnmarkedAnswers``); an UNKNOW END_TX decides nothing, and one after the transaction decided (a listener
+that does not answer from its decision) is the check lost, which the broker cannot tell from it. TLC
+still judges every such step: an answer the spec's producer could not give (a ROLLBACK after a COMMIT)
+is refused as it would be with ``LOCAL_TX`` in the trace.
 """
 
 from __future__ import annotations
@@ -59,5 +60,14 @@ class Decisions:
         if not (self.from_end_tx and (e["from_check"] or unmarked)):
             return False
         source = e if e["result"] == ev.IGNORED_UNKNOWN else None
-        self.answer(source, t, int(e["half_offset"]) + 1, p, ACTS[e["action"]], chk=bool(e["from_check"]))
+        off, act = int(e["half_offset"]) + 1, ACTS[e["action"]]
+        if act == "none" and self.local[t] != "unknown":
+            # A listener that answers UNKNOW after its transaction decided, as upstream's benchmark
+            # TransactionProducer does (TransactionListenerImpl.checkLocalTransaction answers by the check
+            # count the check carries; a restart re-checks a second chain of copies at lower counts). The
+            # spec's producer answers from its decision; to the broker an UNKNOW answer is nothing
+            # (EndTransactionProcessor.processRequest returns null), as a check that never came back is.
+            self.add("LOSE", source, t=t, type="check", off=off, act="none", chk=True, p=p)
+            return True
+        self.answer(source, t, off, p, act, chk=bool(e["from_check"]))
         return True

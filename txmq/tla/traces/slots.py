@@ -173,6 +173,8 @@ class Pool:
             flying.discard(("check", fields["off"], "none", True, fields["p"]))
             if fields["act"] != "none":  # marked, or left unmarked by its client (UnmarkedAnswers)
                 flying.add(("end", fields["off"], fields["act"], fields["chk"], fields["p"]))
+        elif kind == "LOSE":  # a check answered UNKNOW after a decision (``decisions``): no answer comes
+            flying.discard((fields["type"], fields["off"], fields["act"], fields["chk"], fields["p"]))
         elif kind == "END" and not fields["dup"]:  # an owner's own END_TX was never in flying: no-op
             flying.discard(("end", fields["off"], fields["act"], fields["chk"], fields["p"]))
 
