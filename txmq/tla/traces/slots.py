@@ -154,8 +154,10 @@ class Pool:
             self.records.setdefault(t, []).append(fields["off"])
         if kind == "RENEW" and fields["p"] == EXECUTOR:
             self.queued[t] += 1
-        elif kind == "CHECK" and self.queued[t]:
+        elif kind == "CHECK" and self.queued[t]:  # no entry kept at 0: a few integers per transaction
             self.queued[t] -= 1
+            if not self.queued[t]:
+                del self.queued[t]
         if kind == "CRASH":
             self.rescan = (fields["i"], self.halves)
             self.queued.clear()  # CrashRestart: the executor's queue is memory
