@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from spark_validation import groups, ops, outcomes, per_txn, queues, samples
+from spark_validation import classes, groups, ops, outcomes, per_txn, queues, samples
 from spark_validation.catalogue import CHECK_IDS
 from spark_validation.cli import DEFAULT_SAMPLES, add_arguments
 from spark_validation.errors import SparkFailedError
@@ -160,12 +160,14 @@ def validate(
     master: str | None = None,
     limit: int = DEFAULT_SAMPLES,
     progress: Callable[[str], None] = _progress,
+    make_archive: bool = False,
 ) -> Report:
-    """Validate one trace file; raises a TraceError subclass for unusable input."""
+    """Validate one trace file; raises a TraceError subclass for unusable input. ``make_archive``: this is
+    the process's last use of Spark, and ``classes.save`` follows (``start_session``)."""
     trace = open_trace(path)
     progress(f"{trace.path} ({trace.kind}, mode {trace.mode}): header and columns ok; starting Spark")
     t0, cpu0 = time.perf_counter(), time.process_time()
-    spark = start_session(master)
+    spark = start_session(master, make_archive=make_archive)
     size_shuffles(spark, trace.rows_estimate)
     session_s, session_cpu = time.perf_counter() - t0, cpu_s() - cpu0  # the JVM's from its start
     progress(f"Spark {spark.version} on {spark.sparkContext.master} ({session_s:.1f} s, {session_cpu:.1f} s "
@@ -226,7 +228,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     for path, option in ((args.report, "--report"), (args.plot, "--plot")):
         if path:
             check_output_path(Path(path), option)
-    report = validate(args.trace, master=args.master, limit=args.samples)
+    report = validate(args.trace, master=args.master, limit=args.samples, make_archive=True)
     print(report.render())
     if args.report:
         report.write_json(args.report)
@@ -234,6 +236,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         from spark_validation.plot import plot_report
 
         plot_report(report, args.plot)
+    classes.save(_progress)
     return report.exit_code
 
 

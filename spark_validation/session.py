@@ -16,7 +16,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import socket
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from spark_validation import classes
 from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.files import replacing
@@ -84,13 +84,6 @@ def _log_config() -> Path:
         with replacing(path) as tmp:
             tmp.write_text(_LOG4J2, encoding="utf-8")
     return path
-
-
-def _java_available() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    return (
-        bool(home and os.path.exists(os.path.join(home, "bin", "java"))) or shutil.which("java") is not None
-    )
 
 
 # The master URLs a session can be started with here; anything else is a usage error.
@@ -156,8 +149,11 @@ def _quiet_py4j() -> None:
             logger.addFilter(_QuietPy4j())
 
 
-def start_session(master: str | None = None, app_name: str = "txmq-validate") -> Any:
-    """A SparkSession: the given master, else the one spark-submit chose, else ``local[*]``."""
+def start_session(master: str | None = None, app_name: str = "txmq-validate",
+                  make_archive: bool = False) -> Any:
+    """A SparkSession: the given master, else the one spark-submit chose, else ``local[*]``. A driver this
+    process launches starts from the class archive (``spark_validation.classes``); with ``make_archive``
+    and none made yet, it writes one at its exit, which ``classes.save`` then brings about."""
     try:
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
@@ -170,7 +166,7 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
     if SparkContext._active_spark_context is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         builder = SparkSession.builder
     else:
-        if not _java_available():
+        if classes.java() is None:
             raise ToolMissingError(
                 "Spark needs Java 17+: install a JDK (apt-get install openjdk-17-jre) or set JAVA_HOME"
             )
@@ -187,7 +183,8 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate") ->
             SparkSession.builder.master(chosen)
             .config(
                 "spark.driver.extraJavaOptions",
-                f"{DRIVER_JAVA_OPTIONS} -Dlog4j2.configurationFile=file:{_log_config()}",
+                f"{DRIVER_JAVA_OPTIONS} {classes.launch_options(make_archive)} "
+                f"-Dlog4j2.configurationFile=file:{_log_config()}",
             )
             .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY))
         )

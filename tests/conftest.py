@@ -98,6 +98,9 @@ _REAL_TIME_PREFIXES = ("test_serve_", "test_remoting_", "spark_validation.tests.
 # Servers on the real clock whose tests use little CPU (they wait on check intervals and clients): they
 # join the rest, which ended four minutes before the real-time process in a fresh-clone run.
 _QUIET_REAL_TIME = ("test_serve_fidelity", "test_serve_node", "test_remoting_cpp")
+# Spark in child processes with a per-user cache of their own (the driver's class archive made afresh):
+# nothing shared with the real-time process, which ends last; CPU-bound, as the rest are.
+_OWN_SPARK = ("spark_validation.tests.test_classes",)
 # The audits of txmq serve: each waits out its workload and settle time on the real clock, as upstream's
 # tests wait on its check intervals and restarts; they share that process, which ends first otherwise.
 _AUDIT_PREFIX = "test_audit_"
@@ -121,7 +124,7 @@ def lane(item: pytest.Item) -> str:
         return "upstream"  # a client module's test on the session's cluster too: one cluster per session
     if name in _CLIENT_MODULES:
         return "clients"
-    if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME:
+    if name.startswith(_REAL_TIME_PREFIXES) and name not in _QUIET_REAL_TIME + _OWN_SPARK:
         return "real_time"
     if item.get_closest_marker("needs_tlc") is None:
         return "rest"

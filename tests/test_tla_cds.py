@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tlc_tools import JAR, needs_tlc
 
+from txmq import jvm_archive
 from txmq.tla import cds
 from txmq.tla.runner import find_java
 
@@ -28,7 +29,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                                  ('JAVA_VERSION="11.0.2"\n', False),
                                                  ('JAVA_VERSION="1.8.0_402"\n', False), ("", False)])
 def test_only_jdk_13_and_newer_make_dynamic_archives(release: str, usable: bool) -> None:
-    assert cds.dynamic_archives(release) is usable
+    assert jvm_archive.dynamic_archives(release) is usable
 
 
 def test_a_runtime_without_a_release_file_runs_without_an_archive(tmp_path: Path, cache: Path) -> None:

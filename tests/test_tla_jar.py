@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from txmq.errors import ToolMissingError
+from txmq.jvm_archive import sha256_of
 from txmq.tla.jar import (
     ENV_VAR,
     ChecksumMismatchError,
@@ -15,7 +16,6 @@ from txmq.tla.jar import (
     cache_path,
     find_jar,
     install,
-    sha256_of,
 )
 
 

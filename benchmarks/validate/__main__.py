@@ -144,6 +144,17 @@ def run(n: int, seed: int, directory: Path) -> Measured:
     return Measured(n, duck_s, wall, report, duck_cpu, spark_cpu)
 
 
+def _with_class_archive(seed: int, directory: Path) -> None:
+    """Time Spark as a user's later runs go: from the driver's class archive (``spark_validation.classes``),
+    which the first validation of an installation makes. Made here first, untimed, when there is none."""
+    from spark_validation import classes
+
+    if classes.archive() is None:
+        print("making the Spark driver's class archive first (once, untimed)", file=sys.stderr)
+        _spark(_trace(1_000, seed, directory))
+    print(f"Spark driver's class archive: {classes.archive() or 'none (this runtime cannot make one)'}")
+
+
 def load() -> str:
     """The load average and cores, as the figures are given with."""
     return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
@@ -158,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "txmq-bench")
     args = parser.parse_args(argv)
     print(f"seed {args.seed}; {load()}")
+    _with_class_archive(args.seed, args.dir)
     for n in args.transactions:
         run(n, args.seed, args.dir)
     return 0

@@ -46,15 +46,17 @@ def _validate(staging: Path, out_dir: Path, master: str | None) -> tuple[str, in
     and exit code. The report names the trace where it will be once the run has finished."""
     if shutil.which("java") is None:
         raise ToolMissingError("no java on PATH; Spark needs Java 17: apt-get install openjdk-17-jre")
+    from spark_validation import classes
     from spark_validation.job import validate
     from spark_validation.plot import plot_report
     from spark_validation.report import NOT_JUDGED
 
-    report = validate(str(staging / TRACE), master=master)
+    report = validate(str(staging / TRACE), master=master, make_archive=True)
     report.trace = str(out_dir / TRACE)
     print(report.render())
     report.write_json(staging / REPORT)
     plot_report(report, staging / PLOT)
+    classes.save(_say)
     judged = [c for c in report.checks if c.status != NOT_JUDGED]
     unjudged = len(report.checks) - len(judged)
     line = (f"Spark validation: {len(judged) - len(report.failed)} of {len(judged)} checks pass"

@@ -19,23 +19,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from txmq import proc
-from txmq.tla.jar import cache_path, sha256_of
+from txmq.jvm_archive import QUIET, dynamic_archives, install, intact, release, sha256_of, take_lock
+from txmq.tla.jar import cache_path
 
-# A maker that died leaves its lock behind: after this long another process may make the archive.
-STALE_LOCK_S = 600
 # Archives kept in the cache, the newest: one per checkout's environment, so a few checkouts side by side
 # each keep theirs, and fresh clones do not fill the disk.
 KEPT = 4
-# JDK 17 says on standard output which classes it could not archive, and what it did with an archive it
-# could not use: not TLC speaking, so not in TLC's output.
-QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+ARCHIVES = "tla2tools-*.jsa"
 
 # What the archive is made from: a spec that makes TLC parse standard modules, check an invariant and a
 # temporal property, and print a counterexample, as the project's models and traces do.
@@ -52,21 +47,6 @@ Reaches == <>(x = 5)
 _CFG = "SPECIFICATION Spec\nINVARIANT Small\nPROPERTY Reaches\n"
 
 
-def _release(java: str) -> str:
-    """The ``release`` file of ``java``'s runtime (its version, vendor, build), or "" when it has none."""
-    try:
-        return (Path(os.path.realpath(java)).parent.parent / "release").read_text(encoding="utf-8",
-                                                                                   errors="replace")
-    except OSError:
-        return ""
-
-
-def dynamic_archives(release: str) -> bool:
-    """Whether a runtime with this ``release`` file makes dynamic archives (JDK 13 and newer)."""
-    found = re.search(r'^JAVA_VERSION="(\d+)', release, re.MULTILINE)
-    return found is not None and int(found.group(1)) >= 13
-
-
 @functools.cache
 def archive_key(java: str, jar: Path) -> str:
     """What names the archives of ``jar`` run by ``java``: a hash of the jar (its bytes, and the path, size
@@ -75,7 +55,7 @@ def archive_key(java: str, jar: Path) -> str:
     and of the runtime."""
     stat = jar.stat()
     where = f"{os.path.realpath(jar)}\n{stat.st_size}\n{stat.st_mtime_ns}"
-    runtime = f"{os.path.realpath(java)}\n{_release(java)}"
+    runtime = f"{os.path.realpath(java)}\n{release(java)}"
     return hashlib.sha256(f"{sha256_of(jar)}\n{where}\n{runtime}".encode()).hexdigest()[:16]
 
 
@@ -92,21 +72,16 @@ def archive(java: str, jar: Path) -> Path | None:
     found = _INTACT.get((java, jar))
     if found is not None and found.is_file():
         return found
-    for candidate in sorted(cache_path().parent.glob(f"tla2tools-{archive_key(java, jar)}-*.jsa")):
-        try:
-            if sha256_of(candidate)[:16] == candidate.stem.rsplit("-", 1)[1]:
-                _INTACT[(java, jar)] = candidate
-                return candidate
-            candidate.unlink()
-        except OSError:
-            continue
-    return None
+    found = intact(cache_path().parent / f"tla2tools-{archive_key(java, jar)}")
+    if found is not None:
+        _INTACT[(java, jar)] = found
+    return found
 
 
 def jvm_options(java: str, jar: Path) -> list[str]:
     """The JVM options that run TLC from the archive, making the archive first if none exists (and no
     other process is making it); none when there is no archive to use, or the runtime cannot use one."""
-    if not dynamic_archives(_release(java)):
+    if not dynamic_archives(release(java)):
         return []
     key = archive_key(java, jar)
     found = archive(java, jar)
@@ -121,13 +96,8 @@ def jvm_options(java: str, jar: Path) -> list[str]:
 def _make(java: str, jar: Path, stem: Path) -> bool:
     """Make the archive, ``stem-<hash of its bytes>.jsa``, unless another process is making it (False
     then); every failure leaves no archive."""
-    lock = stem.with_name(f"{stem.name}.lock")
-    try:
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
-            lock.unlink(missing_ok=True)
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except OSError:
+    lock = take_lock(stem)
+    if lock is None:
         return False  # no cache to write to, or another process is making it
     try:
         fd, name = tempfile.mkstemp(prefix=".tla2tools-", suffix=".jsa", dir=stem.parent)
@@ -136,8 +106,7 @@ def _make(java: str, jar: Path, stem: Path) -> bool:
         made.unlink()  # the JVM writes it anew
         try:
             if _dump(java, jar, made) and _starts_with(java, jar, made):
-                made.replace(stem.with_name(f"{stem.name}-{sha256_of(made)[:16]}.jsa"))
-                prune(stem.parent, "tla2tools-*.jsa")
+                install(made, stem, ARCHIVES, KEPT)
         finally:
             made.unlink(missing_ok=True)
     except (OSError, subprocess.SubprocessError):
@@ -159,14 +128,6 @@ def _dump(java: str, jar: Path, made: Path) -> bool:
                  cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                  timeout=300)
     return made.is_file() and made.stat().st_size > 0
-
-
-def prune(directory: Path, pattern: str) -> None:
-    """Keep the ``KEPT`` newest files of ``directory`` matching ``pattern`` (archives, TLC's kept answers):
-    each checkout's environment gets one of its own (an archive is 10 MB)."""
-    made = sorted(directory.glob(pattern), key=lambda path: path.stat().st_mtime, reverse=True)
-    for old in made[KEPT:]:
-        old.unlink(missing_ok=True)
 
 
 def _starts_with(java: str, jar: Path, made: Path) -> bool:

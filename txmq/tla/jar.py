@@ -14,7 +14,6 @@ results are reproducible across machines.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from txmq.errors import ToolMissingError
+from txmq.jvm_archive import sha256_of, user_cache_dir
 
 ENV_VAR = "TLA2TOOLS_JAR"
 
@@ -52,9 +52,7 @@ class ChecksumMismatchError(ToolMissingError):
 
 def cache_path(environ: Mapping[str, str] | None = None) -> Path:
     """Where ``install-tlc`` puts the jar and where lookup searches after ``TLA2TOOLS_JAR``."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
-    return Path(base) / "txmq" / "tla2tools.jar"
+    return user_cache_dir(environ) / "tla2tools.jar"
 
 
 def bundled_jar(package: str | None = None) -> Path | None:
@@ -91,15 +89,6 @@ def find_jar(
     if fallback is not None and fallback.is_file():
         return fallback
     raise ToolMissingError(f"tla2tools.jar not found; {HOW_TO_PROVIDE}")
-
-
-def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file, read in chunks (the jar is a few MB)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def install(

@@ -27,6 +27,7 @@ from pathlib import Path
 from txmq import proc
 from txmq.errors import ConfigError, ToolMissingError
 from txmq.files import replacing
+from txmq.jvm_archive import prune
 from txmq.tla import cds
 from txmq.tla.jar import cache_path, find_jar
 from txmq.tla.parser import TlcFinding, TlcResult, parse_tlc_output
@@ -119,7 +120,7 @@ def _keep_features(java: str, jar: Path, features: TlcFeatures) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with replacing(target) as partial:
             partial.write_text(json.dumps(dataclasses.asdict(features)), encoding="utf-8")
-        cds.prune(target.parent, "tla2tools-*.features.json")
+        prune(target.parent, "tla2tools-*.features.json", cds.KEPT)
     except OSError:
         pass
 
