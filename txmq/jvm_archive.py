@@ -71,17 +71,31 @@ def intact(stem: Path) -> Path | None:
 
 
 def take_lock(stem: Path) -> Path | None:
-    """The lock for making ``stem``'s archive, created; None when another process holds it (or the cache
-    cannot be written). A lock older than ``STALE_LOCK_S`` is a dead maker's, and is taken over."""
+    """The lock for making ``stem``'s archive, created with this process's id in it; None when another
+    process holds it (or the cache cannot be written). A lock whose process is gone (a maker killed with
+    SIGKILL), or older than ``STALE_LOCK_S``, is a dead maker's, and is taken over."""
     lock = stem.with_name(f"{stem.name}.lock")
     try:
         stem.parent.mkdir(parents=True, exist_ok=True)
-        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+        if lock.exists() and (time.time() - lock.stat().st_mtime > STALE_LOCK_S or not _holder_alive(lock)):
             lock.unlink(missing_ok=True)
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
     except OSError:
         return None
     return lock
+
+
+def _holder_alive(lock: Path) -> bool:
+    """Whether the process named in ``lock`` still runs (a lock naming none is taken to be held)."""
+    try:
+        os.kill(int(lock.read_text(encoding="ascii")), 0)
+    except (ValueError, OSError) as exc:
+        return not isinstance(exc, ProcessLookupError)
+    return True
 
 
 def install(made: Path, stem: Path, kind: str, kept: int) -> Path:
