@@ -29,7 +29,7 @@ from txmq.audit.blind import downtime_s, unheard_windows
 from txmq.audit.checkers import open_transactions
 from txmq.audit.history import History, Record
 from txmq.audit.nemesis import Nemesis
-from txmq.audit.producers import AuditProducer, LocalTransactions
+from txmq.audit.producers import AuditProducer, LocalTransactions, on_the_clients_io_loop
 from txmq.audit.workload import Fault, Plan, PlannedTx
 from txmq.errors import BrokerUnavailableError
 
@@ -92,6 +92,7 @@ class Driver:
             self._generation += 1
             name = f"{slot}.{self._generation}"
         producer = self._new_producer(name)
+        on_the_clients_io_loop()  # a replacement starts on a transaction's thread
         try:
             producer.startup()
         except Exception as exc:
@@ -105,6 +106,7 @@ class Driver:
     def _start_consumer(self) -> Any:
         consumer = SimpleConsumer(self.config, self.settings.group,
                                   {self.settings.topic: FilterExpression("*")}, await_duration=2)
+        on_the_clients_io_loop()
         try:
             consumer.startup()
         except Exception as exc:

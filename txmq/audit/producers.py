@@ -6,6 +6,7 @@ it receives from that table itself, so that the history sees when each answer's 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -89,6 +90,23 @@ class LocalTransactions:
         event = self._txs[tx].checked
         while not event.wait(0.2) and not stop.is_set() and time.monotonic() < deadline:
             continue
+
+
+def on_the_clients_io_loop() -> None:
+    """Make the official client's I/O loop the current event loop of this thread, between a client's
+    construction (which starts that loop) and its ``startup()``.
+
+    The client sets it so itself (``RpcChannel.create_channel``: ``asyncio.set_event_loop``), but only on
+    the thread that makes a channel; when a channel was made on the I/O thread, a client started on one of
+    the audit's own threads found no current loop where grpc's asyncio layer looks one up, failed with
+    "There is no current event loop in thread ...", and its topic had no route: seen once in a suite run
+    (the delay probe's producer could not send). The main thread never fails so: it gets a loop made for
+    it on demand."""
+    from rocketmq.v5.client.connection.rpc_client import RpcClient
+
+    loop = RpcClient.get_channel_io_loop()
+    if loop is not None:
+        asyncio.set_event_loop(loop)
 
 
 class AuditProducer(Producer):

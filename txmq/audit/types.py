@@ -29,6 +29,7 @@ from typing import Any
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
 
 from txmq.audit.history import History
+from txmq.audit.producers import on_the_clients_io_loop
 from txmq.errors import ConfigError
 
 DELAY_MESSAGES, DELAY_FIRST_S = 3, 2  # delivery times 2, 3 and 4 s (whole seconds) after the send
@@ -127,11 +128,13 @@ class Probes:
     # ------------------------------------------------------------------ clients
     def _consumer(self, group: str, topic: str) -> Any:
         consumer = SimpleConsumer(self.config, group, {topic: FilterExpression("*")}, await_duration=1)
+        on_the_clients_io_loop()  # the probes run on threads of their own
         consumer.startup()
         return consumer
 
     def _producer(self, topic: str, probe: str) -> _Started:
         producer = Producer(self.config, (topic,))
+        on_the_clients_io_loop()
         producer.startup()
         return _Started(producer)
 
