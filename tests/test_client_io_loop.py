@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-rocketmq = pytest.importorskip("rocketmq", reason="rocketmq-python-client missing: pip install 'txmq[serve]'")
+rocketmq = pytest.importorskip(
+    "rocketmq", reason="rocketmq-python-client is missing: pip install -e '.[serve]'")
 
 
 def test_a_thread_that_starts_a_client_finds_the_client_s_io_loop_current() -> None:

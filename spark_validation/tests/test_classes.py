@@ -16,7 +16,7 @@ from spark_validation import classes
 from spark_validation.tests.tracebuilder import clean_trace
 from txmq.jvm_archive import QUIET
 
-pytest.importorskip("pyspark", reason="pyspark missing: pip install 'txmq[spark]'")
+pytest.importorskip("pyspark", reason="pyspark is missing: pip install -e '.[spark]'")
 
 
 @pytest.fixture
