@@ -84,9 +84,9 @@ def launch_options(make_archive: bool) -> str:
         return ""
     try:
         stem = _stem(runtime)
+        found = intact(stem)
     except OSError:
         return ""
-    found = archive()
     if found is not None:
         return " ".join([f"-XX:SharedArchiveFile={found}", *QUIET]) if _safe(found) else ""
     if not make_archive or _making is not None or (lock := take_lock(stem)) is None:

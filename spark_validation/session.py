@@ -183,7 +183,7 @@ def start_session(master: str | None = None, app_name: str = "txmq-validate",
             SparkSession.builder.master(chosen)
             .config(
                 "spark.driver.extraJavaOptions",
-                f"{DRIVER_JAVA_OPTIONS} {classes.launch_options(make_archive)} {os.environ.get('XJ', '')} "
+                f"{DRIVER_JAVA_OPTIONS} {classes.launch_options(make_archive)} "
                 f"-Dlog4j2.configurationFile=file:{_log_config()}",
             )
             .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY))
