@@ -263,9 +263,12 @@ class _Soak:
             self._drive(duration_s, sample_every_s, crash_every_s)
             self.stop_producing.set()
             threads[0].join()
-            deadline = time.monotonic() + drain_s  # checks still resolve UNKNOW answers: let them arrive
-            while time.monotonic() < deadline and self.ledger.pending_count():
-                time.sleep(0.1)
+            deadline = time.monotonic() + drain_s
+            self._drain(deadline)  # commits a check resolves late are acknowledged meanwhile
+            # Stop the services before the consumer: a check pass run after the consumer stopped would
+            # acknowledge commits nobody reads any more, and the run would count them lost.
+            self.runtime.stop()
+            self._drain(deadline)
         finally:
             self.stop_producing.set()
             self.stop_consuming.set()
@@ -277,6 +280,11 @@ class _Soak:
             self.broker.close()
         self.sample()
         return self._summary(stats)
+
+    def _drain(self, deadline: float) -> None:
+        """Wait until every acknowledged commit has been delivered, or until ``deadline``."""
+        while time.monotonic() < deadline and self.ledger.pending_count():
+            time.sleep(0.1)
 
     def _drive(self, duration_s: float, sample_every_s: float, crash_every_s: float) -> None:
         """Sample every ``sample_every_s`` and crash the broker every ``crash_every_s`` (0: never)."""
