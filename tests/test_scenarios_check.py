@@ -89,10 +89,35 @@ def test_a_renewal_and_its_check_are_one_step_on_a_running_clock(tmp_path: Path,
         TransactionProducer(broker, "G", ScriptedListener(UNKNOW)).start().send_half(Message("T", b"x"))
         clock.advance(TIMEOUT + 1_000)
         assert broker.run_check_once().checks == 1
-    [renewal] = [e for e in sink.of(ev.HALF_RENEW) if e["result"] == ev.RENEW_FOR_CHECK]
-    [check] = sink.of(ev.CHECK)
+        # (before the close: rocketmq's close runs a last pass that renews the copy once more)
+        [renewal] = [e for e in sink.of(ev.HALF_RENEW) if e["result"] == ev.RENEW_FOR_CHECK]
+        [check] = sink.of(ev.CHECK)
     assert renewal["half_offset"] == check["half_offset"]
     assert renewal["ts"] == check["ts"] if mode == "strict" else renewal["ts"] < check["ts"]
+
+
+def test_a_clean_stop_runs_a_last_pass_whose_checks_are_never_sent(make_env: EnvFactory, mode: str) -> None:
+    """BrokerController.shutdownBasicService stops the Op batch service, then the check listener's
+    executor, then TransactionalMessageCheckService, whose wake-up runs one more pass
+    (ServiceThread.shutdown, onWaitEnd): rocketmq's close writes that pass's renewal and checkpoint, and
+    the check it hands over is never sent. Strict stops without the pass."""
+    env = make_env(mode)
+    env.producer("G", ScriptedListener(UNKNOW)).send_half(Message("T", b"x"))
+    env.advance(TIMEOUT + 1)
+
+    env.broker.close()
+
+    assert env.events(ev.CHECK) == []
+    renewals = [(e["half_offset"], e["check_count"]) for e in env.events(ev.HALF_RENEW)]
+    env.broker.restart()
+    if mode == "rocketmq":
+        assert renewals == [(1, 1)]
+        assert env.broker.admin.checkpoints().half_offset == 1  # persisted past the original
+        env.run_check(INTERVAL)
+        assert check_counts(env) == [2]  # the copy is checked next: the pass's check counted
+    else:
+        assert renewals == []
+        assert env.broker.admin.checkpoints().half_offset == 0
 
 
 def test_s14_runs_are_scheduled_every_interval(make_env: EnvFactory) -> None:
@@ -116,7 +141,8 @@ def test_s14_runs_are_scheduled_every_interval(make_env: EnvFactory) -> None:
 def test_checks_reach_any_producer_of_the_group_with_the_copy(make_env: EnvFactory, mode: str) -> None:
     """AbstractTransactionalMessageCheckListener.sendCheckMessage: the request names the copy (its
     offsets), the group, the transaction and its count, and carries the copy relabelled with the real
-    topic and queue. Counters: one check per half, each examined once."""
+    topic and queue. Counters: one check per half, each examined once, and the run's own first copy,
+    where it stops (stored after the run began)."""
 
     class Recording:
         producer_id = "recorder"
@@ -136,7 +162,8 @@ def test_checks_reach_any_producer_of_the_group_with_the_copy(make_env: EnvFacto
 
     report = env.run_check(TIMEOUT + 1)
 
-    assert (report.examined, report.checks) == (2, 2) and env.broker.broker_stats()["checks"] == 2
+    assert (report.examined, report.checks) == (3, 2) and env.broker.broker_stats()["checks"] == 2
+    assert (report.stopped_at, report.stop_reason) == (2, "FRESH")
     first = channel.requests[0]
     assert (first.producer_group, first.transaction_id, first.check_count) == ("G", "t0", 1)
     assert (first.tran_state_table_offset, first.message.queue_offset) == (2, 2)
@@ -191,18 +218,19 @@ def test_listener_failure_counts_as_unknow(make_env: EnvFactory, failure: str) -
 
 
 def test_more_halves_after_a_check_max_discard(make_env: EnvFactory, mode: str) -> None:
-    """TransactionalMessageServiceImpl.check: a discard moves the cursor on; the run goes on."""
+    """TransactionalMessageServiceImpl.check: a discard moves the cursor on and the run goes on; the run
+    reads on into the copies it renewed itself, and needDiscard comes before the test that would end the
+    run at such a copy, so a copy renewed to the max is discarded by the run that renewed it."""
     env = make_env(mode, check_max=1)
     env.producer("G", ScriptedListener(UNKNOW)).send_half(Message("T", b"dies"))
-    env.run_check(TIMEOUT + 1)  # check 1: copy at 1
     now = env.clock.now_ms()
     env.broker.send_half(Message("T", b"old"), "G", "p", "OLD", born_timestamp=now - 60_000)
 
-    report = env.run_check(INTERVAL)
+    report = env.run_check(TIMEOUT + 1)  # both checked (copies 2 and 3), then both copies discarded
 
-    assert (report.discards, report.checks) == (1, 1)
-    assert [e["txn"] for e in env.events(ev.CHECK)][-1] == "OLD"
-    assert env.broker.admin.checkpoints().half_offset == 3
+    assert (report.checks, report.discards, report.stop_reason) == (2, 2, "NO_RECORD")
+    assert [(e["half_offset"], e["check_count"]) for e in env.events(ev.DISCARD)] == [(2, 1), (3, 1)]
+    assert env.broker.admin.checkpoints().half_offset == 4
 
 
 def test_half_of_age_exactly_zero_is_young(make_env: EnvFactory, mode: str) -> None:

@@ -78,15 +78,23 @@ def test_young_half_stops_before_more_ops_are_read(make_env: EnvFactory) -> None
 
 def fifteenth_copy_committed_behind_many_ops(env: Env) -> str:
     """A transaction checked 15 times; then 40 others commit (40 Op records); then the answer COMMIT to
-    its 15th check arrives, so the Op naming the count-15 copy comes after the first 32 unread ones."""
+    its 15th check arrives, so the Op naming the count-15 copy comes after the first 32 unread ones.
+
+    The 15th run would discard the copy it renews if it reached it (needDiscard before the freshness
+    test): a half stored as that run starts ends it first, as another producer's send does on a busy
+    broker, and its check immunity spares the next run an Op read for it."""
     transport = HeldTransport(env.broker)
     result = env.producer("G", ScriptedListener(COMMIT), transport=transport).send_half(Message("T", b"x"))
-    exhaust_checks(env, 15)
+    exhaust_checks(env, 14)
+    env.advance(INTERVAL)
+    env.producer("B", ScriptedListener(UNKNOW)).send_half(
+        Message("T", b"b", properties={"CHECK_IMMUNITY_TIME_IN_SECONDS": "600"}))
+    assert env.run_check().stop_reason == "FRESH"
     assert len(transport.held) == 15
     commit_many(env, 40)
     assert transport.release(14) == ev.OK  # the answer to check 15, for the copy carrying count 15
     env.broker.flush_op_batches(force=True)
-    assert env.op_entries()[-1] == 15 and len(env.op_entries()) == 41
+    assert env.op_entries()[-1] == 16 and len(env.op_entries()) == 41
     return result.msg_id
 
 
@@ -100,7 +108,7 @@ def test_count_15_copy_committed_beyond_the_first_op_batch_rocketmq(make_env: En
 
     assert report.discards == 1
     [discard] = env.events(ev.DISCARD)
-    assert (discard["txn"], discard["half_offset"], discard["check_count"]) == (txn, 15, 15)
+    assert (discard["txn"], discard["half_offset"], discard["check_count"]) == (txn, 16, 15)
     assert env.bodies() == [b"c"] * 40 + [b"x"]  # committed, and discarded too
     assert env.broker.transaction_state(txn) is TransactionState.COMMITTED
 
@@ -188,7 +196,8 @@ def test_immunity_copy_whose_original_op_was_read_is_dropped(make_env: EnvFactor
     renewed = [(e["prev_half_offset"], e["result"]) for e in env.events(ev.HALF_RENEW)][2:]
     # The original again (its Op is not read yet), OLD and its copy; not copy 34: its original's Op was read.
     assert renewed == [(0, ev.RENEW_IMMUNITY), (33, ev.RENEW_FOR_CHECK), (35, ev.RENEW_FOR_CHECK)]
-    assert (report.op_reads, report.examined, report.resolved_by_op) == (3, 4, 32)
+    # Examined: the original, OLD, its copy 35, and the run's own first copy, where it stops (fresh).
+    assert (report.op_reads, report.examined, report.resolved_by_op) == (3, 5, 32)
     assert env.broker.admin.checkpoints() == ScanPosition(36, 33)
 
 

@@ -34,11 +34,17 @@ def immunity_spends_the_budget(rig: Rig) -> None:
 def last_examination_discards_a_resolved_half(rig: Rig) -> None:
     """#8311 (1): needDiscard runs before the run reads more of the Op queue, so a copy carrying 15
     checks whose COMMIT's Op lies beyond the first 32 Op records read is discarded though committed.
-    Needs one Op record per commit (op_batch_max_chars 1)."""
+    The run that renews a copy to 15 discards it at once if it reaches it (``needDiscard`` comes before
+    the freshness test); here a half stored as that run starts ends the run before the copy, as another
+    producer's send does on a busy broker, and its check immunity keeps the next run from reading the Op
+    queue on for it. Needs one Op record per commit (op_batch_max_chars 1)."""
     network = Network(rig.broker)
     rig.half(rig.producer(Answers(COMMIT), network=network))
     network.hold = True
-    rig.runs(15, FIRST_CHECK_MS)
+    rig.runs(14, FIRST_CHECK_MS)
+    rig.advance(INTERVAL_MS)
+    rig.half(rig.producer(group="B"), immunity_s="600")
+    rig.run_check()  # the 15th check; the run ends at B's half, before the copy it renewed
     others = rig.producer(Answers(COMMIT), group="C")
     for _ in range(40):
         others.send_message_in_transaction(Message("T", b"c"), COMMIT)

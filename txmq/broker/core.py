@@ -171,12 +171,20 @@ class BrokerCore:
     def close(self) -> None:
         """Clean shutdown: the batch thread's last run (strict writes every buffered Op; rocketmq only the
         due ones, as upstream's shutdown wake-up does), then checkpoints are persisted and the store
-        closed. What stays in memory (the rest of the Op buffer, the half cache) is gone."""
+        closed. What stays in memory (the rest of the Op buffer, the half cache) is gone.
+
+        Rocketmq mode runs one more check pass first, as upstream's clean shutdown does
+        (``BrokerController.shutdownBasicService`` stops the Op batch service, then the check listener's
+        executor, then ``TransactionalMessageCheckService``, whose wake-up runs a pass:
+        ``ServiceThread.shutdown``, ``onWaitEnd``). Its renewals and discards are written and its
+        checkpoints persisted; the checks it hands over are never sent (the stopped executor drops them)."""
         with self._lock:
             ctx = self._ctx
             if ctx is None:
                 return
             ctx.ops.tick(force=self._config.strict)
+            if not self._config.strict:
+                self._check.run_once()
             self._persist()
             try:
                 store = ctx.store

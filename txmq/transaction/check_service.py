@@ -94,9 +94,11 @@ class CheckService:
         self._read_ops(queue_id, ops, report)
         read_half = partial(ctx.store.get_by_queue_offset, HALF_TOPIC, queue_id)
         i = half_start
-        end = ctx.store.max_queue_offset(HALF_TOPIC, queue_id)  # later records are the run's own copies
         moment = Moment(start, start)
-        while i < end:
+        # No bound but ``decide``'s stops: like upstream's loop, the run reads on into the copies it stored
+        # itself, and discards one at the check max before the freshness test would end the run there
+        # (``needDiscard`` first), so the copy renewed for the last check goes in the pass that renewed it.
+        while True:
             if moment.now_ms != clock.now_ms():  # a manual clock stands still during a run: one Moment
                 moment = Moment(start, clock.now_ms())
             decision = decide(i, read_half, ops, ctx.resolution, moment, self.rules)
