@@ -109,6 +109,21 @@ def test_a_bad_master_fails_before_the_simulation(tmp_path: Path, capsys: pytest
     assert "simulating" not in err and not (tmp_path / "out").exists()
 
 
+def test_a_java_named_by_java_home_alone_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The run looks for Java where pyspark's launcher does: $JAVA_HOME/bin/java first. With no java on
+    PATH and JAVA_HOME set, the master is still checked before the simulation."""
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no java on PATH: install Java 17 (apt-get install openjdk-17-jre-headless)")
+    monkeypatch.setenv("JAVA_HOME", str(Path(java).resolve().parent.parent))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    code = main(["run", "-n", "200", "--no-progress", "--out-dir", str(tmp_path / "out"), "--skip-spec",
+                 "--master", "nowhere"])
+    err = capsys.readouterr().err
+    assert code == ConfigError.exit_code and "'nowhere' is not a Spark master URL" in err
+
+
 def test_a_negative_tlc_transaction_count_is_refused(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Issue #25: ``--tlc-transactions -3`` skipped TLC's trace validation silently and exited 0."""

@@ -44,9 +44,11 @@ def _say(text: str) -> None:
 def _validate(staging: Path, out_dir: Path, master: str | None) -> tuple[str, int]:
     """Run the Spark validation of the staged trace, staging its report and plot; returns its summary line
     and exit code. The report names the trace where it will be once the run has finished."""
-    if shutil.which("java") is None:
-        raise ToolMissingError("no java on PATH; Spark needs Java 17: apt-get install openjdk-17-jre")
     from spark_validation import classes
+
+    if classes.java() is None:
+        raise ToolMissingError("Spark needs Java 17+: install a JDK (apt-get install openjdk-17-jre) or set "
+                               "JAVA_HOME")
     from spark_validation.job import validate
     from spark_validation.plot import plot_report
     from spark_validation.report import NOT_JUDGED
@@ -67,7 +69,9 @@ def _validate(staging: Path, out_dir: Path, master: str | None) -> tuple[str, in
 
 def _check_master_early(master: str | None) -> None:
     """A master that cannot work fails before the simulation, not after it."""
-    if shutil.which("java") is None:
+    from spark_validation.classes import java
+
+    if java() is None:  # $JAVA_HOME/bin/java, else PATH's: the java pyspark's launcher runs
         return  # the Spark step will say that Java is missing, and the run goes on without it
     from spark_validation.session import DEFAULT_MASTER, check_master
 
