@@ -57,7 +57,8 @@ def validate_row(n: int, directory: Path) -> tuple[str, str]:
             f"passes {passes(timings)}); DuckDB doing the same checks and outcomes "
             f"(`python -m benchmarks.validate`) takes {measured.duck_s:.1f} s: {measured.ratio:.1f}×; in CPU "
             f"seconds {measured.spark_cpu:.0f} against {measured.duck_cpu:.1f}: "
-            f"{measured.spark_cpu / measured.duck_cpu:.1f}× ({load()})")
+            f"{measured.spark_cpu / measured.duck_cpu:.1f}×; medians of 3 rounds, DuckDB and Spark in turn "
+            f"({load()})")
 
 
 def simulate_row(n: int, directory: Path) -> tuple[str, str]:

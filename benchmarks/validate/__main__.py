@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -96,7 +97,8 @@ def passes(timings: dict[str, float]) -> str:
 @dataclass(frozen=True)
 class Measured:
     """One size's figures: DuckDB's time, the whole Spark process's, and Spark's report; the CPU seconds of
-    both (the Spark process's with its JVM's)."""
+    both (the Spark process's with its JVM's). Over several rounds, each figure is its median and the
+    report is that of the round whose Spark time is the median."""
 
     transactions: int
     duck_s: float
@@ -110,24 +112,52 @@ class Measured:
         return self.spark_s / self.duck_s
 
 
-def run(n: int, seed: int, directory: Path) -> Measured:
-    """Time both on the trace of ``n`` transactions and print the figures, each pass's and whether the
-    two agree on every check's violations and every outcome's transactions."""
-    from txmq.trace.reader import read_header
-
-    path = _trace(n, seed, directory)
-    header = read_header(path)
+def _round(n: int, path: Path, header: Any) -> tuple[Measured, dict[str, int]]:
+    """DuckDB, then the whole Spark process, once each: the figures and DuckDB's counts."""
     t, cpu = time.perf_counter(), time.process_time()
     duck = duckdb_checks(path, header)
     duck_s, duck_cpu = time.perf_counter() - t, time.process_time() - cpu
     wall, spark_cpu, report = _spark(path)
-    timings = report["timings"]
-    spark_counts = {c["id"]: c["violations"] for c in report["checks"]}
-    spark_counts |= {o["id"]: o["transactions"] for o in report["outcomes"]}
-    events = report["events"]
-    agree = "agree" if spark_counts == duck else f"DISAGREE: spark {spark_counts} duckdb {duck}"
-    print(f"{n:>9,} transactions  {events:>10,} events  {path.stat().st_size / 1e6:6.1f} MB")
-    print(f"  duckdb: {duck_s:6.2f} s  ({events / duck_s:,.0f} events/s), {duck_cpu:.1f} s of CPU")
+    return Measured(n, duck_s, wall, report, duck_cpu, spark_cpu), duck
+
+
+def _median(rounds: list[Measured]) -> Measured:
+    """Each figure's median; the report of the round with the median Spark time."""
+    middle = sorted(rounds, key=lambda r: r.spark_s)[len(rounds) // 2]
+    return Measured(middle.transactions, median(r.duck_s for r in rounds), median(r.spark_s for r in rounds),
+                    middle.report, median(r.duck_cpu for r in rounds), median(r.spark_cpu for r in rounds))
+
+
+def run(n: int, seed: int, directory: Path, rounds: int = 3) -> Measured:
+    """Time both on the trace of ``n`` transactions, ``rounds`` times in turn (one run's ratio is mostly
+    the machine's noise: DuckDB's own time varied by 1.7x within an hour), and print the medians, each
+    pass's time and whether the two agree on every check's violations and every outcome's
+    transactions."""
+    from txmq.trace.reader import read_header
+
+    path = _trace(n, seed, directory)
+    header = read_header(path)
+    measured, disagree = [], []
+    for number in range(1, rounds + 1):
+        one, duck = _round(n, path, header)
+        spark_counts = {c["id"]: c["violations"] for c in one.report["checks"]}
+        spark_counts |= {o["id"]: o["transactions"] for o in one.report["outcomes"]}
+        if spark_counts != duck:
+            disagree.append(f"round {number}: spark {spark_counts} duckdb {duck}")
+        print(f"  round {number}/{rounds}: duckdb {one.duck_s:.2f} s, spark {one.spark_s:.2f} s: "
+              f"{one.ratio:.1f}x", file=sys.stderr, flush=True)
+        measured.append(one)
+    result = _median(measured)
+    _print(result, path, rounds, "agree" if not disagree else "DISAGREE: " + "; ".join(disagree))
+    return result
+
+
+def _print(result: Measured, path: Path, rounds: int, agree: str) -> None:
+    timings, events = result.report["timings"], result.report["events"]
+    duck_s, wall = result.duck_s, result.spark_s
+    print(f"{result.transactions:>9,} transactions  {events:>10,} events  {path.stat().st_size / 1e6:6.1f} MB"
+          f"  (medians of {rounds} rounds, DuckDB and Spark in turn)")
+    print(f"  duckdb: {duck_s:6.2f} s  ({events / duck_s:,.0f} events/s), {result.duck_cpu:.1f} s of CPU")
     print(
         f"  spark:  {wall:6.2f} s whole process = session start {timings['session_start_s']:.2f} s "
         f"({timings.get('session_start_cpu_s', 0):.1f} CPU) + job "
@@ -138,10 +168,9 @@ def run(n: int, seed: int, directory: Path) -> Measured:
         f"  ratio spark/duckdb: whole {wall / duck_s:.1f}x, job only {timings['job_s'] / duck_s:.1f}x "
         f"(target whole <= 5x at 10^6, <= 3x at 10^7)"
     )
-    print(f"  CPU: spark {spark_cpu:.1f} s (the process and its JVM), duckdb {duck_cpu:.1f} s: "
-          f"{spark_cpu / duck_cpu:.1f}x (the fairer figure on a loaded machine)")
+    print(f"  CPU: spark {result.spark_cpu:.1f} s (the process and its JVM), duckdb {result.duck_cpu:.1f} s: "
+          f"{result.spark_cpu / result.duck_cpu:.1f}x (the fairer figure on a loaded machine)")
     print(f"  violation counts: {agree}")
-    return Measured(n, duck_s, wall, report, duck_cpu, spark_cpu)
 
 
 def _with_class_archive(seed: int, directory: Path) -> None:
@@ -166,12 +195,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--transactions", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times each size is measured, DuckDB and Spark in turn; medians are printed")
     parser.add_argument("--dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "txmq-bench")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     print(f"seed {args.seed}; {load()}")
     _with_class_archive(args.seed, args.dir)
     for n in args.transactions:
-        run(n, args.seed, args.dir)
+        run(n, args.seed, args.dir, args.rounds)
     return 0
 
 
