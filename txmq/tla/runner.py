@@ -171,7 +171,10 @@ def tlc_command(
     # the parallel collector's copying cost more than it saved. Measured here on 28,000 steps of a trace
     # (3,875 slots), CPU s: parallel 29.1 and 29.9, serial 20.6 and 17.8.
     command = [java, "-XX:+UseSerialGC" if simulate_depth is not None else "-XX:+UseParallelGC",
-               *cds.jvm_options(java, jar)]
+               # A worker thread that runs out of heap dies and TLC's main thread waits for it for ever
+               # (Simulator.simulate's queue): a window of a 10^5-transaction rocketmq trace hung so,
+               # its heap full. The JVM ends instead, with exit code 3 and a line saying why.
+               "-XX:+ExitOnOutOfMemoryError", *cds.jvm_options(java, jar)]
     if heap_mb is not None:
         # The heap grows to heap_mb and no further, an eighth of it the young generation: in a simulation
         # every state survives, so the old generation is where they are kept. Class metadata is bounded

@@ -43,6 +43,7 @@ from txmq.tla.traces.spec_input import ACTION_OF, SpecInput, Step, compact_event
 from txmq.tla.traces.steps import build_steps
 from txmq.tla.traces.values import failure_report
 from txmq.tla.traces.windows import (
+    HEAP_ENV,
     cuts,
     end_state,
     explained_before_stop,
@@ -133,9 +134,17 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
             tlc.kill()
             raise
     output = "".join(lines)
+    if out_of_memory(output):
+        raise TraceError(f"TLC ran out of its {tlc_heap_mb():,} MB heap in a window of {steps:,} steps; "
+                         f"give it more with {HEAP_ENV}=<MB>, e.g. {HEAP_ENV}={2 * tlc_heap_mb()}")
     result = parse_tlc_output(output, tlc.returncode)
     result.duration_s = time.monotonic() - started
     return output, result
+
+
+def out_of_memory(output: str) -> bool:
+    """TLC's JVM ended for want of heap (``-XX:+ExitOnOutOfMemoryError``'s own line)."""
+    return "Terminating due to java.lang.OutOfMemoryError" in output
 
 
 def validate(mode: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *,
