@@ -116,9 +116,9 @@ def test_check_ci_models_as_expected(spec_dir: Path, capsys: pytest.CaptureFixtu
 def test_command_line_given_to_tlc(spec_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "spec", "check", "good", "--spec-dir", str(spec_dir), "--workers", "2")
     (args,) = java_calls(spec_dir)
-    assert args[:2] == ["-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1"]
-    assert args[2].startswith("-Djava.io.tmpdir=")
-    assert args[3:6] == ["-cp", str(spec_dir.parent / "tla2tools.jar"), "tlc2.TLC"]
+    assert args[:3] == ["-XX:+UseParallelGC", "-XX:+ExitOnOutOfMemoryError", "-XX:TieredStopAtLevel=1"]
+    assert args[3].startswith("-Djava.io.tmpdir=")
+    assert args[4:7] == ["-cp", str(spec_dir.parent / "tla2tools.jar"), "tlc2.TLC"]
     assert args[args.index("-workers") + 1] == "2"
     assert args[args.index("-config") + 1] == str(spec_dir / "models" / "good.cfg")
     assert {"-tool", "-cleanup", "-deadlock"} <= set(args)
