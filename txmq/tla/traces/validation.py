@@ -116,9 +116,10 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
     (work / f"{MODULE_NAME}.cfg").write_text(cfg, encoding="utf-8")
     java = find_java()
     states = work / "states"
+    heap_mb = tlc_heap_mb()
     # The behaviour's states: the initial one and one per step (TLC adds the stutter after the last).
     command = tlc_command(java, jar, work / f"{MODULE_NAME}.tla", work / f"{MODULE_NAME}.cfg", states,
-                          workers="1", check_deadlock=True, simulate_depth=steps + 1, heap_mb=tlc_heap_mb())
+                          workers="1", check_deadlock=True, simulate_depth=steps + 1, heap_mb=heap_mb)
     lines: list[str] = []
     started = time.monotonic()
     with proc.popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -135,8 +136,8 @@ def _run(work: Path, modules: dict[str, str], cfg: str, jar: Path, steps: int,
             raise
     output = "".join(lines)
     if out_of_memory(output):
-        raise TraceError(f"TLC ran out of its {tlc_heap_mb():,} MB heap in a window of {steps:,} steps; "
-                         f"give it more with {HEAP_ENV}=<MB>, e.g. {HEAP_ENV}={2 * tlc_heap_mb()}")
+        raise TraceError(f"TLC ran out of its {heap_mb:,} MB heap in a window of {steps:,} steps; "
+                         f"give it more with {HEAP_ENV}=<MB>, e.g. {HEAP_ENV}={2 * heap_mb}")
     result = parse_tlc_output(output, tlc.returncode)
     result.duration_s = time.monotonic() - started
     return output, result
